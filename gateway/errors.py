@@ -1,0 +1,117 @@
+"""Typed errors, rendered as the OpenAI error envelope by one middleware.
+
+    GatewayError                      500 server_error
+    ├── InvalidRequestError           400 invalid_request_error
+    │   ├── NotFoundError             404
+    │   ├── ConflictError             409
+    │   ├── UnprocessableError        422
+    │   └── PayloadTooLargeError      413
+    ├── AuthenticationError           401 (code invalid_api_key)
+    ├── PermissionDeniedError         403
+    ├── RateLimitError                429 rate_limit_exceeded (+ Retry-After)
+    ├── UpstreamError                 502 upstream_error
+    ├── ServiceUnavailableError       503 service_unavailable (+ Retry-After)
+    └── UpstreamTimeoutError          504 timeout
+
+Every error carries `message`, `param` and `code`; the class fixes `status` and `type`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class GatewayError(Exception):
+    status: int = 500
+    type: str = "server_error"
+    code: str | None = None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        param: str | None = None,
+        code: str | None = None,
+        retry_after: float | None = None,
+        should_retry: bool | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        if code is not None:
+            self.code = code
+        self.retry_after = retry_after
+        # None leaves the SDK's own retry policy alone; False tells it not to re-run the request.
+        self.should_retry = should_retry
+
+    def envelope(self) -> dict[str, Any]:
+        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
+    def headers(self) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        if self.retry_after is not None:
+            headers["Retry-After"] = str(max(1, round(self.retry_after)))
+        if self.should_retry is not None:
+            headers["x-should-retry"] = "true" if self.should_retry else "false"
+        return headers
+
+
+class InvalidRequestError(GatewayError):
+    status = 400
+    type = "invalid_request_error"
+
+
+class NotFoundError(InvalidRequestError):
+    status = 404
+    code = "not_found"
+
+
+class ConflictError(InvalidRequestError):
+    status = 409
+    code = "conflict"
+
+
+class UnprocessableError(InvalidRequestError):
+    status = 422
+    code = "unprocessable_entity"
+
+
+class PayloadTooLargeError(InvalidRequestError):
+    status = 413
+    code = "request_too_large"
+
+
+class AuthenticationError(GatewayError):
+    status = 401
+    type = "invalid_request_error"
+    code = "invalid_api_key"
+
+
+class PermissionDeniedError(GatewayError):
+    status = 403
+    type = "invalid_request_error"
+    code = "forbidden"
+
+
+class RateLimitError(GatewayError):
+    status = 429
+    type = "rate_limit_error"
+    code = "rate_limit_exceeded"
+
+
+class UpstreamError(GatewayError):
+    status = 502
+    type = "upstream_error"
+    code = "upstream_error"
+
+
+class ServiceUnavailableError(GatewayError):
+    status = 503
+    type = "service_unavailable"
+    code = "service_unavailable"
+
+
+class UpstreamTimeoutError(GatewayError):
+    status = 504
+    type = "timeout"
+    code = "upstream_timeout"

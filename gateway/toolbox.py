@@ -1,0 +1,56 @@
+"""The agent's server-side tools: the interface a tool implements and the set the agent offers.
+
+A tool has a `name`, an OpenAI function `schema()`, a short progress `marker(arguments)` shown
+inline in chat streams (or None), and `run(arguments)` returning the text handed to the model.
+`run` must not raise for expected failures: it returns a JSON failure envelope instead. Anything
+it does raise is caught by the agent and reported to the model as a tool error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+
+class AgentTool(Protocol):
+    name: str
+
+    def schema(self) -> dict[str, Any]:
+        """`{"type": "function", "function": {"name", "description", "parameters"}}`."""
+        ...
+
+    def marker(self, arguments: Mapping[str, Any]) -> str | None:
+        """Short progress text for chat streams, e.g. "🔍 weather in Oslo"; None shows nothing."""
+        ...
+
+    async def run(self, arguments: Mapping[str, Any]) -> str:
+        ...
+
+
+class Toolbox:
+    """The agent's own tools by name, in the order they are offered to the model."""
+
+    def __init__(self, tools: Iterable[AgentTool] = ()) -> None:
+        self._tools: dict[str, AgentTool] = {}
+        for tool in tools:
+            self.add(tool)
+
+    def add(self, tool: AgentTool) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} is registered twice")
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> AgentTool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [tool.schema() for tool in self._tools.values()]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)

@@ -1,0 +1,1 @@
+"""Contracts and machinery for agent-gateway's pluggable backends."""

@@ -1,0 +1,87 @@
+"""Shared HTTP plumbing for web providers: one pooled httpx client each, errors as one sentence.
+
+Providers call `await call_json(...)`; any transport fault, HTTP error or non-JSON body becomes a
+`ProviderError` whose message names the service and says what happened (bad key, out of credits,
+rate limited with the wait, timeout ...).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from providers.web import ProviderError
+
+DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
+
+
+def new_client(timeout: httpx.Timeout | float = DEFAULT_TIMEOUT) -> httpx.AsyncClient:
+    return httpx.AsyncClient(timeout=timeout, follow_redirects=False, headers={"User-Agent": "agent-gateway"})
+
+
+def _service_detail(body: Any) -> str | None:
+    """Pull the human message out of the error bodies the services use."""
+    if isinstance(body, str):
+        return body.strip()[:300] or None
+    if not isinstance(body, dict):
+        return None
+    for key in ("error", "detail", "message"):
+        value = body.get(key)
+        if isinstance(value, str) and value:
+            return value[:300]
+        if isinstance(value, dict):
+            nested = _service_detail(value)
+            if nested:
+                return nested
+    return None
+
+
+def describe_http_error(service: str, status: int, body: Any, retry_after: str | None) -> str:
+    detail = _service_detail(body)
+    suffix = f": {detail}" if detail else ""
+    if status == 401:
+        return f"{service} rejected the API key (401){suffix}"
+    if status == 402:
+        return f"{service} says the account is out of credits (402){suffix}"
+    if status == 403:
+        return f"{service} refused the request (403: plan, permission or limit){suffix}"
+    if status == 429:
+        wait = f"; retry after {retry_after} s" if retry_after else ""
+        return f"{service} rate limit reached (429){wait}{suffix}"
+    if status in (432, 433):
+        return f"{service} plan or usage limit reached ({status}){suffix}"
+    if status >= 500:
+        return f"{service} had a server error ({status}){suffix}"
+    return f"{service} answered HTTP {status}{suffix}"
+
+
+def _decode(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return response.text
+
+
+async def call_json(
+    client: httpx.AsyncClient,
+    service: str,
+    method: str,
+    url: str,
+    **kwargs: Any,
+) -> Any:
+    """Send one request and return the decoded JSON body, or raise ProviderError with one sentence."""
+    try:
+        response = await client.request(method, url, **kwargs)
+    except httpx.TimeoutException as exc:
+        raise ProviderError(f"{service} timed out ({type(exc).__name__})") from exc
+    except httpx.HTTPError as exc:
+        raise ProviderError(f"{service} could not be reached: {exc or type(exc).__name__}") from exc
+    if response.status_code >= 400:
+        raise ProviderError(
+            describe_http_error(service, response.status_code, _decode(response), response.headers.get("Retry-After"))
+        )
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise ProviderError(f"{service} returned a body that is not JSON (HTTP {response.status_code})") from exc

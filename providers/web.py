@@ -1,0 +1,139 @@
+"""The web provider contract: what a plugin implements so the agent can search and read the web.
+
+A plugin's `register(ctx)` builds provider instances and calls
+`ctx.register_web_search_provider(provider)`. `ctx.env` is the profile's environment (process
+environment over the profile's `.env`): read keys and base URLs from it, not from `os.environ`.
+
+Every method may be a plain function or an `async def`; the gateway awaits coroutines and runs
+plain functions in a worker thread with a timeout. Results use fixed envelopes, built with the
+helpers below:
+
+    search  -> {"success": True, "data": {"web": [{"title", "url", "description", "position"}]}}
+    extract -> {"success": True, "data": [{"url", "title", "content", "raw_content",
+                                            "metadata"?, "error"?}]}
+    failure -> {"success": False, "error": "one human-readable sentence"}
+
+Raising `ProviderError` (or anything else) is also fine: the gateway turns it into a failure envelope.
+"""
+
+from __future__ import annotations
+
+from abc import ABC
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+Envelope = dict[str, Any]
+
+
+class ProviderError(Exception):
+    """A provider failure worth one clear sentence to the model and the log."""
+
+
+class WebSearchProvider(ABC):  # noqa: B024 - every method has a sensible default; subclasses pick
+    """Base class for web search / extract / crawl providers."""
+
+    #: Unique, stable id used in config (`web.search_backend: <name>`).
+    name: str = ""
+
+    @property
+    def display_name(self) -> str:
+        """Human-friendly name for `agent-gateway tools`; defaults to `name`."""
+        return self.name
+
+    def is_available(self) -> bool:
+        """Whether the provider can be used now. Cheap: env vars and imports only, never network."""
+        return True
+
+    def unavailable_reason(self) -> str | None:
+        """When unavailable, what the user must do, e.g. "set TAVILY_API_KEY"."""
+        return None
+
+    def supports_search(self) -> bool:
+        return True
+
+    def supports_extract(self) -> bool:
+        return False
+
+    def supports_crawl(self) -> bool:
+        return False
+
+    def search(self, query: str, limit: int = 5) -> Envelope:
+        """Search the web; return `search_result(...)`."""
+        raise ProviderError(f"{self.name} does not support search")
+
+    def extract(self, urls: list[str], **kwargs: Any) -> Envelope:
+        """Fetch pages as readable text; return `extract_result(...)`, one entry per URL, in order."""
+        raise ProviderError(f"{self.name} does not support extract")
+
+    def crawl(self, url: str, **kwargs: Any) -> Envelope:
+        """Crawl from `url`; return the crawled pages as `extract_result(...)`."""
+        raise ProviderError(f"{self.name} does not support crawl")
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, default does nothing
+        """Release pooled connections; called once when the gateway shuts down."""
+
+
+def search_hit(title: str | None, url: str, description: str | None, position: int) -> dict[str, Any]:
+    return {"title": title or "", "url": url, "description": description or "", "position": position}
+
+
+def search_result(hits: Iterable[Mapping[str, Any]]) -> Envelope:
+    """Wrap hits (dicts with title/url/description) into the search envelope, numbering positions."""
+    web = [
+        search_hit(hit.get("title"), str(hit["url"]), hit.get("description"), position)
+        for position, hit in enumerate(hits, start=1)
+    ]
+    return {"success": True, "data": {"web": web}}
+
+
+def page(
+    url: str,
+    content: str = "",
+    *,
+    title: str | None = None,
+    raw_content: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    error: str | None = None,
+) -> dict[str, Any]:
+    """One extract entry; pass `error` for a URL that could not be read."""
+    entry: dict[str, Any] = {
+        "url": url,
+        "title": title or "",
+        "content": content,
+        "raw_content": raw_content if raw_content is not None else content,
+    }
+    if metadata:
+        entry["metadata"] = dict(metadata)
+    if error:
+        entry["error"] = error
+    return entry
+
+
+def extract_result(pages: Iterable[Mapping[str, Any]]) -> Envelope:
+    return {"success": True, "data": [dict(p) for p in pages]}
+
+
+def failure(message: str) -> Envelope:
+    return {"success": False, "error": message}
+
+
+def validate_envelope(result: Any, kind: str) -> Envelope:
+    """Check a provider's result against the envelope for `kind` ("search" or "extract").
+
+    Returns the result unchanged when valid, or a failure envelope naming what is wrong, so a
+    misbehaving plugin yields a clear tool error instead of crashing the turn.
+    """
+    if not isinstance(result, dict) or not isinstance(result.get("success"), bool):
+        return failure(f"provider returned a malformed result for {kind} (not an envelope)")
+    if result["success"] is False:
+        error = result.get("error")
+        return failure(str(error) if error else f"{kind} failed without a reason")
+    data = result.get("data")
+    if kind == "search":
+        web = data.get("web") if isinstance(data, dict) else None
+        if not isinstance(web, list) or not all(isinstance(h, dict) and isinstance(h.get("url"), str) for h in web):
+            return failure("provider returned a malformed search result (data.web must be a list of hits)")
+        return result
+    if not isinstance(data, list) or not all(isinstance(p, dict) and isinstance(p.get("url"), str) for p in data):
+        return failure(f"provider returned a malformed {kind} result (data must be a list of pages)")
+    return result
