@@ -1,0 +1,66 @@
+"""The application factory: everything is built here, nothing at import time."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
+
+from aiohttp import web
+
+from gateway import appkeys
+from gateway.agent import Agent
+from gateway.lifecycle import Lifecycle, RunLimiter
+from gateway.middlewares import MIDDLEWARES, add_security_headers
+from gateway.routes import chat, health, models
+from gateway.settings import Settings
+from gateway.toolbox import AgentTool, Toolbox
+from providers.llm import UpstreamClient
+
+ToolFactory = Callable[[web.Application], Iterable[AgentTool]]
+
+
+def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None) -> web.Application:
+    """Build the gateway. `tools` replaces the agent's default tool set (tests use their own)."""
+    app = web.Application(middlewares=MIDDLEWARES, client_max_size=settings.max_body_bytes)
+    app[appkeys.SETTINGS] = settings
+    app[appkeys.STARTED_AT] = int(time.time())
+    app[appkeys.LIMITER] = RunLimiter(settings.max_concurrent_runs)
+    app[appkeys.LIFECYCLE] = Lifecycle()
+    app.on_response_prepare.append(add_security_headers)
+    app.cleanup_ctx.append(_upstream_ctx)
+    app.cleanup_ctx.append(_agent_ctx(tools))
+    for module in (health, models, chat):
+        app.router.add_routes(module.routes)
+    return app
+
+
+async def _upstream_ctx(app: web.Application) -> AsyncIterator[None]:
+    settings = app[appkeys.SETTINGS]
+    upstream = UpstreamClient(
+        settings.llm_base_url,
+        api_key=settings.llm_api_key,
+        model=settings.llm_model,
+        connect_timeout=settings.llm_connect_timeout,
+        read_timeout=settings.llm_timeout,
+    )
+    await upstream.start()
+    app[appkeys.UPSTREAM] = upstream
+    yield
+    await upstream.close()
+
+
+def _agent_ctx(tools: Iterable[AgentTool] | None) -> Callable[[web.Application], AsyncIterator[None]]:
+    async def ctx(app: web.Application) -> AsyncIterator[None]:
+        settings = app[appkeys.SETTINGS]
+        toolbox = Toolbox(tools if tools is not None else ())
+        app[appkeys.TOOLBOX] = toolbox
+        app[appkeys.AGENT] = Agent(
+            app[appkeys.UPSTREAM],
+            toolbox,
+            max_rounds=settings.max_rounds,
+            tool_timeout=settings.tool_timeout,
+            system_prompt=settings.system_prompt,
+        )
+        yield
+
+    return ctx

@@ -1,0 +1,19 @@
+"""Typed keys for the state shared on the aiohttp application."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from gateway.agent import Agent
+from gateway.lifecycle import Lifecycle, RunLimiter
+from gateway.settings import Settings
+from gateway.toolbox import Toolbox
+from providers.llm import UpstreamClient
+
+SETTINGS = web.AppKey("settings", Settings)
+UPSTREAM = web.AppKey("upstream", UpstreamClient)
+TOOLBOX = web.AppKey("toolbox", Toolbox)
+AGENT = web.AppKey("agent", Agent)
+LIMITER = web.AppKey("limiter", RunLimiter)
+LIFECYCLE = web.AppKey("lifecycle", Lifecycle)
+STARTED_AT = web.AppKey("started_at", int)

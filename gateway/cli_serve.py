@@ -1,0 +1,79 @@
+"""`agent-gateway serve`: bind guard, startup line, graceful SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import logging
+import signal
+import sys
+
+from aiohttp import web
+
+from gateway import appkeys
+from gateway.app import create_app
+from gateway.settings import Settings, load_settings
+
+log = logging.getLogger("agent_gateway")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("serve", help="start the HTTP gateway")
+    parser.add_argument("--host", help="bind address (API_SERVER_HOST)")
+    parser.add_argument("--port", help="port (API_SERVER_PORT); 0 picks a free one")
+    parser.set_defaults(func=run)
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a hostname may resolve anywhere: treat it as exposed
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = load_settings(profile=args.profile, overrides={"host": args.host, "port": args.port})
+    if not settings.enabled:
+        print("agent-gateway: API_SERVER_ENABLED is false, so the API server is not started.", file=sys.stderr)
+        return 0
+    if not is_loopback(settings.host) and not settings.api_key:
+        print(
+            f"agent-gateway: refusing to listen on {settings.host} without a key: set API_SERVER_KEY "
+            "(or bind 127.0.0.1).",
+            file=sys.stderr,
+        )
+        return 2
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not settings.api_key:
+        print("agent-gateway: warning: no API_SERVER_KEY set; anyone on this machine can use the gateway.",
+              file=sys.stderr)
+    asyncio.run(serve(settings))
+    return 0
+
+
+async def serve(settings: Settings) -> None:
+    app = create_app(settings)
+    runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=1.0)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, settings.host, settings.port)
+        await site.start()
+        port = next(iter(runner.addresses))[1]
+        host = f"[{settings.host}]" if ":" in settings.host else settings.host
+        print(f"agent-gateway listening on http://{host}:{port}/v1 (model {settings.model_name}, "
+              f"upstream {settings.llm_base_url})", flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        lifecycle = app[appkeys.LIFECYCLE]
+        log.info("shutting down: %d request(s) in flight, grace %.0f s", lifecycle.in_flight,
+                 settings.shutdown_grace)
+        if not await lifecycle.drain(settings.shutdown_grace):
+            log.warning("grace period over with %d request(s) still running; closing them", lifecycle.in_flight)
+    finally:
+        await runner.cleanup()

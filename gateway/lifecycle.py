@@ -1,0 +1,58 @@
+"""Run limits and shutdown state: how many agent runs at once, and whether we are draining."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+
+from gateway.errors import RateLimitError
+
+
+class RunLimiter:
+    """Caps concurrent agent runs; beyond the cap a request is refused at once (429), not queued,
+    so a client's own retry policy decides when to come back."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.active = 0
+
+    @contextlib.contextmanager
+    def slot(self) -> Iterator[None]:
+        if self.active >= self.limit:
+            raise RateLimitError(
+                f"too many agent runs in progress ({self.limit}); retry shortly", retry_after=1
+            )
+        self.active += 1
+        try:
+            yield
+        finally:
+            self.active -= 1
+
+
+class Lifecycle:
+    """Tracks requests in flight so a shutdown can let them finish while refusing new ones."""
+
+    def __init__(self) -> None:
+        self.draining = False
+        self.in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def enter(self) -> None:
+        self.in_flight += 1
+        self._idle.clear()
+
+    def leave(self) -> None:
+        self.in_flight -= 1
+        if self.in_flight == 0:
+            self._idle.set()
+
+    async def drain(self, grace: float) -> bool:
+        """Refuse new requests and wait up to `grace` seconds for in-flight ones; True if all ended."""
+        self.draining = True
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout=grace)
+        except TimeoutError:
+            return False
+        return True

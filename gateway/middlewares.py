@@ -1,0 +1,119 @@
+"""Middlewares and response hooks applied to every request: errors, headers, auth, limits."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from gateway import appkeys
+from gateway.errors import (
+    AuthenticationError,
+    GatewayError,
+    InvalidRequestError,
+    NotFoundError,
+    PayloadTooLargeError,
+    ServiceUnavailableError,
+)
+
+log = logging.getLogger("agent_gateway")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+OPEN_PATHS = frozenset({"/health", "/v1/health"})
+SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+
+
+def error_response(error: GatewayError) -> web.Response:
+    return web.Response(
+        status=error.status,
+        body=json.dumps(error.envelope()).encode(),
+        content_type="application/json",
+        headers=error.headers(),
+    )
+
+
+def _from_http_exception(exc: web.HTTPException) -> GatewayError:
+    if exc.status == 404:
+        return NotFoundError("no such route; the API lives under /v1 (e.g. /v1/chat/completions)")
+    if exc.status == 405:
+        error = InvalidRequestError(f"method not allowed; allowed: {exc.headers.get('Allow', '?')}",
+                                    code="method_not_allowed")
+        error.status = 405
+        return error
+    if exc.status == 413:
+        return PayloadTooLargeError("the request body is larger than API_SERVER_MAX_BODY_BYTES allows")
+    error = InvalidRequestError(exc.reason or "invalid request", code=None)
+    error.status = exc.status
+    return error
+
+
+@web.middleware
+async def errors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every failure leaves as the OpenAI error envelope, never a traceback or an HTML page."""
+    try:
+        return await handler(request)
+    except GatewayError as exc:
+        return error_response(exc)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return error_response(_from_http_exception(exc))
+    except (ConnectionResetError, ConnectionError):
+        raise
+    except Exception:
+        log.exception("unhandled error on %s %s", request.method, request.path)
+        return error_response(GatewayError("internal error; see the gateway's log", code="internal_error"))
+
+
+@web.middleware
+async def lifecycle_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    lifecycle = request.app[appkeys.LIFECYCLE]
+    if lifecycle.draining:
+        raise ServiceUnavailableError("the gateway is shutting down; retry shortly", retry_after=1)
+    lifecycle.enter()
+    try:
+        return await handler(request)
+    finally:
+        lifecycle.leave()
+
+
+@web.middleware
+async def body_limit_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Refuse a declared oversize body before reading it; chunked bodies hit client_max_size."""
+    limit = request.app[appkeys.SETTINGS].max_body_bytes
+    if request.content_length is not None and request.content_length > limit:
+        raise PayloadTooLargeError(f"the request body is larger than the {limit} bytes allowed")
+    return await handler(request)
+
+
+def _presented_key(request: web.Request) -> str | None:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    return None
+
+
+@web.middleware
+async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    expected = request.app[appkeys.SETTINGS].api_key
+    if expected and request.path not in OPEN_PATHS and request.method != "OPTIONS":
+        presented = _presented_key(request)
+        if presented is None:
+            raise AuthenticationError(
+                "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.", code=None
+            )
+        if not hmac.compare_digest(presented.encode(), expected.encode()):
+            raise AuthenticationError("Incorrect API key provided.")
+    return await handler(request)
+
+
+async def add_security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """on_response_prepare hook: runs for JSON, errors and streams alike."""
+    response.headers.update(SECURITY_HEADERS)
+
+
+MIDDLEWARES = [errors_middleware, lifecycle_middleware, body_limit_middleware, auth_middleware]

@@ -1,0 +1,1 @@
+"""One module per endpoint group, each with its own RouteTableDef."""

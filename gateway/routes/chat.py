@@ -1,0 +1,105 @@
+"""POST /v1/chat/completions: parse, run the agent, render chat objects or chunk streams."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+
+from aiohttp import web
+
+from gateway import appkeys
+from gateway.agent import AgentRequest
+from gateway.chat_wire import ChatChunkEncoder, ChatCompletionBuilder, parse_chat_request
+from gateway.errors import GatewayError, UpstreamTimeoutError
+from gateway.events import TextDelta, ToolCallStarted
+from gateway.sse import KEEPALIVE, SSEWriter, with_keepalive
+from gateway.validation import read_json_object
+
+log = logging.getLogger("agent_gateway.chat")
+routes = web.RouteTableDef()
+
+
+def run_timeout_error(seconds: float) -> UpstreamTimeoutError:
+    return UpstreamTimeoutError(f"the agent run took longer than AGENT_RUN_TIMEOUT ({seconds:g} s)",
+                                code="run_timeout")
+
+
+@routes.post("/v1/chat/completions")
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    chat = parse_chat_request(await read_json_object(request))
+    settings = request.app[appkeys.SETTINGS]
+    agent_request = AgentRequest(
+        messages=chat.messages, client_tools=chat.client_tools, params=chat.params, stream=chat.stream
+    )
+    model = chat.model or settings.model_name
+    with request.app[appkeys.LIMITER].slot():
+        if chat.stream:
+            encoder = ChatChunkEncoder(model, include_usage=chat.include_usage,
+                                       inline_markers=settings.tool_progress == "inline")
+            return await _stream(request, agent_request, encoder)
+        return await _complete(request, agent_request, model)
+
+
+async def _complete(request: web.Request, agent_request: AgentRequest, model: str) -> web.Response:
+    settings = request.app[appkeys.SETTINGS]
+    builder = ChatCompletionBuilder(model)
+    did_work = False
+    try:
+        async with asyncio.timeout(settings.run_timeout):
+            async for event in request.app[appkeys.AGENT].run(agent_request):
+                did_work = did_work or isinstance(event, ToolCallStarted)
+                builder.add(event)
+    except TimeoutError as exc:
+        raise run_timeout_error(settings.run_timeout) from exc
+    except GatewayError as exc:
+        if did_work:
+            exc.should_retry = False  # tools already ran: an SDK retry would run them again
+        raise
+    return web.Response(body=json.dumps(builder.result(), ensure_ascii=False).encode(),
+                        content_type="application/json")
+
+
+async def _stream(request: web.Request, agent_request: AgentRequest, encoder: ChatChunkEncoder) -> web.StreamResponse:
+    """Headers wait for the first event (or the first keepalive tick), so a fault before any
+    output still gets its real HTTP status; after that, faults become an error frame."""
+    settings = request.app[appkeys.SETTINGS]
+    sse = SSEWriter(request)
+    did_work = False
+    events = with_keepalive(request.app[appkeys.AGENT].run(agent_request), settings.keepalive_interval)
+    try:
+        async with contextlib.aclosing(events), asyncio.timeout(settings.run_timeout):
+            async for item in events:
+                if item is KEEPALIVE:
+                    await sse.comment()
+                    continue
+                if not did_work:
+                    did_work = True
+                    await sse.data(encoder.start())
+                await sse.data_many(encoder.encode(item))
+                if isinstance(item, TextDelta | ToolCallStarted):
+                    did_work = True
+    except (ConnectionResetError, ConnectionError):
+        log.info("client went away mid-stream; agent run cancelled")
+        return sse.response
+    except TimeoutError:
+        await _fail(sse, run_timeout_error(settings.run_timeout), did_work)
+    except GatewayError as exc:
+        await _fail(sse, exc, did_work)
+    else:
+        if not did_work:
+            await sse.data(encoder.start())
+        await sse.data("[DONE]")
+    return await sse.finish()
+
+
+async def _fail(sse: SSEWriter, error: GatewayError, did_work: bool) -> None:
+    if not sse.started:
+        if did_work:
+            error.should_retry = False
+        raise error
+    log.warning("agent run failed mid-stream: %s", error.message)
+    with contextlib.suppress(ConnectionError):
+        await sse.data(json.dumps(error.envelope()))
+        await sse.data("[DONE]")

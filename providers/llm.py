@@ -1,0 +1,235 @@
+"""The upstream model: any OpenAI-compatible `/v1` endpoint, over one pooled aiohttp session.
+
+Faults become typed gateway errors with the upstream's own message:
+unreachable -> 502, timeout -> 504, upstream 429 -> 429 (its Retry-After kept),
+upstream 400/422 (the request was refused) -> 400, anything else -> 502.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+
+from gateway.errors import (
+    GatewayError,
+    InvalidRequestError,
+    RateLimitError,
+    UpstreamError,
+    UpstreamTimeoutError,
+)
+
+MAX_SSE_LINE = 16 * 1024 * 1024  # one upstream frame larger than this is not a model reply
+
+
+def _error_message(body: bytes) -> str:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        text = body.decode("utf-8", "replace").strip()
+        return text[:300] or "no details"
+    if isinstance(data, dict):
+        error = data.get("error", data)
+        if isinstance(error, dict):
+            message = error.get("message") or error.get("detail")
+            if message:
+                return str(message)[:500]
+        elif isinstance(error, str):
+            return error[:500]
+        if "detail" in data:
+            return str(data["detail"])[:500]
+    return json.dumps(data)[:300]
+
+
+def _parse_retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+class UpstreamClient:
+    """One pooled connection to the upstream model for the app's lifetime."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None,
+        model: str | None,
+        connect_timeout: float,
+        read_timeout: float,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self._model = model
+        self._connect_timeout = connect_timeout
+        self._read_timeout = read_timeout
+        self._session: aiohttp.ClientSession | None = None
+        self._model_lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        headers = {"Accept": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        self._session = aiohttp.ClientSession(
+            headers=headers,
+            connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, keepalive_timeout=30),
+            timeout=aiohttp.ClientTimeout(
+                total=None, sock_connect=self._connect_timeout, sock_read=self._read_timeout
+            ),
+            auto_decompress=True,
+        )
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            raise RuntimeError("UpstreamClient.start() was not awaited")
+        return self._session
+
+    def _fault(self, exc: BaseException) -> GatewayError:
+        if isinstance(exc, asyncio.TimeoutError | aiohttp.ServerTimeoutError):
+            return UpstreamTimeoutError(f"the upstream model at {self.base_url} timed out")
+        if isinstance(exc, aiohttp.ClientConnectorError):
+            return UpstreamError(
+                f"the upstream model at {self.base_url} is unreachable ({exc.os_error.strerror or exc})",
+                code="upstream_unreachable",
+            )
+        if isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ServerDisconnectedError):
+            return UpstreamError(f"the upstream model at {self.base_url} closed the connection mid-reply")
+        return UpstreamError(f"the upstream model at {self.base_url} failed: {exc or type(exc).__name__}")
+
+    async def _raise_for_status(self, response: aiohttp.ClientResponse) -> None:
+        if response.status < 400:
+            return
+        try:
+            body = await response.read()
+        except (TimeoutError, aiohttp.ClientError):
+            body = b""
+        message = f"upstream model error (HTTP {response.status}): {_error_message(body)}"
+        if response.status == 429:
+            raise RateLimitError(message, retry_after=_parse_retry_after(response.headers.get("Retry-After")))
+        if response.status in (400, 422):
+            raise InvalidRequestError(message, code="upstream_rejected")
+        raise UpstreamError(message)
+
+    async def model(self) -> str:
+        """The configured model, or the first one the upstream lists (looked up once)."""
+        if self._model:
+            return self._model
+        async with self._model_lock:
+            if not self._model:
+                models = await self.list_models()
+                if not models:
+                    raise UpstreamError(
+                        f"the upstream at {self.base_url} lists no models; set LLM_MODEL", code="no_upstream_model"
+                    )
+                self._model = models[0]
+        return self._model
+
+    async def list_models(self) -> list[str]:
+        try:
+            async with self.session.get(f"{self.base_url}/models") as response:
+                await self._raise_for_status(response)
+                data = await response.json(content_type=None)
+        except GatewayError:
+            raise
+        except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
+            raise self._fault(exc) from exc
+        items = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(items, list):
+            raise UpstreamError(f"the upstream at {self.base_url}/models did not return a model list")
+        return [str(item["id"]) for item in items if isinstance(item, dict) and "id" in item]
+
+    async def complete(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """A non-streaming chat completion; returns the upstream's JSON object."""
+        body = {**payload, "model": await self.model(), "stream": False}
+        try:
+            async with self.session.post(f"{self.base_url}/chat/completions", json=body) as response:
+                await self._raise_for_status(response)
+                raw = await response.read()
+        except GatewayError:
+            raise
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise self._fault(exc) from exc
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise UpstreamError("the upstream model returned a body that is not JSON") from exc
+        if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
+            raise UpstreamError("the upstream model returned a completion without choices")
+        return data
+
+    async def stream(self, payload: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """A streaming chat completion; yields each parsed `chat.completion.chunk`."""
+        body = {**payload, "model": await self.model(), "stream": True,
+                "stream_options": {"include_usage": True}}
+        try:
+            async with self.session.post(f"{self.base_url}/chat/completions", json=body) as response:
+                await self._raise_for_status(response)
+                if not response.headers.get("Content-Type", "").startswith("text/event-stream"):
+                    # Some servers ignore stream=true; accept a whole completion as one chunk.
+                    yield _completion_as_chunk(await self._read_json(response))
+                    return
+                async for data in _sse_data(response.content):
+                    if data == "[DONE]":
+                        return
+                    try:
+                        chunk = json.loads(data)
+                    except ValueError as exc:
+                        raise UpstreamError("the upstream model sent a malformed stream frame") from exc
+                    if isinstance(chunk, dict) and "error" in chunk:
+                        raise UpstreamError(f"upstream model error mid-stream: {_error_message(data.encode())}")
+                    if isinstance(chunk, dict):
+                        yield chunk
+        except GatewayError:
+            raise
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise self._fault(exc) from exc
+
+    async def _read_json(self, response: aiohttp.ClientResponse) -> dict[str, Any]:
+        try:
+            data = json.loads(await response.read())
+        except ValueError as exc:
+            raise UpstreamError("the upstream model returned a body that is not JSON") from exc
+        if not isinstance(data, dict):
+            raise UpstreamError("the upstream model returned an unexpected body")
+        return data
+
+
+def _completion_as_chunk(data: dict[str, Any]) -> dict[str, Any]:
+    choices = data.get("choices") or [{}]
+    message = choices[0].get("message") or {}
+    delta: dict[str, Any] = {"content": message.get("content")}
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{**call, "index": i} for i, call in enumerate(message["tool_calls"])]
+    return {"choices": [{"index": 0, "delta": delta, "finish_reason": choices[0].get("finish_reason")}],
+            "usage": data.get("usage")}
+
+
+async def _sse_data(content: aiohttp.StreamReader) -> AsyncIterator[str]:
+    """The `data:` payloads of an SSE body, one per `data:` line (LLM servers send one JSON a line),
+    tolerant of CRLF, comments and event lines."""
+    buffer = b""
+    async for piece in content.iter_any():
+        buffer += piece
+        if b"\n" not in piece:
+            if len(buffer) > MAX_SSE_LINE:
+                raise UpstreamError("the upstream model sent a stream line larger than 16 MiB")
+            continue
+        *lines, buffer = buffer.split(b"\n")
+        for raw in lines:
+            if raw.startswith(b"data:"):
+                yield raw[5:].strip().decode("utf-8", "replace")
+    if buffer.startswith(b"data:"):
+        yield buffer[5:].strip().decode("utf-8", "replace")

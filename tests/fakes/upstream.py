@@ -1,0 +1,143 @@
+"""A fake OpenAI-compatible upstream model: a real aiohttp server on 127.0.0.1, scripted per test.
+
+Queue replies with `fake.queue(...)`; each POST /v1/chat/completions takes the next one (or a
+default text reply). Every request body is recorded in `fake.requests`; a client that goes away
+mid-reply is counted in `fake.disconnects`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass
+class Reply:
+    text: str = "Hello from the fake model."
+    tool_calls: list[tuple[str, str]] = field(default_factory=list)  # (name, arguments JSON)
+    finish: str | None = None
+    usage: tuple[int, int] = (10, 5)
+    status: int = 200
+    error_body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0  # before the first byte
+    chunk_delay: float = 0.0  # between stream chunks
+    chunk_size: int = 8  # characters of text per stream chunk
+    drop_after: int | None = None  # stream: close the connection after this many chunks
+    raw: bytes | None = None  # answer these bytes verbatim
+    raw_content_type: str = "application/json"
+
+
+def text(content: str = "Hello from the fake model.", **kw: Any) -> Reply:
+    return Reply(text=content, **kw)
+
+
+def tool_call(*calls: tuple[str, dict[str, Any] | str], text: str = "", **kw: Any) -> Reply:
+    encoded = [(name, args if isinstance(args, str) else json.dumps(args)) for name, args in calls]
+    return Reply(text=text, tool_calls=encoded, **kw)
+
+
+def error(status: int, message: str = "upstream exploded", **kw: Any) -> Reply:
+    return Reply(status=status, error_body={"error": {"message": message, "type": "server_error"}}, **kw)
+
+
+class FakeUpstream:
+    def __init__(self, models: list[str] | None = None) -> None:
+        self.models = models if models is not None else ["fake-model", "other-model"]
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.disconnects = 0
+        self.completed = 0
+        self.base_url = ""
+        self._script: list[Reply] = []
+        self.default = Reply()
+
+    def queue(self, *replies: Reply) -> None:
+        self._script.extend(replies)
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        return app
+
+    async def _models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [
+            {"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]})
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append(body)
+        self.headers.append(dict(request.headers))
+        reply = self._script.pop(0) if self._script else self.default
+        try:
+            if reply.delay:
+                await asyncio.sleep(reply.delay)
+            if reply.raw is not None:
+                return web.Response(body=reply.raw, content_type=reply.raw_content_type)
+            if reply.status >= 400:
+                return web.json_response(reply.error_body, status=reply.status, headers=reply.headers)
+            if body.get("stream"):
+                response = await self._stream(request, body, reply)
+            else:
+                response = web.json_response(self._completion(body, reply))
+            self.completed += 1
+            return response
+        except asyncio.CancelledError:
+            self.disconnects += 1
+            raise
+
+    def _finish(self, reply: Reply) -> str:
+        return reply.finish or ("tool_calls" if reply.tool_calls else "stop")
+
+    def _completion(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
+                for i, (n, a) in enumerate(reply.tool_calls)
+            ]
+        prompt, completion = reply.usage
+        return {
+            "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body.get("model"),
+            "choices": [{"index": 0, "message": message, "finish_reason": self._finish(reply)}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+        }
+
+    async def _stream(self, request: web.Request, body: dict[str, Any], reply: Reply) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": body.get("model")}
+
+        chunks: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+        size = max(1, reply.chunk_size)
+        chunks += [{"content": reply.text[i:i + size]} for i in range(0, len(reply.text), size)]
+        for i, (name, arguments) in enumerate(reply.tool_calls):
+            half = len(arguments) // 2
+            chunks.append({"tool_calls": [{"index": i, "id": f"call_{i}", "type": "function",
+                                           "function": {"name": name, "arguments": arguments[:half]}}]})
+            chunks.append({"tool_calls": [{"index": i, "function": {"arguments": arguments[half:]}}]})
+
+        for sent, delta in enumerate(chunks):
+            if reply.drop_after is not None and sent >= reply.drop_after:
+                assert request.transport is not None
+                request.transport.close()
+                return response
+            frame = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+            await response.write(f"data: {json.dumps(frame)}\n\n".encode())
+            if reply.chunk_delay:
+                await asyncio.sleep(reply.chunk_delay)
+        finish = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": self._finish(reply)}]}
+        await response.write(f"data: {json.dumps(finish)}\n\n".encode())
+        if (body.get("stream_options") or {}).get("include_usage"):
+            prompt, completion = reply.usage
+            usage = {**base, "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                                                      "total_tokens": prompt + completion}}
+            await response.write(f"data: {json.dumps(usage)}\n\n".encode())
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
