@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
+_CLASS_DEFAULT: Any = object()
+
 
 class GatewayError(Exception):
     status: int = 500
@@ -31,15 +33,15 @@ class GatewayError(Exception):
         message: str,
         *,
         param: str | None = None,
-        code: str | None = None,
+        code: str | None = _CLASS_DEFAULT,
         retry_after: float | None = None,
         should_retry: bool | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.param = param
-        if code is not None:
-            self.code = code
+        if code is not _CLASS_DEFAULT:
+            self.code = code  # None is a real value here: OpenAI sends `code: null` for some errors
         self.retry_after = retry_after
         # None leaves the SDK's own retry policy alone; False tells it not to re-run the request.
         self.should_retry = should_retry
