@@ -1,0 +1,276 @@
+"""Agent events -> a Responses API response object, its stream events and its transcript. Pure.
+
+One builder per response. Feed it the agent's events; each call returns the stream events to send
+(dicts with `type` and a rising `sequence_number`), and `response()` is the response object at any
+moment (the final one after `finish()`, `fail()` or `interrupt()`).
+
+Output items are in the order things happened: text opens a `message` item, a call to one of the
+agent's own tools closes it and adds a `function_call` item and, once the tool returns, a
+`function_call_output` item; a call to a client tool adds a `function_call` item for the client.
+The common shape is therefore tool calls and their outputs first, then one message; a model that
+writes a preamble before calling tools yields a message before the calls too, as OpenAI does.
+
+`transcript()` is the conversation so far in chat format (the history handed in plus what this
+response produced), for storage: continuing from a stored response needs nothing else.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any
+
+from gateway.events import (
+    AgentEvent,
+    ClientToolCall,
+    Finished,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    Usage,
+)
+from gateway.responses_wire import ResponsesRequest, new_id
+
+INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
+
+
+class ResponseBuilder:
+    def __init__(
+        self,
+        request: ResponsesRequest,
+        *,
+        model: str,
+        history: list[dict[str, Any]],
+        response_id: str | None = None,
+        created_at: int | None = None,
+    ) -> None:
+        self.request = request
+        self.model = model
+        self.id = response_id or new_id("resp")
+        self.created_at = int(time.time()) if created_at is None else created_at
+        self.status = "in_progress"
+        self._history = copy.deepcopy(history)
+        self._output: list[dict[str, Any]] = []
+        self._seq = 0
+        self._message_index: int | None = None  # the open message item, if any
+        self._produced: list[dict[str, Any]] = []  # chat messages this response added
+        self._round: dict[str, Any] | None = None  # the assistant chat message being written
+        self._round_has_results = False
+        self._usage: Usage | None = None
+        self._finish_reason: str | None = None
+        self._error: dict[str, Any] | None = None
+        self._incomplete_details: dict[str, Any] | None = None
+        self._completed_at: int | None = None
+
+    # ---- stream events ------------------------------------------------------------------------
+
+    def _event(self, kind: str, **fields: Any) -> dict[str, Any]:
+        event = {"type": kind, "sequence_number": self._seq, **fields}
+        self._seq += 1
+        return event
+
+    def start(self) -> list[dict[str, Any]]:
+        """`response.created` (with `output: []`) and `response.in_progress`."""
+        snapshot = self.response()
+        return [
+            self._event("response.created", response=snapshot),
+            self._event("response.in_progress", response=copy.deepcopy(snapshot)),
+        ]
+
+    def feed(self, event: AgentEvent) -> list[dict[str, Any]]:
+        """Take one agent event; return the stream events it produces (possibly none)."""
+        if isinstance(event, TextDelta):
+            return self._text(event.text)
+        if isinstance(event, ToolCallStarted | ClientToolCall):
+            return self._function_call(event.call_id, event.name, event.arguments)
+        if isinstance(event, ToolCallFinished):
+            return self._function_output(event.call_id, event.output)
+        if isinstance(event, Usage):
+            self._usage = event
+        elif isinstance(event, Finished):
+            self._finish_reason = event.reason
+        return []
+
+    def finish(self) -> list[dict[str, Any]]:
+        """End normally: `response.completed`, or `response.incomplete` when the model stopped on
+        its token limit or a content filter."""
+        reason = INCOMPLETE_REASONS.get(self._finish_reason or "")
+        status = "incomplete" if reason else "completed"
+        events = self._close_message("incomplete" if reason else "completed")
+        if reason:
+            self._incomplete_details = {"reason": reason}
+        self._end(status)
+        return [*events, self._event(f"response.{status}", response=self.response())]
+
+    def fail(self, message: str, code: str = "server_error") -> list[dict[str, Any]]:
+        """End with an error after the stream started: `response.failed`."""
+        events = self._close_message("incomplete")
+        self._error = {"code": code, "message": message}
+        self._end("failed")
+        return [*events, self._event("response.failed", response=self.response())]
+
+    def interrupt(self) -> list[dict[str, Any]]:
+        """End because the client went away: an `incomplete` response with what was produced."""
+        events = self._close_message("incomplete")
+        self._end("incomplete")
+        return [*events, self._event("response.incomplete", response=self.response())]
+
+    def _end(self, status: str) -> None:
+        self.status = status
+        if status == "completed":
+            self._completed_at = int(time.time())
+        last = self._produced[-1] if self._produced else None
+        # Keep the stored chat well-formed: a turn ends on an assistant message.
+        if status != "failed" and (last is None or last["role"] == "tool"):
+            self._produced.append({"role": "assistant", "content": ""})
+
+    # ---- items --------------------------------------------------------------------------------
+
+    def _assistant_message(self) -> dict[str, Any]:
+        if self._round is None or self._round_has_results:
+            self._round = {"role": "assistant", "content": None}
+            self._round_has_results = False
+            self._produced.append(self._round)
+        return self._round
+
+    def _text(self, text: str) -> list[dict[str, Any]]:
+        if not text:
+            return []
+        chat = self._assistant_message()
+        chat["content"] = (chat["content"] or "") + text
+        events: list[dict[str, Any]] = []
+        if self._message_index is None:
+            events = self._open_message()
+        index = self._message_index
+        assert index is not None
+        item = self._output[index]
+        item["content"][0]["text"] += text
+        events.append(self._event(
+            "response.output_text.delta", item_id=item["id"], output_index=index, content_index=0,
+            delta=text, logprobs=[],
+        ))
+        return events
+
+    def _open_message(self) -> list[dict[str, Any]]:
+        item = {"id": new_id("msg"), "type": "message", "role": "assistant", "status": "in_progress",
+                "content": []}
+        index = len(self._output)
+        self._output.append(item)
+        self._message_index = index
+        part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+        events = [self._event("response.output_item.added", output_index=index, item=copy.deepcopy(item))]
+        item["content"].append(part)
+        events.append(self._event(
+            "response.content_part.added", item_id=item["id"], output_index=index, content_index=0,
+            part=copy.deepcopy(part),
+        ))
+        return events
+
+    def _close_message(self, status: str) -> list[dict[str, Any]]:
+        index, self._message_index = self._message_index, None
+        if index is None:
+            return []
+        item = self._output[index]
+        item["status"] = status
+        part = item["content"][0]
+        return [
+            self._event("response.output_text.done", item_id=item["id"], output_index=index,
+                        content_index=0, text=part["text"], logprobs=[]),
+            self._event("response.content_part.done", item_id=item["id"], output_index=index,
+                        content_index=0, part=copy.deepcopy(part)),
+            self._event("response.output_item.done", output_index=index, item=copy.deepcopy(item)),
+        ]
+
+    def _function_call(self, call_id: str, name: str, arguments: str) -> list[dict[str, Any]]:
+        events = self._close_message("completed")
+        chat = self._assistant_message()
+        chat.setdefault("tool_calls", []).append(
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+        )
+        item = {"id": new_id("fc"), "type": "function_call", "call_id": call_id, "name": name,
+                "arguments": "", "status": "in_progress"}
+        index = len(self._output)
+        self._output.append(item)
+        events.append(self._event("response.output_item.added", output_index=index, item=copy.deepcopy(item)))
+        if arguments:
+            events.append(self._event(
+                "response.function_call_arguments.delta", item_id=item["id"], output_index=index,
+                delta=arguments,
+            ))
+        item["arguments"] = arguments
+        item["status"] = "completed"
+        events.append(self._event(
+            "response.function_call_arguments.done", item_id=item["id"], output_index=index,
+            arguments=arguments,
+        ))
+        events.append(self._event("response.output_item.done", output_index=index, item=copy.deepcopy(item)))
+        return events
+
+    def _function_output(self, call_id: str, output: str) -> list[dict[str, Any]]:
+        self._produced.append({"role": "tool", "tool_call_id": call_id, "content": output})
+        self._round_has_results = True
+        item = {"id": new_id("fco"), "type": "function_call_output", "call_id": call_id, "output": output,
+                "status": "completed"}
+        index = len(self._output)
+        self._output.append(item)
+        return [
+            self._event("response.output_item.added", output_index=index, item=copy.deepcopy(item)),
+            self._event("response.output_item.done", output_index=index, item=copy.deepcopy(item)),
+        ]
+
+    # ---- results ------------------------------------------------------------------------------
+
+    @property
+    def output_text(self) -> str:
+        return "".join(
+            part["text"] for item in self._output if item["type"] == "message" for part in item["content"]
+        )
+
+    def usage(self) -> dict[str, Any] | None:
+        if self._usage is None:
+            return None
+        return {
+            "input_tokens": self._usage.prompt_tokens,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": self._usage.completion_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": self._usage.total_tokens,
+        }
+
+    def response(self) -> dict[str, Any]:
+        """The response object as it stands (a fresh copy)."""
+        request = self.request
+        return {
+            "id": self.id,
+            "object": "response",
+            "created_at": self.created_at,
+            "status": self.status,
+            "completed_at": self._completed_at,
+            "background": False,
+            "error": copy.deepcopy(self._error),
+            "incomplete_details": copy.deepcopy(self._incomplete_details),
+            "instructions": request.instructions,
+            "max_output_tokens": request.max_output_tokens,
+            "max_tool_calls": None,
+            "model": self.model,
+            "output": copy.deepcopy(self._output),
+            "parallel_tool_calls": request.parallel_tool_calls,
+            "previous_response_id": request.previous_response_id,
+            "conversation": {"id": request.conversation} if request.conversation else None,
+            "reasoning": {"effort": None, "summary": None},
+            "service_tier": "default",
+            "store": request.store,
+            "temperature": request.temperature,
+            "text": copy.deepcopy(request.text),
+            "tool_choice": copy.deepcopy(request.tool_choice),
+            "tools": copy.deepcopy(request.tools),
+            "top_p": request.top_p,
+            "truncation": "disabled",
+            "usage": self.usage(),
+            "user": request.user,
+            "metadata": dict(request.metadata),
+        }
+
+    def transcript(self) -> list[dict[str, Any]]:
+        """History handed in plus the chat messages this response produced."""
+        return copy.deepcopy(self._history + self._produced)
