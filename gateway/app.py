@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 
@@ -11,8 +12,9 @@ from gateway import appkeys
 from gateway.agent import Agent
 from gateway.lifecycle import Lifecycle, RunLimiter
 from gateway.middlewares import MIDDLEWARES, add_security_headers
-from gateway.routes import chat, health, models
+from gateway.routes import chat, health, models, responses
 from gateway.settings import Settings
+from gateway.store import SQLiteResponseStore, StoreUnavailableError
 from gateway.toolbox import AgentTool, Toolbox
 from providers.llm import UpstreamClient
 
@@ -29,7 +31,8 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None) 
     app.on_response_prepare.append(add_security_headers)
     app.cleanup_ctx.append(_upstream_ctx)
     app.cleanup_ctx.append(_agent_ctx(tools))
-    for module in (health, models, chat):
+    app.cleanup_ctx.append(_store_ctx)
+    for module in (health, models, chat, responses):
         app.router.add_routes(module.routes)
     return app
 
@@ -64,3 +67,17 @@ def _agent_ctx(tools: Iterable[AgentTool] | None) -> Callable[[web.Application],
         yield
 
     return ctx
+
+
+async def _store_ctx(app: web.Application) -> AsyncIterator[None]:
+    """The Responses store. A store that cannot open does not stop the gateway: chat still works,
+    the Responses routes answer 503 saying why, and the store retries on the next request."""
+    settings = app[appkeys.SETTINGS]
+    store = SQLiteResponseStore(settings.db_path, settings.max_stored_responses)
+    try:
+        await store.open()
+    except StoreUnavailableError as exc:
+        logging.getLogger("agent_gateway.store").warning("%s", exc.message)
+    app[appkeys.STORE] = store
+    yield
+    await store.close()

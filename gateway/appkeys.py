@@ -7,6 +7,7 @@ from aiohttp import web
 from gateway.agent import Agent
 from gateway.lifecycle import Lifecycle, RunLimiter
 from gateway.settings import Settings
+from gateway.store import ResponseStore
 from gateway.toolbox import Toolbox
 from providers.llm import UpstreamClient
 
@@ -17,3 +18,4 @@ AGENT = web.AppKey("agent", Agent)
 LIMITER = web.AppKey("limiter", RunLimiter)
 LIFECYCLE = web.AppKey("lifecycle", Lifecycle)
 STARTED_AT = web.AppKey("started_at", int)
+STORE = web.AppKey("response_store", ResponseStore)

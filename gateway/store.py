@@ -146,6 +146,7 @@ class SQLiteResponseStore(ResponseStore):
         self._db: aiosqlite.Connection | None = None
         self._lock = asyncio.Lock()
         self._last_tick = 0
+        self._closed = False
 
     def _fail(self, exc: sqlite3.Error) -> StoreUnavailableError:
         return StoreUnavailableError(
@@ -153,6 +154,7 @@ class SQLiteResponseStore(ResponseStore):
         )
 
     async def open(self) -> None:
+        self._closed = False
         if self._db is not None:
             return
         try:
@@ -182,6 +184,7 @@ class SQLiteResponseStore(ResponseStore):
         self._db = db
 
     async def close(self) -> None:
+        self._closed = True
         db, self._db = self._db, None
         if db is not None:
             await db.close()
@@ -194,10 +197,14 @@ class SQLiteResponseStore(ResponseStore):
 
     @asynccontextmanager
     async def _transaction(self, *, write: bool) -> AsyncIterator[aiosqlite.Connection]:
-        if self._db is None:
-            raise StoreUnavailableError("The response store is not open.")
-        db = self._db
         async with self._lock:
+            if self._db is None and not self._closed:
+                # Opening failed at startup (say, a locked or read-only file): try again now, so a
+                # fixed fault heals without a restart.
+                await self.open()
+            db = self._db
+            if db is None:
+                raise StoreUnavailableError("The response store is closed.")
             try:
                 # IMMEDIATE takes the write lock up front, so a writer never fails mid-transaction
                 # on a lock upgrade (busy_timeout covers the wait instead).

@@ -243,3 +243,21 @@ async def test_a_file_that_is_not_a_database_is_a_503_at_open(tmp_path: Path) ->
     path.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(StoreUnavailableError, match="not a SQLite database"):
         await SQLiteResponseStore(path, max_responses=10).open()
+
+
+async def test_a_store_that_failed_to_open_recovers_once_the_file_is_fixed(tmp_path: Path) -> None:
+    path = tmp_path / "responses.db"
+    path.write_bytes(b"garbage" * 100)
+    store = SQLiteResponseStore(path, max_responses=10)
+    with pytest.raises(StoreUnavailableError):
+        await store.open()
+    with pytest.raises(StoreUnavailableError):
+        await store.put(record("resp_1"))
+    path.unlink()
+    try:
+        await store.put(record("resp_1"))
+        assert await store.count() == 1
+    finally:
+        await store.close()
+    with pytest.raises(StoreUnavailableError, match="closed"):
+        await store.count()

@@ -1,0 +1,214 @@
+"""/v1/responses: create (plain or streamed), retrieve, delete, list input items.
+
+Handlers stay thin: the wire work is in `responses_wire` / `responses_builder`, the storage in
+`store`. A response is stored before the client can learn its id (before the JSON reply, before
+the `response.completed` event), so a client that chains at once always finds it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any
+
+from aiohttp import web
+
+from gateway import appkeys
+from gateway.agent import AgentRequest
+from gateway.errors import GatewayError, InvalidRequestError, NotFoundError
+from gateway.events import TextDelta, ToolCallStarted
+from gateway.responses_builder import ResponseBuilder
+from gateway.responses_wire import ResponsesRequest, parse_responses_request
+from gateway.routes.chat import run_timeout_error
+from gateway.sse import KEEPALIVE, SSEWriter, with_keepalive
+from gateway.store import ResponseStore, StoredResponse
+from gateway.validation import read_json_object
+
+log = logging.getLogger("agent_gateway.responses")
+routes = web.RouteTableDef()
+
+
+def _dumps(payload: Any) -> str:
+    return json.dumps(payload, ensure_ascii=False)
+
+
+def _not_found(response_id: str) -> NotFoundError:
+    return NotFoundError(f"No response found with id '{response_id}'.", param="response_id")
+
+
+async def _history(store: ResponseStore, parsed: ResponsesRequest) -> list[dict[str, Any]]:
+    """The stored conversation this request continues (empty for a fresh start)."""
+    if parsed.previous_response_id is not None:
+        previous = await store.get(parsed.previous_response_id)
+        if previous is None:
+            raise NotFoundError(
+                f"Previous response with id '{parsed.previous_response_id}' not found.",
+                param="previous_response_id", code="previous_response_not_found",
+            )
+        return previous.transcript
+    if parsed.conversation is not None:
+        head = await store.conversation_head(parsed.conversation)
+        return head.transcript if head is not None else []
+    return []
+
+
+async def _save(store: ResponseStore, parsed: ResponsesRequest, builder: ResponseBuilder) -> None:
+    if not parsed.store:
+        return
+    record = StoredResponse(
+        id=builder.id, created_at=builder.created_at, response=builder.response(),
+        transcript=builder.transcript(), input_items=parsed.input_items, conversation=parsed.conversation,
+    )
+    # Shielded: a client going away must not cancel the write halfway.
+    await asyncio.shield(store.put(record))
+
+
+@routes.post("/v1/responses")
+async def create_response(request: web.Request) -> web.StreamResponse:
+    parsed = parse_responses_request(await read_json_object(request))
+    app = request.app
+    settings = app[appkeys.SETTINGS]
+    store = app[appkeys.STORE]
+    history = await _history(store, parsed)
+    agent_request = AgentRequest(
+        messages=[*history, *parsed.messages], client_tools=parsed.chat_tools,
+        params=parsed.upstream_params(), stream=parsed.stream, instructions=parsed.instructions,
+    )
+    builder = ResponseBuilder(parsed, model=parsed.model or settings.model_name,
+                              history=agent_request.messages)
+    with app[appkeys.LIMITER].slot():
+        if parsed.stream:
+            return await _stream(request, parsed, agent_request, builder)
+        return await _complete(request, parsed, agent_request, builder)
+
+
+async def _complete(
+    request: web.Request, parsed: ResponsesRequest, agent_request: AgentRequest, builder: ResponseBuilder
+) -> web.Response:
+    settings = request.app[appkeys.SETTINGS]
+    did_work = False
+    builder.start()
+    try:
+        async with asyncio.timeout(settings.run_timeout):
+            async for event in request.app[appkeys.AGENT].run(agent_request):
+                did_work = did_work or isinstance(event, ToolCallStarted)
+                builder.feed(event)
+    except TimeoutError as exc:
+        raise run_timeout_error(settings.run_timeout) from exc
+    except GatewayError as exc:
+        if did_work:
+            exc.should_retry = False  # tools already ran: an SDK retry would run them again
+        raise
+    builder.finish()
+    await _save(request.app[appkeys.STORE], parsed, builder)
+    return web.Response(body=_dumps(builder.response()).encode(), content_type="application/json")
+
+
+async def _stream(
+    request: web.Request, parsed: ResponsesRequest, agent_request: AgentRequest, builder: ResponseBuilder
+) -> web.StreamResponse:
+    """Like chat: headers wait for the first agent event (or keepalive tick), so a fault before any
+    output keeps its HTTP status; after that a fault is a `response.failed` event."""
+    app = request.app
+    settings = app[appkeys.SETTINGS]
+    store = app[appkeys.STORE]
+    sse = SSEWriter(request)
+
+    async def send(events: list[dict[str, Any]]) -> None:
+        for event in events:
+            await sse.data(_dumps(event), event=event["type"])
+
+    started = did_work = False
+    events = with_keepalive(app[appkeys.AGENT].run(agent_request), settings.keepalive_interval)
+    try:
+        async with contextlib.aclosing(events), asyncio.timeout(settings.run_timeout):
+            async for item in events:
+                if not started:
+                    started = True
+                    await send(builder.start())
+                if item is KEEPALIVE:
+                    await sse.comment()
+                    continue
+                did_work = did_work or isinstance(item, TextDelta | ToolCallStarted)
+                await send(builder.feed(item))
+        final = builder.finish()
+    except (ConnectionResetError, ConnectionError, asyncio.CancelledError) as exc:
+        log.info("client went away mid-stream; storing what was produced as incomplete")
+        builder.interrupt()
+        await _save(store, parsed, builder)
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+        return sse.response
+    except (TimeoutError, GatewayError) as exc:
+        error = run_timeout_error(settings.run_timeout) if isinstance(exc, TimeoutError) else exc
+        if not sse.started:
+            if did_work:
+                error.should_retry = False
+            raise error from exc
+        log.warning("agent run failed mid-stream: %s", error.message)
+        final = builder.fail(error.message, "rate_limit_exceeded" if error.status == 429 else "server_error")
+    if not started:
+        final = builder.start() + final
+    await _save(store, parsed, builder)
+    with contextlib.suppress(ConnectionError):
+        await send(final)
+    return await sse.finish()
+
+
+@routes.get("/v1/responses/{response_id}")
+async def retrieve_response(request: web.Request) -> web.Response:
+    response_id = request.match_info["response_id"]
+    record = await request.app[appkeys.STORE].get(response_id)
+    if record is None:
+        raise _not_found(response_id)
+    return web.json_response(record.response, dumps=_dumps)
+
+
+@routes.delete("/v1/responses/{response_id}")
+async def delete_response(request: web.Request) -> web.Response:
+    response_id = request.match_info["response_id"]
+    if not await request.app[appkeys.STORE].delete(response_id):
+        raise _not_found(response_id)
+    return web.json_response({"id": response_id, "object": "response.deleted", "deleted": True})
+
+
+def _limit(raw: str | None) -> int:
+    if raw is None:
+        return 20
+    try:
+        limit = int(raw)
+    except ValueError:
+        limit = 0
+    if not 1 <= limit <= 100:
+        raise InvalidRequestError("'limit' must be an integer from 1 to 100.", param="limit")
+    return limit
+
+
+@routes.get("/v1/responses/{response_id}/input_items")
+async def list_input_items(request: web.Request) -> web.Response:
+    response_id = request.match_info["response_id"]
+    query = request.query
+    limit = _limit(query.get("limit"))
+    order = query.get("order", "desc")
+    if order not in ("asc", "desc"):
+        raise InvalidRequestError("'order' must be asc or desc.", param="order")
+    record = await request.app[appkeys.STORE].get(response_id)
+    if record is None:
+        raise _not_found(response_id)
+    items = record.input_items if order == "asc" else list(reversed(record.input_items))
+    after = query.get("after")
+    if after is not None:
+        ids = [item["id"] for item in items]
+        if after not in ids:
+            raise InvalidRequestError(f"No input item with id '{after}' in this response.", param="after")
+        items = items[ids.index(after) + 1:]
+    page = items[:limit]
+    return web.json_response({
+        "object": "list",
+        "data": page,
+        "first_id": page[0]["id"] if page else None,
+        "last_id": page[-1]["id"] if page else None,
+        "has_more": len(items) > limit,
+    }, dumps=_dumps)
