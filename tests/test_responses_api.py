@@ -245,3 +245,15 @@ async def test_a_broken_store_is_503_for_responses_while_chat_still_works(
     assert "not a SQLite database" in body["error"]["message"]
     chat = await client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]})
     assert chat.status == 200
+
+
+async def test_responses_share_the_chat_concurrency_limit(make_client: Any, upstream: Any) -> None:
+    client = await make_client(tools=[], max_concurrent_runs=1)
+    upstream.queue(text("slow", delay=0.3))
+    running = asyncio.ensure_future(client.post("/v1/chat/completions", json={
+        "messages": [{"role": "user", "content": "hi"}]}))
+    while not upstream.requests:
+        await asyncio.sleep(0.01)
+    refused = await client.post("/v1/responses", json={"input": "x"})
+    assert refused.status == 429 and "Retry-After" in refused.headers
+    assert (await running).status == 200
