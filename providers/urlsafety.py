@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
@@ -32,6 +33,8 @@ TOTAL_TIMEOUT = 20.0
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+#: Says what is wrong with an address ("a loopback address") or None when it may be fetched.
+AddressPolicy = Callable[[IPAddress], str | None]
 
 METADATA_ADDRESSES = frozenset(
     {ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254")}
@@ -77,16 +80,15 @@ def address_problem(address: IPAddress) -> str | None:
     return None
 
 
-def check_address(text: str, allow_private: bool) -> None:
-    if allow_private:
-        return
-    address = ipaddress.ip_address(text.split("%", 1)[0])  # drop an IPv6 zone id
-    problem = address_problem(address)
-    if problem:
-        raise BlockedUrlError(f"blocked: {address} is {problem}")
+def allow_all(address: IPAddress) -> str | None:
+    return None
 
 
-def check_url(url: str, allow_private: bool) -> URL:
+def _ip(text: str) -> IPAddress:
+    return ipaddress.ip_address(text.split("%", 1)[0])  # drop an IPv6 zone id
+
+
+def check_url(url: str, policy: AddressPolicy = address_problem) -> URL:
     """Parse and vet the scheme, and the host when it is an IP literal; return the parsed URL."""
     try:
         parsed = URL(url)
@@ -99,18 +101,20 @@ def check_url(url: str, allow_private: bool) -> URL:
     if not host:
         raise BlockedUrlError(f"blocked: {url!r} has no host")
     try:
-        ipaddress.ip_address(host.split("%", 1)[0])
+        address = _ip(host)
     except ValueError:
         return parsed  # a name: CheckedResolver vets what it resolves to
-    check_address(host, allow_private)
+    problem = policy(address)
+    if problem:
+        raise BlockedUrlError(f"blocked: {address} is {problem}")
     return parsed
 
 
 class CheckedResolver(AbstractResolver):
     """Resolves like aiohttp's threaded resolver, then refuses the host if any address is non-public."""
 
-    def __init__(self, allow_private: bool) -> None:
-        self._allow_private = allow_private
+    def __init__(self, policy: AddressPolicy = address_problem) -> None:
+        self._policy = policy
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
@@ -123,8 +127,7 @@ class CheckedResolver(AbstractResolver):
         results: list[ResolveResult] = []
         for fam, _type, proto, _canon, sockaddr in infos:
             address = str(sockaddr[0])
-            ip = ipaddress.ip_address(address.split("%", 1)[0])
-            problem = None if self._allow_private else address_problem(ip)
+            problem = self._policy(_ip(address))
             if problem:
                 raise BlockedUrlError(f"blocked: {host} resolves to {address}, {problem}")
             results.append(
@@ -170,8 +173,10 @@ class SafeFetcher:
         timeout: float = TOTAL_TIMEOUT,
         max_redirects: int = MAX_REDIRECTS,
         user_agent: str = "agent-gateway (+web_extract)",
+        policy: AddressPolicy | None = None,
     ) -> None:
-        self.allow_private = allow_private
+        # `policy` replaces the built-in address rules (allow-lists, tests); allow_private lifts them.
+        self.policy = allow_all if allow_private else (policy or address_problem)
         self.max_bytes = max_bytes
         self.timeout = timeout
         self.max_redirects = max_redirects
@@ -182,7 +187,7 @@ class SafeFetcher:
         # Created on first use: a ClientSession must be born inside the running loop.
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(
-                resolver=CheckedResolver(self.allow_private), use_dns_cache=False, limit=20
+                resolver=CheckedResolver(self.policy), use_dns_cache=False, limit=20
             )
             self._session = aiohttp.ClientSession(
                 connector=connector,
@@ -202,7 +207,7 @@ class SafeFetcher:
         session = self._get_session()
         current = url
         for _hop in range(self.max_redirects + 1):
-            target = check_url(current, self.allow_private)
+            target = check_url(current, self.policy)
             try:
                 async with session.get(
                     target,
