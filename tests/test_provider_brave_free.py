@@ -75,7 +75,8 @@ async def test_rate_limit_says_when_to_retry(provider, brave_server):  # noqa: F
 
 
 async def test_retry_after_header_wins_when_present(provider, brave_server):  # noqa: F811
-    brave_server.script(Reply(429, brave_error(429, "RATE_LIMITED", "slow down"), headers={"Retry-After": "7"}))
+    error = brave_error(429, "RATE_LIMITED", "slow down")
+    brave_server.script(Reply(429, error, headers={"Retry-After": "7"}))
     with pytest.raises(ProviderError, match="retry after 7 s"):
         await provider.search("x")
 

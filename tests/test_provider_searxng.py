@@ -22,9 +22,9 @@ async def test_search_sends_json_query_and_maps_results(provider, searxng_server
 
     assert validate_envelope(result, "search") is result
     assert result["data"]["web"] == [
-        {"title": "Result 1 for rust async", "url": "https://example.org/1", "description": "Snippet 1", "position": 1},
-        {"title": "Result 2 for rust async", "url": "https://example.org/2", "description": "Snippet 2", "position": 2},
-        {"title": "Result 3 for rust async", "url": "https://example.org/3", "description": "Snippet 3", "position": 3},
+        {"title": f"Result {n} for rust async", "url": f"https://example.org/{n}",
+         "description": f"Snippet {n}", "position": n}
+        for n in (1, 2, 3)
     ]
     [request] = searxng_server.requests
     assert request.path == "/search"
