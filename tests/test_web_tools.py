@@ -225,7 +225,8 @@ async def test_crawl_goes_to_the_crawl_provider_once_per_url(tmp_path: Path):
 
 
 async def test_crawl_without_a_crawling_provider_falls_back_to_extract_and_says_so(tmp_path: Path):
-    _, extract = tools(tmp_path, Plugin("fetch", extract=lambda urls: extract_result([page(urls[0], "page")])))
+    fetch = Plugin("fetch", extract=lambda urls: extract_result([page(urls[0], "page")]))
+    _, extract = tools(tmp_path, fetch)
     result = await run(extract, urls=["https://a.test"], crawl=True)
     assert result["data"][0]["content"] == "page"
     assert result["note"] == (
