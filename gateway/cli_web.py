@@ -5,10 +5,12 @@ Pure functions returning text (and an exit code); the CLI module wires them into
 
 from __future__ import annotations
 
+import argparse
+import sys
 from pathlib import Path
 
 from gateway.configfile import get_config_value, set_config_value
-from gateway.settings import Settings
+from gateway.settings import Settings, load_settings
 from providers.loader import bundled_plugin_dir, load_registry, user_plugin_dir
 from providers.registry import CAPABILITIES, availability, supports
 
@@ -102,3 +104,23 @@ def _list(settings: Settings) -> str:
         if info.description:
             lines.append(f"{'':<16} {'':<12} {info.description}")
     return ("\n".join(lines) if lines else "no plugins found") + "\n"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    tools = subparsers.add_parser("tools", help="show web providers, their capabilities and which are active")
+    tools.set_defaults(func=_run_tools)
+    plugins = subparsers.add_parser("plugins", help="list, enable or disable web provider plugins")
+    plugins.add_argument("action", choices=("list", "enable", "disable"))
+    plugins.add_argument("name", nargs="?", help="plugin name (for enable / disable)")
+    plugins.set_defaults(func=_run_plugins)
+
+
+def _run_tools(args: argparse.Namespace) -> int:
+    sys.stdout.write(tools_report(load_settings(profile=args.profile)))
+    return 0
+
+
+def _run_plugins(args: argparse.Namespace) -> int:
+    code, text = plugins_command(load_settings(profile=args.profile), args.action, args.name)
+    (sys.stdout if code == 0 else sys.stderr).write(text)
+    return code

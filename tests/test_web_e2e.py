@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from gateway.app import create_app
 from gateway.settings import Settings
-from gateway.tools import build_web_tools
-from providers.loader import load_registry
-from providers.registry import ProviderRegistry
 from tests.fakes.pages import PageServer, page_server  # noqa: F401
 from tests.fakes.searxng import FakeSearxng, searxng_server  # noqa: F401
 from tests.fakes.upstream import FakeUpstream, text, tool_call
@@ -21,14 +19,10 @@ USER = [{"role": "user", "content": "What do otters eat?"}]
 
 
 @pytest.fixture
-async def web_client(
-    make_client: Callable[..., Any], make_settings: Callable[..., Settings], searxng_server: FakeSearxng  # noqa: F811
-) -> AsyncIterator[Any]:
-    settings = make_settings(env={"SEARXNG_URL": searxng_server.url})
-    registry: ProviderRegistry = load_registry(settings)
-    client = await make_client(tools=build_web_tools(registry, settings), env=settings.env)
-    yield client
-    await registry.aclose()
+async def web_client(aiohttp_client: Any, make_settings: Callable[..., Settings],
+                     searxng_server: FakeSearxng) -> Any:  # noqa: F811
+    """The app exactly as `serve` builds it: default tools from the provider registry."""
+    return await aiohttp_client(create_app(make_settings(env={"SEARXNG_URL": searxng_server.url})))
 
 
 def tool_messages(upstream: FakeUpstream) -> list[dict[str, Any]]:
