@@ -94,11 +94,15 @@ async def cors_preflight_middleware(request: web.Request, handler: Handler) -> w
         else:
             reason = f"browser access is not enabled; add {origin!r} to API_SERVER_CORS_ORIGINS to allow it"
         return error_response(PermissionDeniedError(f"CORS preflight refused: {reason}.", code="cors_origin_denied"))
-    return web.Response(status=204, headers={
+    headers = {
         "Access-Control-Allow-Methods": ALLOW_METHODS,
         "Access-Control-Allow-Headers": ALLOW_HEADERS,
         "Access-Control-Max-Age": MAX_AGE,
-    })
+    }
+    if request.headers.get("Access-Control-Request-Private-Network", "").lower() == "true":
+        # Chrome's Private Network Access: a listed public page calling a gateway on localhost/LAN
+        headers["Access-Control-Allow-Private-Network"] = "true"
+    return web.Response(status=204, headers=headers)
 
 
 async def add_cors_headers(request: web.Request, response: web.StreamResponse) -> None:

@@ -45,6 +45,14 @@ async def test_preflight_from_allowed_origin_is_granted_without_a_key(cors_clien
     assert "Access-Control-Allow-Credentials" not in resp.headers
 
 
+async def test_private_network_preflight_is_granted_only_when_asked(cors_client):
+    plain = await cors_client.options("/v1/models", headers=preflight_headers(ALLOWED))
+    assert "Access-Control-Allow-Private-Network" not in plain.headers
+    asked = await cors_client.options("/v1/models", headers={
+        **preflight_headers(ALLOWED), "Access-Control-Request-Private-Network": "true"})
+    assert asked.headers["Access-Control-Allow-Private-Network"] == "true"
+
+
 async def test_preflight_works_for_every_api_route(cors_client):
     for path in ("/v1/models", "/v1/responses", "/v1/responses/resp_123", "/health"):
         resp = await cors_client.options(path, headers=preflight_headers(ALLOWED))
