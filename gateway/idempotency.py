@@ -28,7 +28,7 @@ from aiohttp import web
 from gateway import appkeys
 from gateway.errors import GatewayError, InvalidRequestError
 from gateway.idempotency_store import CachedReply
-from gateway.middlewares import Handler, _presented_key, error_response
+from gateway.middlewares import Handler, presented_key, error_response
 
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
@@ -42,7 +42,7 @@ _PER_DELIVERY = frozenset({"content-length", "date", "server", "transfer-encodin
 
 def credential_scope(request: web.Request) -> str:
     """Who the key belongs to: a hash of the presented bearer token (never the token itself)."""
-    token = _presented_key(request)
+    token = presented_key(request)
     if token is None:
         return "anonymous"
     return "key:" + hashlib.sha256(token.encode()).hexdigest()
