@@ -28,7 +28,7 @@ from aiohttp import web
 from gateway import appkeys
 from gateway.errors import GatewayError, InvalidRequestError
 from gateway.idempotency_store import CachedReply
-from gateway.middlewares import Handler, presented_key, error_response
+from gateway.middlewares import Handler, error_response, presented_key
 
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
