@@ -9,11 +9,6 @@ import logging
 import signal
 import sys
 
-from aiohttp import web
-
-from gateway import appkeys
-from gateway.app import create_app
-from gateway.request_ids import configure_logging
 from gateway.settings import Settings, load_settings
 
 log = logging.getLogger("agent_gateway")
@@ -37,6 +32,11 @@ def is_loopback(host: str) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     settings = load_settings(profile=args.profile, overrides={"host": args.host, "port": args.port})
+    if settings.profile is not None and not settings.profile_dir.is_dir():
+        # A typo in -p would otherwise serve an unconfigured gateway with defaults.
+        print(f"agent-gateway: profile {settings.profile!r} does not exist: create it with "
+              f"`agent-gateway profile create {settings.profile}`", file=sys.stderr)
+        return 2
     if not settings.enabled:
         print("agent-gateway: API_SERVER_ENABLED is false, so the API server is not started.", file=sys.stderr)
         return 0
@@ -47,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    from gateway.request_ids import configure_logging  # the server's imports load only for `serve`
+
     configure_logging(logging.INFO)
     if not settings.api_key:
         print("agent-gateway: warning: no API_SERVER_KEY set; anyone on this machine can use the gateway.",
@@ -59,6 +61,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def serve(settings: Settings) -> None:
+    from aiohttp import web
+
+    from gateway import appkeys
+    from gateway.app import create_app
+
     app = create_app(settings)
     runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=1.0)
     await runner.setup()

@@ -40,13 +40,19 @@ def _parse_bool(raw: Any) -> bool:
 def _parse_int(raw: Any) -> int:
     if isinstance(raw, bool):
         raise ValueError("expected a whole number")
-    return int(str(raw).strip())
+    try:
+        return int(str(raw).strip())
+    except ValueError:
+        raise ValueError("expected a whole number") from None
 
 
 def _parse_float(raw: Any) -> float:
     if isinstance(raw, bool):
         raise ValueError("expected a number")
-    return float(str(raw).strip())
+    try:
+        return float(str(raw).strip())
+    except ValueError:
+        raise ValueError("expected a number") from None
 
 
 def _parse_str(raw: Any) -> str:

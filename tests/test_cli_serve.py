@@ -90,3 +90,9 @@ async def test_sigterm_lets_in_flight_finish_and_refuses_new_requests(tmp_path, 
         assert resp.status == 200
         assert (await resp.json())["choices"][0]["message"]["content"] == "finished despite shutdown"
     assert await asyncio.wait_for(gateway.proc.wait(), 15) == 0
+
+
+async def test_serving_a_profile_that_does_not_exist_is_refused(tmp_path):
+    code, out, err = await run_cli("-p", "typo", "serve", "--port", "0", env=gateway_env(tmp_path))
+    assert code == 2
+    assert "profile create typo" in err and "listening" not in out
