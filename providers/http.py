@@ -85,3 +85,25 @@ async def call_json(
         return response.json()
     except ValueError as exc:
         raise ProviderError(f"{service} returned a body that is not JSON (HTTP {response.status_code})") from exc
+
+
+class LazyClient:
+    """One pooled httpx client per provider, opened on first use and closed in `aclose()`.
+
+    Providers are built at startup whether or not they are ever used; creating the client lazily
+    keeps unused providers free of sockets and of event-loop ties made before the loop runs.
+    """
+
+    def __init__(self, timeout: httpx.Timeout | float = DEFAULT_TIMEOUT) -> None:
+        self._timeout = timeout
+        self._client: httpx.AsyncClient | None = None
+
+    def get(self) -> httpx.AsyncClient:
+        if self._client is None or self._client.is_closed:
+            self._client = new_client(self._timeout)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
