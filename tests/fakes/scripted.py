@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,6 +84,48 @@ class FakeService:
         if reply.text is not None:
             return web.Response(status=reply.status, text=reply.text, headers=reply.headers)
         return web.json_response(reply.json, status=reply.status, headers=reply.headers)
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def endpoint(
+    fake: FakeService,
+    route: str,
+    *,
+    authorized: Callable[[Recorded], bool],
+    validate: Callable[[Recorded], str | None],
+    answer: Callable[[Recorded], Any],
+    error: Callable[[int, str], web.StreamResponse],
+) -> Handler:
+    """A handler that records, checks auth (401) then the request (400), then answers.
+
+    A reply scripted for `route` wins over `answer`, but only for requests that passed the
+    checks: a fake that answered a malformed request with success would hide provider bugs.
+    """
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        recorded = await fake.record(request)
+        if not authorized(recorded):
+            return error(401, "missing or invalid API key")
+        problem = validate(recorded)
+        if problem:
+            return error(400, problem)
+        scripted = await fake.scripted(route)
+        if scripted is not None:
+            return scripted
+        result = answer(recorded)
+        return result if isinstance(result, web.StreamResponse) else web.json_response(result)
+
+    return handler
+
+
+def unknown_fields(body: Any, allowed: set[str]) -> str | None:
+    """The body must be a JSON object with only known fields (the real APIs reject typos)."""
+    if not isinstance(body, dict):
+        return "request body must be a JSON object"
+    unknown = set(body) - allowed
+    return f"unknown fields: {sorted(unknown)}" if unknown else None
 
 
 def json_error(status: int, payload: Any) -> web.Response:

@@ -6,13 +6,13 @@ answers 401/400 in Tavily's `{"detail": {"error": ...}}` shape when they are wro
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from aiohttp import web
 
-from tests.fakes.scripted import FakeService, json_error
+from tests.fakes.scripted import FakeService, endpoint, json_error, unknown_fields
 
 API_KEY = "tvly-test-key"
 
@@ -85,41 +85,25 @@ class TavilyFake(FakeService):
 
     def app(self) -> web.Application:
         app = web.Application()
-        app.router.add_post(
-            "/search", self._endpoint("search", SEARCH_FIELDS, self._check_search, self._search)
-        )
-        app.router.add_post(
-            "/extract", self._endpoint("extract", EXTRACT_FIELDS, self._check_extract, self._extract)
-        )
-        app.router.add_post("/crawl", self._endpoint("crawl", CRAWL_FIELDS, self._check_crawl, self._crawl))
+        for route, allowed, check, answer in (
+            ("search", SEARCH_FIELDS, self._check_search, self._search),
+            ("extract", EXTRACT_FIELDS, self._check_extract, self._extract),
+            ("crawl", CRAWL_FIELDS, self._check_crawl, self._crawl),
+        ):
+            app.router.add_post(
+                f"/{route}",
+                endpoint(
+                    self,
+                    route,
+                    authorized=lambda r: r.headers.get("Authorization") == f"Bearer {API_KEY}",
+                    validate=lambda r, allowed=allowed, check=check: (
+                        unknown_fields(r.body, allowed) or check(r.body)
+                    ),
+                    answer=lambda r, answer=answer: answer(r.body),
+                    error=_error,
+                ),
+            )
         return app
-
-    def _endpoint(
-        self,
-        route: str,
-        allowed: set[str],
-        check: Callable[[dict[str, Any]], str | None],
-        answer: Callable[[dict[str, Any]], dict[str, Any]],
-    ) -> Any:
-        async def handler(request: web.Request) -> web.StreamResponse:
-            recorded = await self.record(request)
-            if recorded.headers.get("Authorization") != f"Bearer {API_KEY}":
-                return _error(401, "Unauthorized: missing or invalid API key.")
-            body = recorded.body
-            if not isinstance(body, dict):
-                return _error(400, "Request body must be a JSON object.")
-            unknown = set(body) - allowed
-            if unknown:
-                return _error(400, f"Unknown fields: {sorted(unknown)}")
-            problem = check(body)
-            if problem:
-                return _error(400, problem)
-            scripted = await self.scripted(route)
-            if scripted is not None:
-                return scripted
-            return web.json_response(answer(body))
-
-        return handler
 
     @staticmethod
     def _check_search(body: dict[str, Any]) -> str | None:
