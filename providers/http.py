@@ -49,6 +49,8 @@ def describe_http_error(service: str, status: int, body: Any, retry_after: str |
     if status == 429:
         wait = f"; retry after {retry_after} s" if retry_after else ""
         return f"{service} rate limit reached (429){wait}{suffix}"
+    if status == 408:
+        return f"{service} timed out on its side (408){suffix}"
     if status in (432, 433):
         return f"{service} plan or usage limit reached ({status}){suffix}"
     if status >= 500:
