@@ -190,7 +190,8 @@ class FirecrawlProvider(WebSearchProvider):
             # Every scrape failed: usually one cause (key, credits, rate); say it once.
             return failure(str(outcomes[0]))
         entries = [
-            page(u, error=str(o)) if isinstance(o, ProviderError) else o for u, o in zip(urls, outcomes)
+            page(u, error=str(o)) if isinstance(o, ProviderError) else o
+            for u, o in zip(urls, outcomes, strict=True)
         ]
         return extract_result(entries)
 
