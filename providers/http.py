@@ -16,6 +16,14 @@ from providers.web import ProviderError
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 
 
+class HTTPStatusError(ProviderError):
+    """The service answered an HTTP error; `status` lets a provider add service-specific advice."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 def new_client(timeout: httpx.Timeout | float = DEFAULT_TIMEOUT) -> httpx.AsyncClient:
     return httpx.AsyncClient(timeout=timeout, follow_redirects=False, headers={"User-Agent": "agent-gateway"})
 
@@ -80,8 +88,11 @@ async def call_json(
     except httpx.HTTPError as exc:
         raise ProviderError(f"{service} could not be reached: {exc or type(exc).__name__}") from exc
     if response.status_code >= 400:
-        raise ProviderError(
-            describe_http_error(service, response.status_code, _decode(response), response.headers.get("Retry-After"))
+        raise HTTPStatusError(
+            describe_http_error(
+                service, response.status_code, _decode(response), response.headers.get("Retry-After")
+            ),
+            response.status_code,
         )
     try:
         return response.json()
