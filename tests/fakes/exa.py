@@ -16,6 +16,7 @@ from aiohttp import web
 from tests.fakes.scripted import FakeService, endpoint, json_error, unknown_fields
 
 API_KEY = "exa-test-key"
+SEARCH_TYPES = {"auto", "neural", "keyword", "fast", "instant", "deep", "deep-lite", "deep-reasoning"}
 
 SEARCH_FIELDS = {
     "query",
@@ -114,7 +115,7 @@ class ExaFake(FakeService):
         num = body.get("numResults", 10)
         if not isinstance(num, int) or not 1 <= num <= 100:
             return "numResults must be between 1 and 100"
-        if body.get("type", "auto") not in ("auto", "neural", "keyword", "fast", "deep"):
+        if body.get("type", "auto") not in SEARCH_TYPES:
             return "invalid type"
         contents = body.get("contents", {})
         if not isinstance(contents, dict):
