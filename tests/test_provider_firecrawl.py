@@ -148,6 +148,17 @@ async def test_crawl_past_its_time_budget_with_nothing_scraped_is_a_clear_failur
     assert result == {"success": False, "error": "Firecrawl crawl did not finish within 0.1 s"}
 
 
+async def test_a_failed_crawl_job_is_a_clear_failure(
+    provider: FirecrawlProvider,
+    firecrawl_fake: FirecrawlFake,  # noqa: F811
+) -> None:
+    firecrawl_fake.crawl_error = "Site blocked the crawler"
+
+    result = await provider.crawl("https://docs.example")
+
+    assert result == {"success": False, "error": "Firecrawl crawl failed: Site blocked the crawler"}
+
+
 async def test_self_hosted_instance_without_a_key_is_available_and_sends_no_auth(
     firecrawl_fake: FirecrawlFake,  # noqa: F811
 ) -> None:
@@ -166,9 +177,7 @@ async def test_self_hosted_instance_without_a_key_is_available_and_sends_no_auth
 async def test_a_base_url_pasted_with_its_version_suffix_still_works(
     firecrawl_fake: FirecrawlFake,  # noqa: F811
 ) -> None:
-    provider = FirecrawlProvider(
-        {"FIRECRAWL_API_KEY": API_KEY, "FIRECRAWL_API_URL": firecrawl_fake.base_url + "/v2"}
-    )
+    provider = FirecrawlProvider({"FIRECRAWL_API_KEY": API_KEY, "FIRECRAWL_API_URL": firecrawl_fake.base_url + "/v2"})
     try:
         result = await provider.search("q")
     finally:
@@ -243,10 +252,7 @@ async def test_missing_key_and_url_make_it_unavailable_naming_both_variables() -
     provider = FirecrawlProvider({})
 
     assert provider.is_available() is False
-    assert (
-        provider.unavailable_reason()
-        == "set FIRECRAWL_API_KEY (or FIRECRAWL_API_URL for a self-hosted instance)"
-    )
+    assert provider.unavailable_reason() == "set FIRECRAWL_API_KEY (or FIRECRAWL_API_URL for a self-hosted instance)"
 
 
 def test_register_adds_a_firecrawl_provider_with_all_three_capabilities() -> None:

@@ -89,6 +89,7 @@ class FirecrawlFake(FakeService):
         self.page_status: dict[str, int] = {}
         self.polls_before_done = 1
         self.scraped_while_running = 1
+        self.crawl_error: str | None = None  # set to make finished jobs report "failed"
         self.crawl_page_count = 3
         self.page_size = 100
         self.jobs: dict[str, dict[str, Any]] = {}
@@ -183,6 +184,10 @@ class FirecrawlFake(FakeService):
             return _error(404, "Job not found")
         job["polls"] += 1
         pages = job["pages"]
+        if self.crawl_error is not None:
+            return web.json_response(
+                {"status": "failed", "total": 0, "completed": 0, "data": [], "error": self.crawl_error}
+            )
         if job["polls"] <= self.polls_before_done:
             done = pages[: self.scraped_while_running]
             return web.json_response(

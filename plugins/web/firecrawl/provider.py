@@ -120,19 +120,21 @@ class FirecrawlProvider(WebSearchProvider):
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def _call(self, method: str, url: str, payload: dict[str, Any] | None = None) -> Any:
+    async def _call(
+        self, method: str, url: str, payload: dict[str, Any] | None = None, *, timeout: float | None = None
+    ) -> Any:
         if not self.is_available():
             raise ProviderError(f"{SERVICE} is not configured: {self.unavailable_reason()}")
         headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
         kwargs: dict[str, Any] = {"headers": headers}
         if payload is not None:
             kwargs["json"] = payload
+        if timeout is not None:
+            kwargs["timeout"] = httpx.Timeout(timeout, connect=min(10.0, timeout))
         body = await call_json(self._http.get(), SERVICE, method, url, **kwargs)
         obj = require_object(body, SERVICE)
         if obj.get("success") is False:
-            raise ProviderError(
-                f"{SERVICE} reported a failure: {text(obj.get('error')) or 'no reason given'}"
-            )
+            raise ProviderError(f"{SERVICE} reported a failure: {text(obj.get('error')) or 'no reason given'}")
         return obj
 
     # -- search ------------------------------------------------------------------------------
@@ -190,8 +192,7 @@ class FirecrawlProvider(WebSearchProvider):
             # Every scrape failed: usually one cause (key, credits, rate); say it once.
             return failure(str(outcomes[0]))
         entries = [
-            page(u, error=str(o)) if isinstance(o, ProviderError) else o
-            for u, o in zip(urls, outcomes, strict=True)
+            page(u, error=str(o)) if isinstance(o, ProviderError) else o for u, o in zip(urls, outcomes, strict=True)
         ]
         return extract_result(entries)
 
@@ -200,9 +201,7 @@ class FirecrawlProvider(WebSearchProvider):
         return await as_envelope(self._crawl(url, kwargs))
 
     async def _crawl(self, url: str, options: dict[str, Any]) -> Envelope:
-        limit = max(
-            1, min(int(options.get("limit") or options.get("max_pages") or 10), self._max_crawl_pages)
-        )
+        limit = max(1, min(int(options.get("limit") or options.get("max_pages") or 10), self._max_crawl_pages))
         budget = float(options.get("timeout") or self._crawl_timeout)
         deadline = time.monotonic() + budget
         started = await self._call(
@@ -216,7 +215,9 @@ class FirecrawlProvider(WebSearchProvider):
         status_url = f"{self._base}/v2/crawl/{job_id}"
         documents: list[dict[str, Any]] = []
         while True:
-            status = await self._call("GET", status_url)
+            # A hung poll must not outlive the crawl's own budget.
+            remaining = max(0.5, deadline - time.monotonic())
+            status = await self._call("GET", status_url, timeout=remaining)
             state = text(status.get("status"))
             if state in TERMINAL:
                 documents = await self._collect(status, limit)
@@ -229,8 +230,9 @@ class FirecrawlProvider(WebSearchProvider):
                     raise ProviderError(f"{SERVICE} crawl did not finish within {budget:g} s")
                 break
             await asyncio.sleep(self._poll_interval)
-        if state == "failed" and not documents:
-            raise ProviderError(f"{SERVICE} crawl failed: {text(status.get('error')) or 'no reason given'}")
+        if state in ("failed", "cancelled") and not documents:
+            reason = text(status.get("error")) or "no reason given"
+            raise ProviderError(f"{SERVICE} crawl {state}: {reason}")
         return extract_result(_page_from_document(d, url) for d in documents)
 
     async def _collect(self, status: Mapping[str, Any], limit: int) -> list[dict[str, Any]]:
