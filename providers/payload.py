@@ -128,3 +128,12 @@ async def as_envelope(work: Awaitable[Envelope]) -> Envelope:
         return await work
     except ProviderError as exc:
         return failure(str(exc))
+
+
+def bounded(value: Any, high: int, default: int = 5, low: int = 1) -> int:
+    """A count from the model or config, clamped to what the service accepts (bad input -> default)."""
+    try:
+        number = int(value) if value is not None and not isinstance(value, bool) else default
+    except (TypeError, ValueError):
+        number = default
+    return max(low, min(number, high))

@@ -194,3 +194,13 @@ def test_register_adds_a_tavily_provider_with_all_three_capabilities() -> None:
         True,
     )
     assert provider.is_available() is True
+
+
+async def test_a_missing_or_nonsense_limit_falls_back_to_five_results(
+    provider: TavilyProvider,
+    tavily_fake: TavilyFake,  # noqa: F811
+) -> None:
+    await provider.search("q", limit=None)  # type: ignore[arg-type]
+    await provider.search("q", limit="many")  # type: ignore[arg-type]
+
+    assert [r.body["max_results"] for r in tavily_fake.requests_to("/search")] == [5, 5]

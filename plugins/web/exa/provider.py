@@ -15,6 +15,7 @@ from providers.http import LazyClient, call_json
 from providers.payload import (
     as_envelope,
     base_url,
+    bounded,
     clip,
     dated,
     env_value,
@@ -81,9 +82,7 @@ class ExaProvider(WebSearchProvider):
         if not self._key:
             raise ProviderError(f"{SERVICE} is not configured: set {KEY_VAR}")
         headers = {"x-api-key": self._key}
-        return await call_json(
-            self._http.get(), SERVICE, "POST", self._base + path, json=payload, headers=headers
-        )
+        return await call_json(self._http.get(), SERVICE, "POST", self._base + path, json=payload, headers=headers)
 
     async def search(self, query: str, limit: int = 5) -> Envelope:
         return await as_envelope(self._search(query, limit))
@@ -93,7 +92,7 @@ class ExaProvider(WebSearchProvider):
             "/search",
             {
                 "query": query,
-                "numResults": max(1, min(int(limit), 100)),
+                "numResults": bounded(limit, 100),
                 "type": "auto",
                 "contents": {"text": {"maxCharacters": SNIPPET_CHARS}, "highlights": True},
             },
@@ -104,9 +103,7 @@ class ExaProvider(WebSearchProvider):
             if not url:
                 continue
             # Highlights are the passages Exa judged relevant; fall back to the page's opening text.
-            snippet = (
-                text(item.get("summary")) or join_texts(item.get("highlights")) or text(item.get("text"))
-            )
+            snippet = text(item.get("summary")) or join_texts(item.get("highlights")) or text(item.get("text"))
             description = dated(clip(snippet), iso_date(item.get("publishedDate")))
             hits.append({"title": text(item.get("title")), "url": url, "description": description})
         return search_result(hits)
@@ -134,7 +131,5 @@ class ExaProvider(WebSearchProvider):
             if url and status.get("status") != "success":
                 errors[url] = _status_reason(status)
                 found.pop(url, None)
-        entries = pages_in_order(
-            urls, found, errors, lambda _u: f"{SERVICE} returned no content for this URL"
-        )
+        entries = pages_in_order(urls, found, errors, lambda _u: f"{SERVICE} returned no content for this URL")
         return extract_result(entries)

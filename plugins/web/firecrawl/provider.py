@@ -19,6 +19,7 @@ from providers.http import LazyClient, call_json
 from providers.payload import (
     as_envelope,
     base_url,
+    bounded,
     clip,
     env_value,
     require_list,
@@ -145,7 +146,7 @@ class FirecrawlProvider(WebSearchProvider):
         body = await self._call(
             "POST",
             f"{self._base}/v2/search",
-            {"query": query[:MAX_QUERY_CHARS], "limit": max(1, min(int(limit), 100))},
+            {"query": query[:MAX_QUERY_CHARS], "limit": bounded(limit, 100)},
         )
         data = body.get("data")
         if not isinstance(data, Mapping):
@@ -201,7 +202,7 @@ class FirecrawlProvider(WebSearchProvider):
         return await as_envelope(self._crawl(url, kwargs))
 
     async def _crawl(self, url: str, options: dict[str, Any]) -> Envelope:
-        limit = max(1, min(int(options.get("limit") or options.get("max_pages") or 10), self._max_crawl_pages))
+        limit = bounded(options.get("limit") or options.get("max_pages"), self._max_crawl_pages, default=10)
         budget = float(options.get("timeout") or self._crawl_timeout)
         deadline = time.monotonic() + budget
         started = await self._call(

@@ -18,6 +18,7 @@ from providers.http import HTTPStatusError, LazyClient, call_json
 from providers.payload import (
     as_envelope,
     base_url,
+    bounded,
     clip,
     dated,
     env_value,
@@ -84,16 +85,12 @@ class KeenableProvider(WebSearchProvider):
         return await as_envelope(self._search(query, limit))
 
     async def _search(self, query: str, limit: int) -> Envelope:
-        body = await self._call(
-            "POST", "/v1/search", json={"query": query, "max_results": max(1, min(int(limit), 50))}
-        )
+        body = await self._call("POST", "/v1/search", json={"query": query, "max_results": bounded(limit, 50)})
         obj = require_object(body, SERVICE)
         if "results" not in obj and obj.get("error"):
-            raise ProviderError(
-                f"{SERVICE} rejected the search: {text(obj.get('message')) or text(obj.get('error'))}"
-            )
+            raise ProviderError(f"{SERVICE} rejected the search: {text(obj.get('message')) or text(obj.get('error'))}")
         hits = []
-        for item in require_list(obj, "results", SERVICE)[: max(1, int(limit))]:
+        for item in require_list(obj, "results", SERVICE)[: bounded(limit, 50)]:
             url = text(item.get("url"))
             if url:
                 snippet = clip(text(item.get("snippet")) or text(item.get("description")))
@@ -117,15 +114,11 @@ class KeenableProvider(WebSearchProvider):
         async def fetch(url: str) -> dict[str, Any] | ProviderError:
             async with gate:
                 try:
-                    body = await self._call(
-                        "GET", "/v1/fetch", params={"url": url, "max_chars": FETCH_MAX_CHARS}
-                    )
+                    body = await self._call("GET", "/v1/fetch", params={"url": url, "max_chars": FETCH_MAX_CHARS})
                 except HTTPStatusError as exc:
                     if exc.status == 404:
                         # Fetch serves only Keenable's own index: a page problem, not a service one.
-                        return page(
-                            url, error=f"{SERVICE} has not indexed this page (404); try another provider"
-                        )
+                        return page(url, error=f"{SERVICE} has not indexed this page (404); try another provider")
                     return exc
                 except ProviderError as exc:
                     return exc
@@ -147,7 +140,6 @@ class KeenableProvider(WebSearchProvider):
             # Every call failed at the service (key, rate limit, outage): say it once.
             return failure(str(outcomes[0]))
         entries = [
-            page(u, error=str(o)) if isinstance(o, ProviderError) else o
-            for u, o in zip(urls, outcomes, strict=True)
+            page(u, error=str(o)) if isinstance(o, ProviderError) else o for u, o in zip(urls, outcomes, strict=True)
         ]
         return extract_result(entries)

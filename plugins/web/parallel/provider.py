@@ -17,6 +17,7 @@ from providers.http import LazyClient, call_json
 from providers.payload import (
     as_envelope,
     base_url,
+    bounded,
     clip,
     dated,
     env_value,
@@ -74,9 +75,7 @@ class ParallelProvider(WebSearchProvider):
         if not self._key:
             raise ProviderError(f"{SERVICE} is not configured: set {KEY_VAR}")
         headers = {"x-api-key": self._key}
-        return await call_json(
-            self._http.get(), SERVICE, "POST", self._base + path, json=payload, headers=headers
-        )
+        return await call_json(self._http.get(), SERVICE, "POST", self._base + path, json=payload, headers=headers)
 
     async def search(self, query: str, limit: int = 5) -> Envelope:
         return await as_envelope(self._search(query, limit))
@@ -88,11 +87,11 @@ class ParallelProvider(WebSearchProvider):
                 "search_queries": [query[:MAX_QUERY_CHARS]],
                 "objective": query[:MAX_OBJECTIVE_CHARS],
                 "mode": "basic",
-                "advanced_settings": {"max_results": max(1, min(int(limit), 20))},
+                "advanced_settings": {"max_results": bounded(limit, 20)},
             },
         )
         hits = []
-        for item in require_list(body, "results", SERVICE)[: max(1, int(limit))]:
+        for item in require_list(body, "results", SERVICE)[: bounded(limit, 50)]:
             url = text(item.get("url"))
             if url:
                 snippet = clip(join_texts(item.get("excerpts")))
@@ -130,9 +129,7 @@ class ParallelProvider(WebSearchProvider):
                     continue
                 excerpts = join_texts(item.get("excerpts"), "\n\n")
                 content = text(item.get("full_content")) or excerpts
-                metadata = (
-                    {"published_date": iso_date(item.get("publish_date"))} if item.get("publish_date") else {}
-                )
+                metadata = {"published_date": iso_date(item.get("publish_date"))} if item.get("publish_date") else {}
                 found[url] = page(url, content, title=text(item.get("title")) or None, metadata=metadata)
             for item in optional_list(body, "errors"):
                 url = text(item.get("url"))

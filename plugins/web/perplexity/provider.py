@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from providers.http import LazyClient, call_json
-from providers.payload import as_envelope, base_url, clip, dated, env_value, iso_date, require_list, text
+from providers.payload import as_envelope, base_url, bounded, clip, dated, env_value, iso_date, require_list, text
 from providers.web import Envelope, ProviderError, WebSearchProvider, search_result
 
 SERVICE = "Perplexity"
@@ -53,7 +53,7 @@ class PerplexityProvider(WebSearchProvider):
             SERVICE,
             "POST",
             f"{self._base}/search",
-            json={"query": query, "max_results": max(1, min(int(limit), 20))},
+            json={"query": query, "max_results": bounded(limit, 20)},
             headers={"Authorization": f"Bearer {self._key}"},
         )
         hits = []

@@ -16,6 +16,7 @@ from providers.http import LazyClient, call_json
 from providers.payload import (
     as_envelope,
     base_url,
+    bounded,
     clip,
     dated,
     env_value,
@@ -37,9 +38,7 @@ MAX_EXTRACT_URLS = 20  # Tavily's per-request cap on /extract
 class TavilyProvider(WebSearchProvider):
     name = "tavily"
 
-    def __init__(
-        self, env: Mapping[str, str], *, timeout: float = 30.0, crawl_timeout: float = 150.0
-    ) -> None:
+    def __init__(self, env: Mapping[str, str], *, timeout: float = 30.0, crawl_timeout: float = 150.0) -> None:
         self._key = env_value(env, KEY_VAR)
         self._base = base_url(env, URL_VAR, DEFAULT_URL)
         self._http = LazyClient(httpx.Timeout(timeout, connect=min(10.0, timeout)))
@@ -82,7 +81,7 @@ class TavilyProvider(WebSearchProvider):
             "/search",
             {
                 "query": query,
-                "max_results": max(1, min(int(limit), 20)),
+                "max_results": bounded(limit, 20),
                 "search_depth": "basic",
                 "topic": "general",
                 "include_answer": False,
@@ -139,11 +138,11 @@ class TavilyProvider(WebSearchProvider):
         return await as_envelope(self._crawl(url, kwargs))
 
     async def _crawl(self, url: str, options: dict[str, Any]) -> Envelope:
-        limit = max(1, min(int(options.get("limit") or options.get("max_pages") or 10), 100))
+        limit = bounded(options.get("limit") or options.get("max_pages"), 100, default=10)
         payload: dict[str, Any] = {
             "url": url,
             "limit": limit,
-            "max_depth": max(1, min(int(options.get("max_depth") or 1), 5)),
+            "max_depth": bounded(options.get("max_depth"), 5, default=1),
             "extract_depth": "basic",
             "format": "markdown",
         }
@@ -155,7 +154,5 @@ class TavilyProvider(WebSearchProvider):
         for item in require_list(body, "results", SERVICE)[:limit]:
             page_url = text(item.get("url"))
             if page_url:
-                pages.append(
-                    page(page_url, text(item.get("raw_content")), title=text(item.get("title")) or None)
-                )
+                pages.append(page(page_url, text(item.get("raw_content")), title=text(item.get("title")) or None))
         return extract_result(pages)

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 
 from providers.http import LazyClient, call_json
-from providers.payload import as_envelope, base_url, clip, env_value, require_object, text
+from providers.payload import as_envelope, base_url, bounded, clip, env_value, require_object, text
 from providers.web import Envelope, ProviderError, WebSearchProvider, search_result
 
 SERVICE = "xAI"
@@ -41,14 +41,8 @@ def _output_parts(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     if not isinstance(output, list):
         return parts
     for item in output:
-        if (
-            isinstance(item, Mapping)
-            and item.get("type") == "message"
-            and isinstance(item.get("content"), list)
-        ):
-            parts.extend(
-                p for p in item["content"] if isinstance(p, Mapping) and p.get("type") == "output_text"
-            )
+        if isinstance(item, Mapping) and item.get("type") == "message" and isinstance(item.get("content"), list):
+            parts.extend(p for p in item["content"] if isinstance(p, Mapping) and p.get("type") == "output_text")
     return parts
 
 
@@ -116,7 +110,7 @@ class XaiProvider(WebSearchProvider):
         await self._http.aclose()
 
     async def search(self, query: str, limit: int = 5) -> Envelope:
-        return await as_envelope(self._search(query, max(1, min(int(limit), 20))))
+        return await as_envelope(self._search(query, bounded(limit, 20)))
 
     async def _search(self, query: str, limit: int) -> Envelope:
         if not self._key:
@@ -191,10 +185,6 @@ class XaiProvider(WebSearchProvider):
             return _dedupe(cited, limit)
         citations = body.get("citations") if isinstance(body.get("citations"), list) else []
         return _dedupe(
-            (
-                {"title": "", "url": _web_url(c), "description": _described("")}
-                for c in citations
-                if _web_url(c)
-            ),
+            ({"title": "", "url": _web_url(c), "description": _described("")} for c in citations if _web_url(c)),
             limit,
         )
