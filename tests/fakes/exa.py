@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.fakes.scripted import FakeService, endpoint, json_error, unknown_fields
+from tests.fakes.http_api import FakeService, endpoint, json_error, unknown_fields
 
 API_KEY = "exa-test-key"
 SEARCH_TYPES = {"auto", "neural", "keyword", "fast", "instant", "deep", "deep-lite", "deep-reasoning"}

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.fakes.scripted import FakeService, Recorded, endpoint, json_error, unknown_fields
+from tests.fakes.http_api import FakeService, Recorded, endpoint, json_error, unknown_fields
 
 API_KEY = "keen_test_key"
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.fakes.scripted import FakeService, endpoint, json_error, unknown_fields
+from tests.fakes.http_api import FakeService, endpoint, json_error, unknown_fields
 
 API_KEY = "tvly-test-key"
 
