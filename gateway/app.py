@@ -16,9 +16,12 @@ from gateway.routes import chat, health, models, responses
 from gateway.settings import Settings
 from gateway.store import SQLiteResponseStore, StoreUnavailableError
 from gateway.toolbox import AgentTool, Toolbox
+from gateway.tools import build_web_tools
 from providers.llm import UpstreamClient
+from providers.loader import load_registry
+from providers.registry import ProviderRegistry
 
-ToolFactory = Callable[[web.Application], Iterable[AgentTool]]
+log = logging.getLogger("agent_gateway")
 
 
 def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None) -> web.Application:
@@ -55,7 +58,14 @@ async def _upstream_ctx(app: web.Application) -> AsyncIterator[None]:
 def _agent_ctx(tools: Iterable[AgentTool] | None) -> Callable[[web.Application], AsyncIterator[None]]:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
         settings = app[appkeys.SETTINGS]
-        toolbox = Toolbox(tools if tools is not None else ())
+        registry: ProviderRegistry | None = None
+        agent_tools = tools
+        if agent_tools is None:
+            registry = load_registry(settings)
+            for error in registry.load_errors:
+                log.warning("web plugin %s failed to load: %s", error.plugin, error.reason)
+            agent_tools = build_web_tools(registry, settings)
+        toolbox = Toolbox(agent_tools)
         app[appkeys.TOOLBOX] = toolbox
         app[appkeys.AGENT] = Agent(
             app[appkeys.UPSTREAM],
@@ -65,6 +75,8 @@ def _agent_ctx(tools: Iterable[AgentTool] | None) -> Callable[[web.Application],
             system_prompt=settings.system_prompt,
         )
         yield
+        if registry is not None:
+            await registry.aclose()
 
     return ctx
 

@@ -73,6 +73,38 @@ def _decode(response: httpx.Response) -> Any:
         return response.text
 
 
+async def send(
+    client: httpx.AsyncClient,
+    service: str,
+    method: str,
+    url: str,
+    **kwargs: Any,
+) -> httpx.Response:
+    """Send one request; transport faults become ProviderError, HTTP statuses are left to the caller
+    (for providers whose services give a status a meaning worth its own sentence)."""
+    try:
+        return await client.request(method, url, **kwargs)
+    except httpx.TimeoutException as exc:
+        raise ProviderError(f"{service} timed out ({type(exc).__name__})") from exc
+    except httpx.HTTPError as exc:
+        raise ProviderError(f"{service} could not be reached: {exc or type(exc).__name__}") from exc
+
+
+def json_body(service: str, response: httpx.Response) -> Any:
+    """The decoded JSON body of a successful response, or ProviderError with one sentence."""
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise ProviderError(
+            f"{service} returned a body that is not JSON (HTTP {response.status_code})"
+        ) from exc
+
+
+def decoded_body(response: httpx.Response) -> Any:
+    """JSON when the body is JSON, else the text: for reading error bodies."""
+    return _decode(response)
+
+
 async def call_json(
     client: httpx.AsyncClient,
     service: str,
@@ -81,23 +113,14 @@ async def call_json(
     **kwargs: Any,
 ) -> Any:
     """Send one request and return the decoded JSON body, or raise ProviderError with one sentence."""
-    try:
-        response = await client.request(method, url, **kwargs)
-    except httpx.TimeoutException as exc:
-        raise ProviderError(f"{service} timed out ({type(exc).__name__})") from exc
-    except httpx.HTTPError as exc:
-        raise ProviderError(f"{service} could not be reached: {exc or type(exc).__name__}") from exc
+    response = await send(client, service, method, url, **kwargs)
     if response.status_code >= 400:
+        retry_after = response.headers.get("Retry-After")
+        body = _decode(response)
         raise HTTPStatusError(
-            describe_http_error(
-                service, response.status_code, _decode(response), response.headers.get("Retry-After")
-            ),
-            response.status_code,
+            describe_http_error(service, response.status_code, body, retry_after), response.status_code
         )
-    try:
-        return response.json()
-    except ValueError as exc:
-        raise ProviderError(f"{service} returned a body that is not JSON (HTTP {response.status_code})") from exc
+    return json_body(service, response)
 
 
 class LazyClient:

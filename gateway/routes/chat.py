@@ -12,18 +12,14 @@ from aiohttp import web
 from gateway import appkeys
 from gateway.agent import AgentRequest
 from gateway.chat_wire import ChatChunkEncoder, ChatCompletionBuilder, parse_chat_request
-from gateway.errors import GatewayError, UpstreamTimeoutError
+from gateway.errors import GatewayError
 from gateway.events import TextDelta, ToolCallStarted
+from gateway.runs import run_timeout_error, run_to_end
 from gateway.sse import KEEPALIVE, SSEWriter, with_keepalive
 from gateway.validation import read_json_object
 
 log = logging.getLogger("agent_gateway.chat")
 routes = web.RouteTableDef()
-
-
-def run_timeout_error(seconds: float) -> UpstreamTimeoutError:
-    return UpstreamTimeoutError(f"the agent run took longer than AGENT_RUN_TIMEOUT ({seconds:g} s)",
-                                code="run_timeout")
 
 
 @routes.post("/v1/chat/completions")
@@ -43,20 +39,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 
 
 async def _complete(request: web.Request, agent_request: AgentRequest, model: str) -> web.Response:
-    settings = request.app[appkeys.SETTINGS]
     builder = ChatCompletionBuilder(model)
-    did_work = False
-    try:
-        async with asyncio.timeout(settings.run_timeout):
-            async for event in request.app[appkeys.AGENT].run(agent_request):
-                did_work = did_work or isinstance(event, ToolCallStarted)
-                builder.add(event)
-    except TimeoutError as exc:
-        raise run_timeout_error(settings.run_timeout) from exc
-    except GatewayError as exc:
-        if did_work:
-            exc.should_retry = False  # tools already ran: an SDK retry would run them again
-        raise
+    await run_to_end(request.app, agent_request, builder.add)
     return web.Response(body=json.dumps(builder.result(), ensure_ascii=False).encode(),
                         content_type="application/json")
 

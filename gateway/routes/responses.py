@@ -21,7 +21,7 @@ from gateway.errors import GatewayError, InvalidRequestError, NotFoundError
 from gateway.events import TextDelta, ToolCallStarted
 from gateway.responses_builder import ResponseBuilder
 from gateway.responses_wire import ResponsesRequest, parse_responses_request
-from gateway.routes.chat import run_timeout_error
+from gateway.runs import run_timeout_error, run_to_end
 from gateway.sse import KEEPALIVE, SSEWriter, with_keepalive
 from gateway.store import ResponseStore, StoredResponse
 from gateway.validation import read_json_object
@@ -87,20 +87,8 @@ async def create_response(request: web.Request) -> web.StreamResponse:
 async def _complete(
     request: web.Request, parsed: ResponsesRequest, agent_request: AgentRequest, builder: ResponseBuilder
 ) -> web.Response:
-    settings = request.app[appkeys.SETTINGS]
-    did_work = False
     builder.start()
-    try:
-        async with asyncio.timeout(settings.run_timeout):
-            async for event in request.app[appkeys.AGENT].run(agent_request):
-                did_work = did_work or isinstance(event, ToolCallStarted)
-                builder.feed(event)
-    except TimeoutError as exc:
-        raise run_timeout_error(settings.run_timeout) from exc
-    except GatewayError as exc:
-        if did_work:
-            exc.should_retry = False  # tools already ran: an SDK retry would run them again
-        raise
+    await run_to_end(request.app, agent_request, builder.feed)
     builder.finish()
     await _save(request.app[appkeys.STORE], parsed, builder)
     return web.Response(body=_dumps(builder.response()).encode(), content_type="application/json")

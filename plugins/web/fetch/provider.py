@@ -1,0 +1,98 @@
+"""fetch: download pages through the URL-safety fetcher and turn them into readable markdown.
+
+HTML goes through trafilatura (main-content extraction: drops navigation, ads and boilerplate,
+keeps headings, lists and tables as markdown, and reads the title from the metadata). Plain text,
+markdown, JSON, XML and CSV pass through as text. Other types (images, PDFs, archives) are refused
+with a clear error rather than fed to the model as noise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from providers.urlsafety import Fetched, SafeFetcher
+from providers.web import Envelope, ProviderError, WebSearchProvider, extract_result, page
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+TEXT_TYPES = frozenset({
+    "text/plain", "text/markdown", "text/x-markdown", "text/csv", "text/xml", "application/xml",
+    "application/json", "application/ld+json",
+})
+
+
+class FetchProvider(WebSearchProvider):
+    name = "fetch"
+
+    def __init__(
+        self, *, allow_private: bool = False, max_bytes: int | None = None, timeout: float = 20.0
+    ) -> None:
+        options: dict[str, Any] = {"allow_private": allow_private, "timeout": timeout}
+        if max_bytes is not None:
+            options["max_bytes"] = max_bytes
+        self._fetcher = SafeFetcher(**options)
+
+    @property
+    def display_name(self) -> str:
+        return "Built-in fetcher"
+
+    def supports_search(self) -> bool:
+        return False
+
+    def supports_extract(self) -> bool:
+        return True
+
+    async def extract(self, urls: list[str], **kwargs: Any) -> Envelope:
+        pages = await asyncio.gather(*(self._one(url) for url in urls))
+        return extract_result(pages)
+
+    async def _one(self, url: str) -> dict[str, Any]:
+        try:
+            fetched = await self._fetcher.fetch(url)
+        except ProviderError as exc:
+            return page(url, error=str(exc))
+        if fetched.status >= 400:
+            return page(url, error=f"the server answered HTTP {fetched.status}")
+        try:
+            title, text = await asyncio.to_thread(readable, fetched)
+        except ProviderError as exc:
+            return page(url, error=str(exc))
+        metadata: dict[str, Any] = {"content_type": fetched.content_type or "unknown"}
+        if fetched.final_url != url:
+            metadata["final_url"] = fetched.final_url
+        if fetched.truncated:
+            metadata["truncated"] = f"download cut at {len(fetched.body)} bytes"
+        return page(url, text, title=title, metadata=metadata)
+
+    async def aclose(self) -> None:
+        await self._fetcher.aclose()
+
+
+def readable(fetched: Fetched) -> tuple[str, str]:
+    """(title, text) of a fetched document; CPU-bound, so callers run it in a thread."""
+    kind = fetched.content_type
+    if kind in HTML_TYPES or (not kind and fetched.body.lstrip()[:1] == b"<"):
+        return _from_html(fetched)
+    if kind in TEXT_TYPES or kind.startswith("text/") or kind.endswith("+json") or kind.endswith("+xml"):
+        return "", fetched.body.decode(fetched.charset or "utf-8", errors="replace")
+    raise ProviderError(f"refused: {kind or 'untyped binary data'} is not a web page or text document")
+
+
+def _from_html(fetched: Fetched) -> tuple[str, str]:
+    import trafilatura  # heavy import (lxml, justext); kept out of gateway start-up
+
+    html = fetched.body.decode(fetched.charset, errors="replace") if fetched.charset else fetched.body
+    text = trafilatura.extract(
+        html,
+        url=fetched.final_url,
+        output_format="markdown",
+        include_tables=True,
+        include_links=False,
+        include_comments=False,
+        favor_recall=True,
+    )
+    metadata = trafilatura.extract_metadata(html, default_url=fetched.final_url)
+    title = (metadata.title if metadata else None) or ""
+    if not text:
+        raise ProviderError("no readable text found on the page")
+    return title, text
