@@ -137,3 +137,15 @@ def bounded(value: Any, high: int, default: int = 5, low: int = 1) -> int:
     except (TypeError, ValueError):
         number = default
     return max(low, min(number, high))
+
+
+def tool_budget(ctx: Any, default: float = 30.0, margin: float = 5.0) -> float:
+    """Seconds a long call (a crawl) may take: the gateway's tool timeout minus a margin.
+
+    The gateway cuts every tool call at `agent.tool_timeout`; a crawl that stops itself a little
+    earlier can still return the pages it has and cancel its job, instead of being killed.
+    """
+    settings = getattr(ctx, "settings", None)
+    timeout = getattr(settings, "tool_timeout", None)
+    total = float(timeout) if isinstance(timeout, int | float) and timeout > 0 else default
+    return max(1.0, total - margin)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -267,3 +269,23 @@ def test_register_adds_a_firecrawl_provider_with_all_three_capabilities() -> Non
         True,
         True,
     )
+
+
+async def test_a_registered_crawl_gives_up_before_the_gateway_tool_timeout(
+    firecrawl_fake: FirecrawlFake,  # noqa: F811
+) -> None:
+    firecrawl_fake.polls_before_done = 10_000
+    settings = SimpleNamespace(tool_timeout=6.0)  # leaves the crawl 1 s
+    ctx = RecordingContext({"FIRECRAWL_API_KEY": API_KEY, "FIRECRAWL_API_URL": firecrawl_fake.base_url}, settings)
+    register(ctx)
+    [provider] = ctx.providers
+    try:
+        started = time.monotonic()
+        result = await provider.crawl("https://docs.example")
+        elapsed = time.monotonic() - started
+    finally:
+        await provider.aclose()
+
+    assert elapsed < 5
+    assert [p["url"] for p in result["data"]] == ["https://docs.example/p1"]
+    assert firecrawl_fake.cancelled == list(firecrawl_fake.jobs)

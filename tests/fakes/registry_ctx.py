@@ -9,8 +9,9 @@ from typing import Any
 class RecordingContext:
     """Has `env` and `register_web_search_provider`, and keeps what was registered."""
 
-    def __init__(self, env: Mapping[str, str]) -> None:
+    def __init__(self, env: Mapping[str, str], settings: Any = None) -> None:
         self.env = dict(env)
+        self.settings = settings
         self.providers: list[Any] = []
 
     def register_web_search_provider(self, provider: Any) -> None:

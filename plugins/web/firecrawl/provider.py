@@ -89,7 +89,7 @@ class FirecrawlProvider(WebSearchProvider):
         *,
         timeout: float = 60.0,
         poll_interval: float = 2.0,
-        crawl_timeout: float = 120.0,
+        crawl_timeout: float = 25.0,
         max_crawl_pages: int = 20,
     ) -> None:
         self._key = env_value(env, KEY_VAR)

@@ -38,7 +38,7 @@ MAX_EXTRACT_URLS = 20  # Tavily's per-request cap on /extract
 class TavilyProvider(WebSearchProvider):
     name = "tavily"
 
-    def __init__(self, env: Mapping[str, str], *, timeout: float = 30.0, crawl_timeout: float = 150.0) -> None:
+    def __init__(self, env: Mapping[str, str], *, timeout: float = 30.0, crawl_timeout: float = 25.0) -> None:
         self._key = env_value(env, KEY_VAR)
         self._base = base_url(env, URL_VAR, DEFAULT_URL)
         self._http = LazyClient(httpx.Timeout(timeout, connect=min(10.0, timeout)))
