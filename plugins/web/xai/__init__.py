@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from plugins.web.xai.provider import XaiProvider
+from providers.payload import tool_budget
 
 __all__ = ["XaiProvider", "register"]
 
 
 def register(ctx: Any) -> None:
-    ctx.register_web_search_provider(XaiProvider(ctx.env))
+    # Grok's agentic search is slow; wait as long as the gateway lets a tool run, no less.
+    ctx.register_web_search_provider(XaiProvider(ctx.env, timeout=tool_budget(ctx, margin=0.5)))
