@@ -10,8 +10,12 @@ from aiohttp import web
 
 from gateway import appkeys
 from gateway.agent import Agent
+from gateway.cors import add_cors_headers, cors_preflight_middleware
+from gateway.idempotency import idempotency_middleware
+from gateway.idempotency_store import IdempotencyCache, InMemoryIdempotencyCache
 from gateway.lifecycle import Lifecycle, RunLimiter
 from gateway.middlewares import MIDDLEWARES, add_security_headers
+from gateway.request_ids import add_request_id_header, request_id_middleware
 from gateway.routes import chat, health, models, responses
 from gateway.settings import Settings
 from gateway.store import SQLiteResponseStore, StoreUnavailableError
@@ -24,14 +28,23 @@ from providers.registry import ProviderRegistry
 log = logging.getLogger("agent_gateway")
 
 
-def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None) -> web.Application:
-    """Build the gateway. `tools` replaces the agent's default tool set (tests use their own)."""
-    app = web.Application(middlewares=MIDDLEWARES, client_max_size=settings.max_body_bytes)
+def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
+               idempotency: IdempotencyCache | None = None) -> web.Application:
+    """Build the gateway. `tools` replaces the agent's default tool set (tests use their own);
+    `idempotency` replaces the in-memory Idempotency-Key cache (tests pass one with a fake clock)."""
+    # request ids outermost (the access line sees the final status); preflights need no key and
+    # idempotency comes after auth, so only accepted credentials reach its cache
+    middlewares = [request_id_middleware, *MIDDLEWARES, cors_preflight_middleware, idempotency_middleware]
+    app = web.Application(middlewares=middlewares, client_max_size=settings.max_body_bytes)
     app[appkeys.SETTINGS] = settings
     app[appkeys.STARTED_AT] = int(time.time())
     app[appkeys.LIMITER] = RunLimiter(settings.max_concurrent_runs)
     app[appkeys.LIFECYCLE] = Lifecycle()
+    app[appkeys.IDEMPOTENCY] = (idempotency if idempotency is not None
+                                else InMemoryIdempotencyCache(ttl=settings.idempotency_ttl))
     app.on_response_prepare.append(add_security_headers)
+    app.on_response_prepare.append(add_request_id_header)
+    app.on_response_prepare.append(add_cors_headers)
     app.cleanup_ctx.append(_upstream_ctx)
     app.cleanup_ctx.append(_agent_ctx(tools))
     app.cleanup_ctx.append(_store_ctx)

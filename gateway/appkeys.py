@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from gateway.agent import Agent
+from gateway.idempotency_store import IdempotencyCache
 from gateway.lifecycle import Lifecycle, RunLimiter
 from gateway.settings import Settings
 from gateway.store import ResponseStore
@@ -19,3 +20,4 @@ LIMITER = web.AppKey("limiter", RunLimiter)
 LIFECYCLE = web.AppKey("lifecycle", Lifecycle)
 STARTED_AT = web.AppKey("started_at", int)
 STORE = web.AppKey("response_store", ResponseStore)
+IDEMPOTENCY = web.AppKey("idempotency", IdempotencyCache)

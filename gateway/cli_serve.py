@@ -13,6 +13,7 @@ from aiohttp import web
 
 from gateway import appkeys
 from gateway.app import create_app
+from gateway.request_ids import configure_logging
 from gateway.settings import Settings, load_settings
 
 log = logging.getLogger("agent_gateway")
@@ -46,10 +47,13 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(logging.INFO)
     if not settings.api_key:
         print("agent-gateway: warning: no API_SERVER_KEY set; anyone on this machine can use the gateway.",
               file=sys.stderr)
+    if "*" in settings.cors_origins:
+        print("agent-gateway: warning: API_SERVER_CORS_ORIGINS=* lets any web page call the gateway from a "
+              "visitor's browser; list the exact origins instead.", file=sys.stderr)
     asyncio.run(serve(settings))
     return 0
 

@@ -89,7 +89,7 @@ async def body_limit_middleware(request: web.Request, handler: Handler) -> web.S
     return await handler(request)
 
 
-def _presented_key(request: web.Request) -> str | None:
+def presented_key(request: web.Request) -> str | None:
     header = request.headers.get("Authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() == "bearer" and token.strip():
@@ -101,7 +101,7 @@ def _presented_key(request: web.Request) -> str | None:
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     expected = request.app[appkeys.SETTINGS].api_key
     if expected and request.path not in OPEN_PATHS and request.method != "OPTIONS":
-        presented = _presented_key(request)
+        presented = presented_key(request)
         if presented is None:
             raise AuthenticationError(
                 "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.", code=None

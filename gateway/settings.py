@@ -61,6 +61,19 @@ def _parse_list(raw: Any) -> tuple[str, ...]:
     return tuple(item.strip() for item in items if item.strip())
 
 
+_ORIGIN_RE = re.compile(r"^[a-z][a-z0-9+.-]*://[^/\s]+$", re.IGNORECASE)
+
+
+def _parse_origins(raw: Any) -> tuple[str, ...]:
+    """Browser origins (`scheme://host[:port]`, a trailing `/` tolerated) or the explicit `*`."""
+    origins = _parse_list(raw)
+    for origin in origins:
+        if origin != "*" and not _ORIGIN_RE.match(origin.rstrip("/")):
+            raise ValueError(f"{origin!r} is not an origin; write it as scheme://host[:port], e.g. "
+                             "http://localhost:3000")
+    return origins
+
+
 @dataclass(frozen=True)
 class Option:
     attr: str
@@ -82,8 +95,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("port", "API_SERVER_PORT", "api_server.port", _parse_int, 8642, "TCP port", minimum=0),
     Option("api_key", "API_SERVER_KEY", "api_server.key", _parse_str, None,
            "bearer key required on every route except /health", secret=True),
-    Option("cors_origins", "API_SERVER_CORS_ORIGINS", "api_server.cors_origins", _parse_list, (),
-           "comma-separated browser origins allowed (none = no CORS)"),
+    Option("cors_origins", "API_SERVER_CORS_ORIGINS", "api_server.cors_origins", _parse_origins, (),
+           "comma-separated browser origins allowed (none = no CORS; `*` = any, unsafe with a key)"),
     Option("model_name", "API_SERVER_MODEL_NAME", "api_server.model_name", _parse_str, None,
            "model id advertised on /v1/models (default: profile name or agent-gateway)"),
     Option("max_stored_responses", "API_SERVER_MAX_STORED_RESPONSES", "api_server.max_stored_responses",
@@ -94,6 +107,8 @@ OPTIONS: tuple[Option, ...] = (
            10_000_000, "request body limit in bytes (413 beyond it)", minimum=1),
     Option("shutdown_grace", "API_SERVER_SHUTDOWN_GRACE", "api_server.shutdown_grace", _parse_float, 10.0,
            "seconds in-flight requests get to finish on SIGTERM", minimum=0),
+    Option("idempotency_ttl", "API_SERVER_IDEMPOTENCY_TTL", "api_server.idempotency_ttl", _parse_float, 300.0,
+           "seconds a non-streaming reply stays replayable for its Idempotency-Key (0 = not kept)", minimum=0),
     Option("keepalive_interval", "API_SERVER_KEEPALIVE_SECONDS", "api_server.keepalive_seconds", _parse_float,
            10.0, "seconds of stream silence before a `: keepalive` comment", minimum=0.01),
     Option("llm_base_url", "LLM_BASE_URL", "llm.base_url", _parse_str, "http://127.0.0.1:11434/v1",
@@ -147,6 +162,7 @@ class Settings:
     max_concurrent_runs: int = 32
     max_body_bytes: int = 10_000_000
     shutdown_grace: float = 10.0
+    idempotency_ttl: float = 300.0
     keepalive_interval: float = 10.0
     llm_base_url: str = "http://127.0.0.1:11434/v1"
     llm_api_key: str | None = None

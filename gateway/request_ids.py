@@ -1,0 +1,103 @@
+"""Request ids and the access log.
+
+Every response carries `X-Request-Id`: the client's own id when it is sane (at most 128 characters
+of `[A-Za-z0-9._-]`), a fresh `req_<hex>` otherwise. The id lives in a context variable for the
+request's task, so every log record written while serving the request can carry it
+(`RequestIdFilter` puts it on records as `request_id`), and one access line per request records
+method, path, status, duration and id: never headers, query strings or bodies, so keys stay out of logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import re
+import time
+import uuid
+
+from aiohttp import web
+
+from gateway.middlewares import Handler
+
+HEADER = "X-Request-Id"
+_SANE_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
+
+# A context variable is a key, not shared state: each value lives in one request task's context.
+_CURRENT: contextvars.ContextVar[str | None] = contextvars.ContextVar("agent_gateway_request_id", default=None)
+
+access_log = logging.getLogger("agent_gateway.access")
+
+
+def new_request_id() -> str:
+    return f"req_{uuid.uuid4().hex}"
+
+
+def choose_request_id(presented: str | None) -> str:
+    """The client's id when it is safe to echo and log, else a fresh one."""
+    if presented is not None and _SANE_ID.fullmatch(presented):
+        return presented
+    return new_request_id()
+
+
+def current_request_id() -> str | None:
+    return _CURRENT.get()
+
+
+@web.middleware
+async def request_id_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Outermost middleware: picks the id and writes the access line with the final status.
+
+    aiohttp serves each request in its own task, and the response is prepared later in that same
+    task, so the value is deliberately not reset here: the prepare hook below still needs it, and
+    it vanishes with the task.
+    """
+    request_id = choose_request_id(request.headers.get(HEADER))
+    _CURRENT.set(request_id)
+    started = time.perf_counter()
+    status: int | str = "-"
+    try:
+        response = await handler(request)
+        status = response.status
+        return response
+    except web.HTTPException as exc:
+        status = exc.status
+        raise
+    except asyncio.CancelledError:
+        status = "cancelled"
+        raise
+    except ConnectionError:
+        status = "disconnected"
+        raise
+    finally:
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        access_log.info("%s %s %s %.0fms id=%s", request.method, request.path, status, elapsed_ms, request_id)
+
+
+async def add_request_id_header(request: web.Request, response: web.StreamResponse) -> None:
+    """on_response_prepare hook, so JSON, errors and streams all carry the id."""
+    request_id = _CURRENT.get()
+    if request_id is None:  # a response made outside the middlewares (e.g. a malformed HTTP request)
+        request_id = new_request_id()
+        _CURRENT.set(request_id)
+    response.headers[HEADER] = request_id
+
+
+class RequestIdFilter(logging.Filter):
+    """Puts the current request id on every record as `request_id` ("-" outside a request)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not hasattr(record, "request_id"):
+            record.request_id = _CURRENT.get() or "-"
+        return True
+
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    """Root logging for `serve`: one stderr handler whose lines carry the request id."""
+    logging.basicConfig(level=level, format=LOG_FORMAT)
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, RequestIdFilter) for f in handler.filters):
+            handler.addFilter(RequestIdFilter())
