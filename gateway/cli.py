@@ -10,10 +10,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from gateway import __version__, cli_serve, cli_web
+from gateway import __version__, cli_config, cli_profile, cli_serve, cli_web
 from gateway.settings import SettingsError, validate_profile_name
 
-COMMAND_MODULES = (cli_serve, cli_web)
+COMMAND_MODULES = (cli_serve, cli_web, cli_profile, cli_config)
 
 
 def build_parser() -> argparse.ArgumentParser:

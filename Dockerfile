@@ -1,0 +1,34 @@
+# agent-gateway: the gateway as a container. Settings come from the environment or from
+# /data/.env and /data/config.yaml (the home, on a volume); profiles live in /data/profiles/NAME.
+FROM python:3.12-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY gateway ./gateway
+COPY providers ./providers
+COPY plugins ./plugins
+RUN pip install . \
+    && useradd --create-home --uid 10001 --shell /usr/sbin/nologin gateway \
+    && mkdir -p /data \
+    && chown gateway:gateway /data \
+    && chmod 700 /data
+
+# A container is reached from outside its own loopback, so it binds every interface; serve then
+# refuses to start without API_SERVER_KEY, which is the point.
+ENV AGENT_GATEWAY_HOME=/data \
+    API_SERVER_HOST=0.0.0.0
+VOLUME /data
+USER gateway
+EXPOSE 8642
+
+# No curl in the slim image: ask /health with the Python that is already there.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ.get('API_SERVER_PORT', '8642') + '/health', timeout=4)"]
+
+ENTRYPOINT ["agent-gateway"]
+CMD ["serve"]
