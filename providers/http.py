@@ -16,6 +16,14 @@ from providers.web import ProviderError
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 
 
+class HTTPStatusError(ProviderError):
+    """The service answered an HTTP error; `status` lets a provider add service-specific advice."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 def new_client(timeout: httpx.Timeout | float = DEFAULT_TIMEOUT) -> httpx.AsyncClient:
     return httpx.AsyncClient(timeout=timeout, follow_redirects=False, headers={"User-Agent": "agent-gateway"})
 
@@ -49,6 +57,8 @@ def describe_http_error(service: str, status: int, body: Any, retry_after: str |
     if status == 429:
         wait = f"; retry after {retry_after} s" if retry_after else ""
         return f"{service} rate limit reached (429){wait}{suffix}"
+    if status == 408:
+        return f"{service} timed out on its side (408){suffix}"
     if status in (432, 433):
         return f"{service} plan or usage limit reached ({status}){suffix}"
     if status >= 500:
@@ -107,5 +117,29 @@ async def call_json(
     if response.status_code >= 400:
         retry_after = response.headers.get("Retry-After")
         body = _decode(response)
-        raise ProviderError(describe_http_error(service, response.status_code, body, retry_after))
+        raise HTTPStatusError(
+            describe_http_error(service, response.status_code, body, retry_after), response.status_code
+        )
     return json_body(service, response)
+
+
+class LazyClient:
+    """One pooled httpx client per provider, opened on first use and closed in `aclose()`.
+
+    Providers are built at startup whether or not they are ever used; creating the client lazily
+    keeps unused providers free of sockets and of event-loop ties made before the loop runs.
+    """
+
+    def __init__(self, timeout: httpx.Timeout | float = DEFAULT_TIMEOUT) -> None:
+        self._timeout = timeout
+        self._client: httpx.AsyncClient | None = None
+
+    def get(self) -> httpx.AsyncClient:
+        if self._client is None or self._client.is_closed:
+            self._client = new_client(self._timeout)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None

@@ -32,9 +32,14 @@ CAPABILITIES: tuple[str, ...] = ("search", "extract", "crawl")
 
 #: Automatic choice order when nothing is configured. Keyed services first, keyless last.
 AUTO_ORDER: tuple[str, ...] = (
-    "tavily", "exa", "firecrawl", "parallel", "perplexity", "keenable", "xai",
-    "brave-free", "searxng", "ddgs", "fetch",
+    "tavily", "exa", "firecrawl", "parallel", "perplexity", "xai",
+    "brave-free", "searxng", "keenable", "ddgs", "fetch",
 )
+
+#: Providers that read pages only from their own index (others answer "not indexed"): chosen
+#: automatically for extract/crawl only after every general fetcher. Keenable is also keyless,
+#: so without this it would take extract from `fetch` in a zero-configuration setup.
+INDEX_ONLY_EXTRACT: frozenset[str] = frozenset({"keenable"})
 
 
 class DuplicateProviderError(ValueError):
@@ -193,7 +198,12 @@ class ProviderRegistry:
 
     def _automatic(self, capability: str) -> Selection:
         hints: list[str] = []
-        for provider in self.providers():
+        ordered = self.providers()
+        if capability != "search":
+            ordered = [p for p in ordered if p.name not in INDEX_ONLY_EXTRACT] + [
+                p for p in ordered if p.name in INDEX_ONLY_EXTRACT
+            ]
+        for provider in ordered:
             if not supports(provider, capability):
                 continue
             available, missing = availability(provider)

@@ -64,10 +64,12 @@ def user_root(home: Path) -> Path:
 def test_bundled_plugins_load_without_errors(tmp_path: Path):
     registry = load_registry(settings_for(tmp_path))
     assert registry.load_errors == []
-    assert {p.name for p in registry.providers()} == {"searxng", "brave-free", "ddgs", "fetch"}
-    assert {info.name for info in registry.plugins if info.origin == "bundled"} == {
-        "searxng", "brave-free", "ddgs", "fetch"
+    bundled = {
+        "searxng", "brave-free", "ddgs", "fetch",
+        "tavily", "exa", "firecrawl", "parallel", "perplexity", "keenable", "xai",
     }
+    assert {p.name for p in registry.providers()} == bundled
+    assert {info.name for info in registry.plugins if info.origin == "bundled"} == bundled
 
 
 def test_bundled_providers_read_keys_from_the_profile_env(tmp_path: Path):

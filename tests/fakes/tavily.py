@@ -1,0 +1,179 @@
+"""A fake Tavily API on 127.0.0.1: POST /search, /extract, /crawl with `Authorization: Bearer`.
+
+It checks requests as Tavily does (bearer key, JSON body, known fields and their ranges) and
+answers 401/400 in Tavily's `{"detail": {"error": ...}}` shape when they are wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from tests.fakes.http_api import FakeService, endpoint, json_error, unknown_fields
+
+API_KEY = "tvly-test-key"
+
+SEARCH_FIELDS = {
+    "query",
+    "max_results",
+    "search_depth",
+    "topic",
+    "include_answer",
+    "include_raw_content",
+    "include_images",
+    "include_domains",
+    "exclude_domains",
+    "time_range",
+    "days",
+    "country",
+    "chunks_per_source",
+    "start_date",
+    "end_date",
+    "auto_parameters",
+    "include_favicon",
+}
+EXTRACT_FIELDS = {"urls", "extract_depth", "format", "include_images", "include_favicon", "timeout"}
+CRAWL_FIELDS = {
+    "url",
+    "max_depth",
+    "max_breadth",
+    "limit",
+    "instructions",
+    "select_paths",
+    "select_domains",
+    "exclude_paths",
+    "exclude_domains",
+    "allow_external",
+    "include_images",
+    "extract_depth",
+    "format",
+    "include_favicon",
+    "timeout",
+    "categories",
+}
+
+
+def _error(status: int, message: str) -> web.Response:
+    return json_error(status, {"detail": {"error": message}})
+
+
+class TavilyFake(FakeService):
+    def __init__(self) -> None:
+        super().__init__()
+        self.search_results: list[dict[str, Any]] = [
+            {
+                "title": "Result one",
+                "url": "https://example.com/one",
+                "content": "First snippet.",
+                "score": 0.9,
+                "raw_content": None,
+            },
+            {
+                "title": "Result two",
+                "url": "https://example.com/two",
+                "content": "Second snippet.",
+                "score": 0.8,
+                "raw_content": None,
+                "published_date": "2026-03-01T10:00:00Z",
+            },
+        ]
+        self.failing_urls: dict[str, str] = {}
+        self.crawl_results: list[dict[str, Any]] | None = None
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        for route, allowed, check, answer in (
+            ("search", SEARCH_FIELDS, self._check_search, self._search),
+            ("extract", EXTRACT_FIELDS, self._check_extract, self._extract),
+            ("crawl", CRAWL_FIELDS, self._check_crawl, self._crawl),
+        ):
+            app.router.add_post(
+                f"/{route}",
+                endpoint(
+                    self,
+                    route,
+                    authorized=lambda r: r.headers.get("Authorization") == f"Bearer {API_KEY}",
+                    validate=lambda r, allowed=allowed, check=check: (
+                        unknown_fields(r.body, allowed) or check(r.body)
+                    ),
+                    answer=lambda r, answer=answer: answer(r.body),
+                    error=_error,
+                ),
+            )
+        return app
+
+    @staticmethod
+    def _check_search(body: dict[str, Any]) -> str | None:
+        if not isinstance(body.get("query"), str) or not body["query"]:
+            return "query is required"
+        max_results = body.get("max_results", 5)
+        if not isinstance(max_results, int) or not 0 <= max_results <= 20:
+            return "max_results must be between 0 and 20"
+        if body.get("search_depth", "basic") not in ("basic", "advanced", "fast", "ultra-fast"):
+            return "invalid search_depth"
+        if body.get("topic", "general") not in ("general", "news", "finance"):
+            return "invalid topic"
+        return None
+
+    @staticmethod
+    def _check_extract(body: dict[str, Any]) -> str | None:
+        urls = body.get("urls")
+        if isinstance(urls, str):
+            urls = [urls]
+        if not isinstance(urls, list) or not urls or not all(isinstance(u, str) for u in urls):
+            return "urls is required"
+        if len(urls) > 20:
+            return "Max 20 URLs are allowed."
+        if body.get("extract_depth", "basic") not in ("basic", "advanced"):
+            return "invalid extract_depth"
+        if body.get("format", "markdown") not in ("markdown", "text"):
+            return "invalid format"
+        return None
+
+    @staticmethod
+    def _check_crawl(body: dict[str, Any]) -> str | None:
+        if not isinstance(body.get("url"), str) or not body["url"]:
+            return "url is required"
+        if not isinstance(body.get("limit", 50), int) or body.get("limit", 50) < 1:
+            return "limit must be a positive integer"
+        if not isinstance(body.get("max_depth", 1), int) or not 1 <= body.get("max_depth", 1) <= 5:
+            return "max_depth must be between 1 and 5"
+        return None
+
+    def _search(self, body: dict[str, Any]) -> dict[str, Any]:
+        limit = body.get("max_results", 5)
+        return {
+            "query": body["query"],
+            "answer": None,
+            "images": [],
+            "results": self.search_results[:limit],
+            "response_time": 0.42,
+        }
+
+    def _extract(self, body: dict[str, Any]) -> dict[str, Any]:
+        urls = body["urls"] if isinstance(body["urls"], list) else [body["urls"]]
+        results = [
+            {"url": u, "raw_content": f"# Page\n\nContent of {u}", "images": []}
+            for u in urls
+            if u not in self.failing_urls
+        ]
+        failed = [{"url": u, "error": self.failing_urls[u]} for u in urls if u in self.failing_urls]
+        return {"results": results, "failed_results": failed, "response_time": 0.1}
+
+    def _crawl(self, body: dict[str, Any]) -> dict[str, Any]:
+        root = body["url"].rstrip("/")
+        results = self.crawl_results
+        if results is None:
+            results = [{"url": f"{root}/page{i}", "raw_content": f"Page {i} text"} for i in range(1, 4)]
+        return {"base_url": body["url"], "results": results[: body.get("limit", 50)], "response_time": 1.2}
+
+
+@pytest.fixture
+async def tavily_fake(aiohttp_server: Any) -> AsyncIterator[TavilyFake]:
+    fake = TavilyFake()
+    server = await aiohttp_server(fake.app())
+    fake.base_url = str(server.make_url("")).rstrip("/")
+    yield fake

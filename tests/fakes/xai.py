@@ -1,0 +1,138 @@
+"""A fake xAI Responses API on 127.0.0.1: POST /v1/responses with `Authorization: Bearer`.
+
+Checks the request as xAI does (model, input, known fields; for these tests also that the
+server-side `web_search` tool is offered) and answers with a `response` object whose message
+carries `output_text` with `url_citation` annotations, plus the top-level `citations` list.
+Tests script what the model "wrote" through `output_text`, `annotations` and `citations`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from tests.fakes.http_api import FakeService, Recorded, endpoint, json_error, unknown_fields
+
+API_KEY = "xai-test-key"
+
+RESPONSE_FIELDS = {
+    "model",
+    "input",
+    "instructions",
+    "tools",
+    "tool_choice",
+    "include",
+    "store",
+    "stream",
+    "temperature",
+    "top_p",
+    "max_output_tokens",
+    "previous_response_id",
+    "parallel_tool_calls",
+    "reasoning",
+    "text",
+    "user",
+    "metadata",
+    "background",
+    "max_turns",
+    "search_parameters",
+}
+
+
+def _error(status: int, message: str) -> web.Response:
+    return json_error(status, {"code": "Client specified an invalid argument", "error": message})
+
+
+class XaiFake(FakeService):
+    def __init__(self) -> None:
+        super().__init__()
+        self.output_text = json.dumps(
+            [
+                {"title": "Result one", "url": "https://example.com/one", "snippet": "What page one says."},
+                {"title": "Result two", "url": "https://example.com/two", "snippet": "What page two says."},
+            ]
+        )
+        self.annotations: list[dict[str, Any]] = []
+        self.citations: list[str] = ["https://example.com/one", "https://example.com/two"]
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post(
+            "/v1/responses",
+            endpoint(
+                self,
+                "responses",
+                authorized=lambda r: r.headers.get("Authorization") == f"Bearer {API_KEY}",
+                validate=self._check,
+                answer=self._respond,
+                error=_error,
+            ),
+        )
+        return app
+
+    @staticmethod
+    def _check(recorded: Recorded) -> str | None:
+        body = recorded.body
+        problem = unknown_fields(body, RESPONSE_FIELDS)
+        if problem:
+            return problem
+        if not isinstance(body.get("model"), str) or not body["model"]:
+            return "model is required"
+        if not isinstance(body.get("input"), str | list) or not body["input"]:
+            return "input is required"
+        tools = body.get("tools", [])
+        if not isinstance(tools, list) or {"type": "web_search"} not in tools:
+            return "the web_search tool was not offered"
+        include = body.get("include", [])
+        if not isinstance(include, list) or not set(include) <= {
+            "no_inline_citations",
+            "reasoning.encrypted_content",
+        }:
+            return "invalid include"
+        return None
+
+    def _respond(self, recorded: Recorded) -> dict[str, Any]:
+        return {
+            "id": "resp_fake",
+            "object": "response",
+            "created_at": 1764400000,
+            "model": recorded.body["model"],
+            "status": "completed",
+            "output": [
+                {
+                    "id": "ws_1",
+                    "type": "web_search_call",
+                    "status": "completed",
+                    "action": {"type": "search", "query": "q"},
+                },
+                {
+                    "id": "msg_1",
+                    "type": "message",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [
+                        {
+                            "type": "output_text",
+                            "text": self.output_text,
+                            "logprobs": None,
+                            "annotations": self.annotations,
+                        }
+                    ],
+                },
+            ],
+            "citations": self.citations,
+            "usage": {"input_tokens": 100, "output_tokens": 50, "total_tokens": 150, "num_sources_used": 2},
+            "store": recorded.body.get("store", True),
+        }
+
+
+@pytest.fixture
+async def xai_fake(aiohttp_server: Any) -> AsyncIterator[XaiFake]:
+    fake = XaiFake()
+    server = await aiohttp_server(fake.app())
+    fake.base_url = str(server.make_url("")).rstrip("/") + "/v1"
+    yield fake

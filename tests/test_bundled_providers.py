@@ -1,0 +1,75 @@
+"""The bundled providers as a set: manifests agree with code, docs list every variable, tests exist."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import plugins.web
+from tests.fakes.registry_ctx import RecordingContext
+
+PLUGIN_ROOT = Path(plugins.web.__file__).parent
+REPO = PLUGIN_ROOT.parent.parent
+# The providers of issue 6; the keyless ones (searxng, ddgs, ...) carry their own tests.
+PAID_AND_KEYLESS_API_PROVIDERS = ["tavily", "exa", "firecrawl", "parallel", "perplexity", "keenable", "xai"]
+
+
+def _manifest(dirname: str) -> dict[str, Any]:
+    return yaml.safe_load((PLUGIN_ROOT / dirname / "plugin.yaml").read_text(encoding="utf-8"))
+
+
+def _variables(manifest: dict[str, Any]) -> list[str]:
+    return list(manifest.get("requires_env") or []) + list(manifest.get("optional_env") or [])
+
+
+@pytest.mark.parametrize("dirname", PAID_AND_KEYLESS_API_PROVIDERS)
+def test_manifest_names_the_provider_that_register_adds(dirname: str) -> None:
+    manifest = _manifest(dirname)
+    ctx = RecordingContext({var: "set" for var in _variables(manifest)})
+
+    importlib.import_module(f"plugins.web.{dirname}").register(ctx)
+
+    assert manifest["kind"] == "backend"
+    assert manifest["name"] == dirname
+    assert [p.name for p in ctx.providers] == manifest["provides_web_providers"]
+    assert all(p.is_available() for p in ctx.providers)
+
+
+@pytest.mark.parametrize("dirname", PAID_AND_KEYLESS_API_PROVIDERS)
+def test_a_provider_missing_its_variables_says_which_to_set(dirname: str) -> None:
+    manifest = _manifest(dirname)
+    ctx = RecordingContext({})
+
+    importlib.import_module(f"plugins.web.{dirname}").register(ctx)
+
+    required = list(manifest.get("requires_env") or [])
+    for provider in ctx.providers:
+        if required:
+            assert provider.is_available() is False
+        if not provider.is_available():
+            reason = provider.unavailable_reason() or ""
+            assert reason.startswith("set ")
+            assert all(var in reason for var in required)
+            assert any(var in reason for var in _variables(manifest))
+
+
+@pytest.mark.parametrize("dirname", PAID_AND_KEYLESS_API_PROVIDERS)
+def test_docs_list_every_variable_of_the_provider(dirname: str) -> None:
+    docs = (REPO / "docs" / "providers.md").read_text(encoding="utf-8")
+
+    assert f"`{dirname}`" in docs
+    for var in _variables(_manifest(dirname)):
+        assert f"`{var}`" in docs
+
+
+def test_every_bundled_provider_has_tests_of_its_own() -> None:
+    tests = [p.read_text(encoding="utf-8") for p in (REPO / "tests").glob("test_*.py")]
+    bundled = sorted(p.parent.name for p in PLUGIN_ROOT.glob("*/plugin.yaml"))
+
+    untested = [name for name in bundled if not any(f"plugins.web.{name}" in t for t in tests)]
+
+    assert untested == []

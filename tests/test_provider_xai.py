@@ -1,0 +1,224 @@
+"""xAI provider against a fake xAI Responses API on 127.0.0.1."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from plugins.web.xai import XaiProvider, register
+from tests.fakes.registry_ctx import RecordingContext
+from tests.fakes.xai import API_KEY, XaiFake, xai_fake  # noqa: F401 - fixture
+
+
+def _env(fake: XaiFake, key: str = API_KEY, **extra: str) -> dict[str, str]:
+    return {"XAI_API_KEY": key, "XAI_API_URL": fake.base_url, **extra}
+
+
+@pytest.fixture
+async def provider(xai_fake: XaiFake) -> AsyncIterator[XaiProvider]:  # noqa: F811
+    p = XaiProvider(_env(xai_fake), timeout=2.0)
+    yield p
+    await p.aclose()
+
+
+async def test_search_asks_grok_with_the_web_search_tool_and_parses_its_json_list(
+    provider: XaiProvider,
+    xai_fake: XaiFake,  # noqa: F811
+) -> None:
+    result = await provider.search("grok web search", limit=2)
+
+    assert result["data"]["web"] == [
+        {
+            "title": "Result one",
+            "url": "https://example.com/one",
+            "description": "Model-written summary (xAI Grok): What page one says.",
+            "position": 1,
+        },
+        {
+            "title": "Result two",
+            "url": "https://example.com/two",
+            "description": "Model-written summary (xAI Grok): What page two says.",
+            "position": 2,
+        },
+    ]
+    [sent] = xai_fake.requests_to("/v1/responses")
+    assert sent.body["tools"] == [{"type": "web_search"}]
+    assert sent.body["include"] == ["no_inline_citations"]
+    assert sent.body["model"] == "grok-4-1-fast-reasoning"
+    assert sent.body["store"] is False
+    assert "grok web search" in sent.body["input"][-1]["content"]
+
+
+async def test_json_inside_a_fence_with_preamble_is_still_parsed(
+    provider: XaiProvider,
+    xai_fake: XaiFake,  # noqa: F811
+) -> None:
+    hit = '{"title": "T", "url": "https://a.example/x", "snippet": "S"}'
+    xai_fake.output_text = f'Here you go [1]:\n```json\n{{"results": [{hit}]}}\n```'
+
+    result = await provider.search("q")
+
+    assert [h["url"] for h in result["data"]["web"]] == ["https://a.example/x"]
+
+
+async def test_a_prose_answer_falls_back_to_its_url_citations(
+    provider: XaiProvider,
+    xai_fake: XaiFake,  # noqa: F811
+) -> None:
+    xai_fake.output_text = "Python 3.14 was released in October."
+    xai_fake.annotations = [
+        {
+            "type": "url_citation",
+            "url": "https://python.org/news",
+            "title": "Python News",
+            "start_index": 0,
+            "end_index": 10,
+        },
+        {
+            "type": "url_citation",
+            "url": "https://python.org/news",
+            "title": "Python News",
+            "start_index": 11,
+            "end_index": 20,
+        },
+        {
+            "type": "url_citation",
+            "url": "https://docs.python.org/3.14/",
+            "title": "",
+            "start_index": 21,
+            "end_index": 30,
+        },
+    ]
+
+    result = await provider.search("python release")
+
+    web = result["data"]["web"]
+    assert [h["url"] for h in web] == ["https://python.org/news", "https://docs.python.org/3.14/"]
+    assert web[0]["title"] == "Python News"
+    assert all("model-written" in h["description"] for h in web)
+
+
+async def test_without_annotations_the_citations_list_is_the_last_resort(
+    provider: XaiProvider,
+    xai_fake: XaiFake,  # noqa: F811
+) -> None:
+    xai_fake.output_text = "I could not format the results."
+    xai_fake.citations = ["https://x.example/a", "not a url", "https://x.example/b"]
+
+    result = await provider.search("q")
+
+    assert [h["url"] for h in result["data"]["web"]] == ["https://x.example/a", "https://x.example/b"]
+
+
+async def test_an_answer_citing_nothing_is_a_clear_failure(
+    provider: XaiProvider,
+    xai_fake: XaiFake,  # noqa: F811
+) -> None:
+    xai_fake.output_text = "I don't know."
+    xai_fake.citations = []
+
+    result = await provider.search("q")
+
+    assert result == {"success": False, "error": "xAI returned no results (the model cited no pages)"}
+
+
+async def test_the_model_can_be_chosen_with_xai_model(xai_fake: XaiFake) -> None:  # noqa: F811
+    provider = XaiProvider(_env(xai_fake, XAI_MODEL="grok-4"))
+    try:
+        await provider.search("q")
+    finally:
+        await provider.aclose()
+
+    assert xai_fake.requests[0].body["model"] == "grok-4"
+
+
+async def test_a_200_carrying_an_error_is_a_failure(
+    provider: XaiProvider,
+    xai_fake: XaiFake,  # noqa: F811
+) -> None:
+    xai_fake.reply(
+        "responses", 200, {"id": "r", "status": "failed", "error": {"message": "Model overloaded"}}
+    )
+
+    result = await provider.search("q")
+
+    assert result == {"success": False, "error": "xAI reported an error: Model overloaded"}
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "expected"),
+    [
+        (401, {}, "xAI rejected the API key (401): Incorrect API key provided"),
+        (403, {}, "xAI refused the request (403"),
+        (429, {"Retry-After": "5"}, "xAI rate limit reached (429); retry after 5 s"),
+        (503, {}, "xAI had a server error (503)"),
+    ],
+)
+async def test_service_errors_become_one_clear_sentence(
+    provider: XaiProvider,
+    xai_fake: XaiFake,  # noqa: F811
+    status: int,
+    headers: dict[str, str],
+    expected: str,
+) -> None:
+    xai_fake.reply("responses", status, {"code": "x", "error": "Incorrect API key provided"}, headers=headers)
+
+    result = await provider.search("q")
+
+    assert result["success"] is False
+    assert result["error"].startswith(expected)
+
+
+async def test_a_body_of_the_wrong_shape_is_a_clear_failure(
+    provider: XaiProvider,
+    xai_fake: XaiFake,  # noqa: F811
+) -> None:
+    xai_fake.reply("responses", 200, {"id": "r", "status": "completed"})
+
+    result = await provider.search("q")
+
+    assert result == {"success": False, "error": "xAI returned an unexpected response (no 'output')"}
+
+
+async def test_a_slow_service_is_a_timeout_failure(xai_fake: XaiFake) -> None:  # noqa: F811
+    provider = XaiProvider(_env(xai_fake), timeout=0.2)
+    xai_fake.reply("responses", 200, {"output": []}, delay=1.0)
+    try:
+        result = await provider.search("q")
+    finally:
+        await provider.aclose()
+
+    assert result["error"].startswith("xAI timed out")
+
+
+async def test_a_wrong_key_is_rejected_by_the_service(xai_fake: XaiFake) -> None:  # noqa: F811
+    provider = XaiProvider(_env(xai_fake, key="xai-wrong"))
+    try:
+        result = await provider.search("q")
+    finally:
+        await provider.aclose()
+
+    assert result["error"] == "xAI rejected the API key (401): missing or invalid API key"
+
+
+async def test_missing_key_makes_the_provider_unavailable_naming_the_variable() -> None:
+    provider = XaiProvider({})
+
+    assert provider.is_available() is False
+    assert provider.unavailable_reason() == "set XAI_API_KEY"
+
+
+def test_register_adds_a_search_only_xai_provider_that_says_results_are_model_written() -> None:
+    ctx = RecordingContext({"XAI_API_KEY": "k"})
+
+    register(ctx)
+
+    [provider] = ctx.providers
+    assert provider.name == "xai"
+    assert "model-written" in provider.display_name
+    assert (provider.supports_search(), provider.supports_extract(), provider.supports_crawl()) == (
+        True,
+        False,
+        False,
+    )
