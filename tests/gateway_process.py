@@ -49,7 +49,7 @@ async def run_cli(*args: str, env: Mapping[str, str], timeout: float = 30,
     return proc.returncode, out.decode(), err.decode()
 
 
-async def start_gateway(*args: str, env: Mapping[str, str], timeout: float = 20) -> GatewayProcess:
+async def start_gateway(*args: str, env: Mapping[str, str], timeout: float = 60) -> GatewayProcess:
     """Start `serve --port 0` (plus args) and wait for its listening line."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "gateway", *args, "serve", "--port", "0", env=dict(env), cwd=str(REPO),
