@@ -12,7 +12,7 @@ from gateway import appkeys
 from gateway.agent import Agent
 from gateway.lifecycle import Lifecycle, RunLimiter
 from gateway.middlewares import MIDDLEWARES, add_security_headers
-from gateway.routes import chat, health, models, responses
+from gateway.routes import chat, health, models, openapi, responses
 from gateway.settings import Settings
 from gateway.store import SQLiteResponseStore, StoreUnavailableError
 from gateway.toolbox import AgentTool, Toolbox
@@ -35,7 +35,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None) 
     app.cleanup_ctx.append(_upstream_ctx)
     app.cleanup_ctx.append(_agent_ctx(tools))
     app.cleanup_ctx.append(_store_ctx)
-    for module in (health, models, chat, responses):
+    for module in (health, openapi, models, chat, responses):
         app.router.add_routes(module.routes)
     return app
 
