@@ -128,6 +128,16 @@ async def soak(minutes: float, concurrency: int, sample_every: float, seed: int)
                              "API_SERVER_MAX_STORED_RESPONSES": "200"})
     gateway = await start_gateway(env=env)
     pid = gateway.proc.pid
+    # The gateway logs to its pipes; unread, they fill and block it. Drain them, counting warnings.
+    log_lines = {"stdout": 0, "stderr": 0, "warnings": 0}
+
+    async def drain(stream: asyncio.StreamReader | None, name: str) -> None:
+        while stream is not None and (line := await stream.readline()):
+            log_lines[name] += 1
+            log_lines["warnings"] += b" WARNING " in line or b" ERROR " in line
+
+    drains = [asyncio.ensure_future(drain(gateway.proc.stdout, "stdout")),
+              asyncio.ensure_future(drain(gateway.proc.stderr, "stderr"))]
     traffic = Traffic(gateway.base_url, upstream, random.Random(seed))
     samples: list[tuple[float, int, int, int]] = []
     start = time.monotonic()
@@ -149,7 +159,11 @@ async def soak(minutes: float, concurrency: int, sample_every: float, seed: int)
         await asyncio.sleep(2)  # let idle keep-alive connections settle
         samples.append((time.monotonic() - start, rss_kib(pid), fd_count(pid), sum(traffic.counts.values())))
     finally:
-        await gateway.stop()
+        try:
+            await gateway.stop(timeout=30)
+        finally:
+            await gateway.kill()
+            await asyncio.gather(*drains, return_exceptions=True)
         await up_runner.cleanup()
         await sx_runner.cleanup()
 
@@ -158,6 +172,7 @@ async def soak(minutes: float, concurrency: int, sample_every: float, seed: int)
         print(f"{t:7.0f} {rss / 1024:10.1f} {fds:5d} {done:9d}")
     print("requests by kind:", dict(sorted(traffic.counts.items())))
     print("failed:", dict(sorted(traffic.failures.items())) or "none")
+    print(f"gateway log lines: {log_lines['stderr'] + log_lines['stdout']} ({log_lines['warnings']} warnings/errors)")
     return verdict(samples)
 
 
