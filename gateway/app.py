@@ -16,7 +16,7 @@ from gateway.idempotency_store import IdempotencyCache, InMemoryIdempotencyCache
 from gateway.lifecycle import Lifecycle, RunLimiter
 from gateway.middlewares import MIDDLEWARES, add_security_headers
 from gateway.request_ids import add_request_id_header, request_id_middleware
-from gateway.routes import chat, health, models, responses
+from gateway.routes import chat, health, models, openapi, responses
 from gateway.settings import Settings
 from gateway.store import SQLiteResponseStore, StoreUnavailableError
 from gateway.toolbox import AgentTool, Toolbox
@@ -48,7 +48,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     app.cleanup_ctx.append(_upstream_ctx)
     app.cleanup_ctx.append(_agent_ctx(tools))
     app.cleanup_ctx.append(_store_ctx)
-    for module in (health, models, chat, responses):
+    for module in (health, openapi, models, chat, responses):
         app.router.add_routes(module.routes)
     return app
 

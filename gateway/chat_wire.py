@@ -96,7 +96,8 @@ def _check_message(message: Any, param: str) -> None:
     if not isinstance(message, dict):
         raise InvalidRequestError(f"'{param}' must be an object with 'role' and 'content'", param=param)
     role = message.get("role")
-    if role not in ROLES:
+    # isinstance first: a dict or list is unhashable, and `in` on a frozenset would raise TypeError (a 500).
+    if not isinstance(role, str) or role not in ROLES:
         raise InvalidRequestError(
             f"'{param}.role' must be one of {', '.join(sorted(ROLES))}", param=f"{param}.role"
         )
@@ -107,7 +108,7 @@ def _check_message(message: Any, param: str) -> None:
     elif isinstance(content, list):
         for index, part in enumerate(content):
             part_param = f"{param}.content[{index}]"
-            if not isinstance(part, dict) or part.get("type") not in PART_TYPES:
+            if not isinstance(part, dict) or not isinstance(part.get("type"), str) or part["type"] not in PART_TYPES:
                 raise InvalidRequestError(
                     f"'{part_param}' must be a content part with type {', '.join(sorted(PART_TYPES))}",
                     param=part_param,

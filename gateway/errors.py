@@ -5,6 +5,7 @@
     │   ├── NotFoundError             404
     │   ├── ConflictError             409
     │   ├── UnprocessableError        422
+    │   ├── RequestTimeoutError       408 (+ Connection: close)
     │   └── PayloadTooLargeError      413
     ├── AuthenticationError           401 (code invalid_api_key)
     ├── PermissionDeniedError         403
@@ -76,6 +77,16 @@ class ConflictError(InvalidRequestError):
 class UnprocessableError(InvalidRequestError):
     status = 422
     code = "unprocessable_entity"
+
+
+class RequestTimeoutError(InvalidRequestError):
+    """The request body arrived too slowly; the connection is closed after the reply."""
+
+    status = 408
+    code = "request_timeout"
+
+    def headers(self) -> dict[str, str]:
+        return {**super().headers(), "Connection": "close"}
 
 
 class PayloadTooLargeError(InvalidRequestError):

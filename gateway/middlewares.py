@@ -22,7 +22,7 @@ from gateway.errors import (
 log = logging.getLogger("agent_gateway")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-OPEN_PATHS = frozenset({"/health", "/v1/health"})
+OPEN_PATHS = frozenset({"/health", "/v1/health", "/openapi.json"})
 SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
 
 

@@ -20,6 +20,7 @@ import copy
 import time
 from typing import Any
 
+from gateway.chat_wire import split_text
 from gateway.events import (
     AgentEvent,
     ClientToolCall,
@@ -145,10 +146,11 @@ class ResponseBuilder:
         assert index is not None
         item = self._output[index]
         item["content"][0]["text"] += text
-        events.append(self._event(
+        # One huge upstream delta becomes several events, as in chat streams, so no delta line is huge.
+        events.extend(self._event(
             "response.output_text.delta", item_id=item["id"], output_index=index, content_index=0,
-            delta=text, logprobs=[],
-        ))
+            delta=piece, logprobs=[],
+        ) for piece in split_text(text))
         return events
 
     def _open_message(self) -> list[dict[str, Any]]:

@@ -111,6 +111,8 @@ OPTIONS: tuple[Option, ...] = (
            _parse_int, 32, "agent runs at once; beyond it 429 with Retry-After", minimum=1),
     Option("max_body_bytes", "API_SERVER_MAX_BODY_BYTES", "api_server.max_body_bytes", _parse_int,
            10_000_000, "request body limit in bytes (413 beyond it)", minimum=1),
+    Option("body_timeout", "API_SERVER_BODY_TIMEOUT", "api_server.body_timeout", _parse_float, 30.0,
+           "seconds a client may take to send its whole request body (408 beyond it)", minimum=0.01),
     Option("shutdown_grace", "API_SERVER_SHUTDOWN_GRACE", "api_server.shutdown_grace", _parse_float, 10.0,
            "seconds in-flight requests get to finish on SIGTERM", minimum=0),
     Option("idempotency_ttl", "API_SERVER_IDEMPOTENCY_TTL", "api_server.idempotency_ttl", _parse_float, 300.0,
@@ -167,6 +169,7 @@ class Settings:
     max_stored_responses: int = 100
     max_concurrent_runs: int = 32
     max_body_bytes: int = 10_000_000
+    body_timeout: float = 30.0
     shutdown_grace: float = 10.0
     idempotency_ttl: float = 300.0
     keepalive_interval: float = 10.0

@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 from aiohttp import web
 
-from gateway.errors import InvalidRequestError
+from gateway import appkeys
+from gateway.errors import InvalidRequestError, RequestTimeoutError
 
 
 async def read_json_object(request: web.Request) -> dict[str, Any]:
-    """The request body as a JSON object, or a 400 saying what is wrong with it."""
-    raw = await request.read()
+    """The request body as a JSON object, or a 400 saying what is wrong with it.
+
+    The whole body must arrive within API_SERVER_BODY_TIMEOUT: a client trickling bytes
+    (slowloris) would otherwise hold a connection and a handler forever.
+    """
+    timeout = request.app[appkeys.SETTINGS].body_timeout
+    try:
+        async with asyncio.timeout(timeout):
+            raw = await request.read()
+    except TimeoutError as exc:
+        # No force-close here: closing with unread bytes makes the kernel send a reset that can
+        # destroy the 408 before a slow but honest client reads it. aiohttp drains the rest for at
+        # most its lingering time (10 s) and then closes, so the connection stays bounded.
+        raise RequestTimeoutError(
+            f"the request body did not arrive within API_SERVER_BODY_TIMEOUT ({timeout:g} s)"
+        ) from exc
     if not raw.strip():
         raise InvalidRequestError("the request body is empty; send a JSON object")
     try:

@@ -168,6 +168,8 @@ class UpstreamClient:
             raise UpstreamError("the upstream model returned a body that is not JSON") from exc
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
             raise UpstreamError("the upstream model returned a completion without choices")
+        if not _well_formed(data, "message"):
+            raise UpstreamError("the upstream model returned a completion of an unexpected shape")
         return data
 
     async def stream(self, payload: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
@@ -191,6 +193,8 @@ class UpstreamClient:
                     if isinstance(chunk, dict) and "error" in chunk:
                         raise UpstreamError(f"upstream model error mid-stream: {_error_message(data.encode())}")
                     if isinstance(chunk, dict):
+                        if not _well_formed(chunk, "delta"):
+                            raise UpstreamError("the upstream model sent a malformed stream frame (unexpected shape)")
                         yield chunk
         except GatewayError:
             raise
@@ -205,6 +209,39 @@ class UpstreamClient:
         if not isinstance(data, dict):
             raise UpstreamError("the upstream model returned an unexpected body")
         return data
+
+
+def _optional(value: Any, kind: type | tuple[type, ...]) -> bool:
+    return value is None or isinstance(value, kind)
+
+
+def _well_formed(data: dict[str, Any], body_key: str) -> bool:
+    """Whether a completion (`body_key` "message") or chunk ("delta") has the shape the agent reads:
+    a well-formed JSON object of the wrong shape must be an upstream error, not a crash (500)."""
+    if not _optional(data.get("usage"), dict) or not _optional(data.get("choices"), list):
+        return False
+    if isinstance(data.get("usage"), dict) and not all(
+        _optional(data["usage"].get(k), int) for k in ("prompt_tokens", "completion_tokens")
+    ):
+        return False
+    for choice in data.get("choices") or ():
+        if not isinstance(choice, dict) or not _optional(choice.get("finish_reason"), str):
+            return False
+        body = choice.get(body_key)
+        if not _optional(body, dict):
+            return False
+        body = body or {}
+        if not _optional(body.get("content"), str) or not _optional(body.get("tool_calls"), list):
+            return False
+        for call in body.get("tool_calls") or ():
+            if not isinstance(call, dict) or not _optional(call.get("function"), dict):
+                return False
+            function = call.get("function") or {}
+            if not _optional(function.get("name"), str) or not _optional(function.get("arguments"), str):
+                return False
+            if not _optional(call.get("id"), str):
+                return False
+    return True
 
 
 def _completion_as_chunk(data: dict[str, Any]) -> dict[str, Any]:

@@ -37,6 +37,7 @@ class PageServer:
     def __init__(self) -> None:
         self.requests: list[str] = []
         self.url = ""
+        self.huge_bytes_sent = 0
 
     @web.middleware
     async def record(self, request: web.Request, handler: Any) -> web.StreamResponse:
@@ -57,7 +58,22 @@ class PageServer:
             app.router.add_get(path, _fixed(make))
         app.router.add_get("/redirect", self.redirect)
         app.router.add_get("/slow", self.slow)
+        app.router.add_get("/huge", self.huge)
         return app
+
+    async def huge(self, request: web.Request) -> web.StreamResponse:
+        """A 50 MB HTML page, streamed in 1 MB pieces; counts how much the reader took."""
+        response = web.StreamResponse(headers={"Content-Type": "text/html"})
+        response.content_length = 50 * 1024 * 1024
+        await response.prepare(request)
+        piece = b"<p>" + b"otters " * (1024 * 1024 // 7 - 1) + b"</p>"
+        piece = piece.ljust(1024 * 1024, b" ")
+        self.huge_bytes_sent = 0
+        for _ in range(50):
+            await response.write(piece)
+            self.huge_bytes_sent += len(piece)
+        await response.write_eof()
+        return response
 
     async def redirect(self, request: web.Request) -> web.Response:
         raise web.HTTPFound(request.query["to"])

@@ -2,13 +2,19 @@
 
 Queue replies with `fake.queue(...)`; each POST /v1/chat/completions takes the next one (or a
 default text reply). Every request body is recorded in `fake.requests`; a client that goes away
-mid-reply is counted in `fake.disconnects`.
+mid-reply is counted in `fake.disconnects` (with the loop time in `fake.disconnect_times`).
+
+Misbehaviour on demand: `delay` (before the headers), `body_delay` (headers sent, body late),
+`drop_after` (stream cut after N chunks), `cut_body_at` (non-stream body cut after N bytes),
+`endless` (a stream, or a JSON body, that never ends), `raw` (any bytes: malformed SSE, HTML ...),
+and a huge single chunk via `chunk_size` as large as `text`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +36,9 @@ class Reply:
     drop_after: int | None = None  # stream: close the connection after this many chunks
     raw: bytes | None = None  # answer these bytes verbatim
     raw_content_type: str = "application/json"
+    body_delay: float = 0.0  # headers sent at once, then this long before the first body byte
+    cut_body_at: int | None = None  # non-stream: send this many bytes of the JSON body, then close
+    endless: bool = False  # never finish: stream deltas (or JSON whitespace) every `chunk_delay`
 
 
 def text(content: str = "Hello from the fake model.", **kw: Any) -> Reply:
@@ -51,6 +60,8 @@ class FakeUpstream:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.disconnects = 0
+        self.disconnect_times: list[float] = []
+        self.active = 0  # replies being written right now
         self.completed = 0
         self.base_url = ""
         self._script: list[Reply] = []
@@ -74,6 +85,7 @@ class FakeUpstream:
         self.requests.append(body)
         self.headers.append(dict(request.headers))
         reply = self._script.pop(0) if self._script else self.default
+        self.active += 1
         try:
             if reply.delay:
                 await asyncio.sleep(reply.delay)
@@ -81,15 +93,50 @@ class FakeUpstream:
                 return web.Response(body=reply.raw, content_type=reply.raw_content_type)
             if reply.status >= 400:
                 return web.json_response(reply.error_body, status=reply.status, headers=reply.headers)
+            if reply.endless or reply.body_delay or reply.cut_body_at is not None:
+                return await self._misbehave(request, body, reply)
             if body.get("stream"):
                 response = await self._stream(request, body, reply)
             else:
                 response = web.json_response(self._completion(body, reply))
             self.completed += 1
             return response
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, ConnectionError):
+            # Cancelled (handler cancellation) or a failed write: either way the client went away.
             self.disconnects += 1
+            self.disconnect_times.append(time.monotonic())
             raise
+        finally:
+            self.active -= 1
+
+    async def _misbehave(self, request: web.Request, body: dict[str, Any], reply: Reply) -> web.StreamResponse:
+        streaming = bool(body.get("stream"))
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream" if streaming else "application/json"})
+        await response.prepare(request)
+        if reply.body_delay:
+            await asyncio.sleep(reply.body_delay)
+        if reply.cut_body_at is not None:
+            encoded = json.dumps(self._completion(body, reply)).encode()
+            await response.write(encoded[:reply.cut_body_at])
+            assert request.transport is not None
+            request.transport.close()
+            return response
+        if reply.endless:
+            base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": body.get("model")}
+            await response.write(b'{"choices": ' if not streaming else b"")
+            while True:
+                if streaming:
+                    frame = {**base, "choices": [{"index": 0, "delta": {"content": "more "}, "finish_reason": None}]}
+                    await response.write(f"data: {json.dumps(frame)}\n\n".encode())
+                else:
+                    await response.write(b" ")
+                await asyncio.sleep(reply.chunk_delay or 0.01)
+        if streaming:
+            return await self._stream_body(request, response, body, reply)
+        await response.write(json.dumps(self._completion(body, reply)).encode())
+        await response.write_eof()
+        return response
 
     def _finish(self, reply: Reply) -> str:
         return reply.finish or ("tool_calls" if reply.tool_calls else "stop")
@@ -111,6 +158,10 @@ class FakeUpstream:
     async def _stream(self, request: web.Request, body: dict[str, Any], reply: Reply) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
+        return await self._stream_body(request, response, body, reply)
+
+    async def _stream_body(self, request: web.Request, response: web.StreamResponse, body: dict[str, Any],
+                           reply: Reply) -> web.StreamResponse:
         base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": body.get("model")}
 
         chunks: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
