@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from providers.web import Envelope, ProviderError, failure, page
+from providers.web import Envelope, ProviderError, failure, page, search_result
 
 #: Longest search-hit description handed to the model; some services return whole pages here.
 DESCRIPTION_LIMIT = 1000
@@ -81,6 +81,25 @@ def dated(description: str, date: str) -> str:
         return description
     day = date[:10]
     return f"[{day}] {description}" if description else f"[{day}]"
+
+
+def search_hits(
+    items: Iterable[Mapping[str, Any]],
+    snippet: Callable[[Mapping[str, Any]], str],
+    date: Callable[[Mapping[str, Any]], Any] = lambda _item: "",
+) -> Envelope:
+    """The search envelope from a service's result items (`title` and `url` fields).
+
+    Items without a URL are skipped; `snippet(item)` is clipped and prefixed with the
+    publication date `date(item)` (ISO text or unix seconds) when there is one.
+    """
+    hits = []
+    for item in items:
+        url = text(item.get("url"))
+        if url:
+            description = dated(clip(snippet(item)), iso_date(date(item)))
+            hits.append({"title": text(item.get("title")), "url": url, "description": description})
+    return search_result(hits)
 
 
 def _url_key(url: str) -> str:
