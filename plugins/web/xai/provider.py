@@ -13,17 +13,12 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import httpx
-
-from providers.http import LazyClient, call_json
-from providers.payload import as_envelope, base_url, bounded, clip, env_value, require_object, text
-from providers.web import Envelope, ProviderError, WebSearchProvider, search_result
+from providers.payload import bounded, clip, env_value, require_object, text
+from providers.service import ServiceProvider
+from providers.web import Envelope, ProviderError, search_result
 
 SERVICE = "xAI"
-KEY_VAR = "XAI_API_KEY"
-URL_VAR = "XAI_API_URL"
 MODEL_VAR = "XAI_MODEL"
-DEFAULT_URL = "https://api.x.ai/v1"
 DEFAULT_MODEL = "grok-4-1-fast-reasoning"
 
 INSTRUCTIONS = (
@@ -86,35 +81,27 @@ def _dedupe(hits: Iterable[dict[str, str]], limit: int) -> list[dict[str, str]]:
     return unique[:limit]
 
 
-class XaiProvider(WebSearchProvider):
+class XaiProvider(ServiceProvider):
     name = "xai"
+    service = SERVICE
+    key_var = "XAI_API_KEY"
+    url_var = "XAI_API_URL"
+    default_url = "https://api.x.ai/v1"
 
     def __init__(self, env: Mapping[str, str], *, timeout: float = 90.0) -> None:
-        self._key = env_value(env, KEY_VAR)
-        self._base = base_url(env, URL_VAR, DEFAULT_URL)
-        self._model = env_value(env, MODEL_VAR) or DEFAULT_MODEL
         # Agentic search runs several searches and reads pages before answering: allow minutes.
-        self._http = LazyClient(httpx.Timeout(timeout, connect=min(10.0, timeout)))
+        super().__init__(env, timeout=timeout)
+        self._model = env_value(env, MODEL_VAR) or DEFAULT_MODEL
 
     @property
     def display_name(self) -> str:
         return "xAI Grok web search (model-written results)"
 
-    def is_available(self) -> bool:
-        return bool(self._key)
+    def auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._key}"}
 
-    def unavailable_reason(self) -> str | None:
-        return None if self._key else f"set {KEY_VAR}"
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
-
-    async def search(self, query: str, limit: int = 5) -> Envelope:
-        return await as_envelope(self._search(query, bounded(limit, 20)))
-
-    async def _search(self, query: str, limit: int) -> Envelope:
-        if not self._key:
-            raise ProviderError(f"{SERVICE} is not configured: set {KEY_VAR}")
+    async def do_search(self, query: str, limit: int) -> Envelope:
+        limit = bounded(limit, 20)
         payload = {
             "model": self._model,
             "input": [
@@ -125,17 +112,7 @@ class XaiProvider(WebSearchProvider):
             "include": ["no_inline_citations"],
             "store": False,
         }
-        body = require_object(
-            await call_json(
-                self._http.get(),
-                SERVICE,
-                "POST",
-                f"{self._base}/responses",
-                json=payload,
-                headers={"Authorization": f"Bearer {self._key}"},
-            ),
-            SERVICE,
-        )
+        body = require_object(await self.post_json("/responses", payload), SERVICE)
         self._raise_for_failed_response(body)
         hits = self._hits(body, limit)
         if not hits:
