@@ -13,33 +13,13 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-
-from providers.http import LazyClient, call_json
-from providers.payload import (
-    as_envelope,
-    base_url,
-    bounded,
-    clip,
-    env_value,
-    require_list,
-    require_object,
-    text,
-)
-from providers.web import (
-    Envelope,
-    ProviderError,
-    WebSearchProvider,
-    extract_result,
-    failure,
-    page,
-    search_result,
-)
+from providers.payload import bounded, env_value, require_list, require_object, search_hits, text
+from providers.service import ServiceProvider, fetch_each
+from providers.web import Envelope, ProviderError, extract_result, page
 
 SERVICE = "Firecrawl"
 KEY_VAR = "FIRECRAWL_API_KEY"
 URL_VAR = "FIRECRAWL_API_URL"
-DEFAULT_URL = "https://api.firecrawl.dev"
 MAX_QUERY_CHARS = 500
 SCRAPE_CONCURRENCY = 5
 TERMINAL = {"completed", "failed", "cancelled"}
@@ -80,8 +60,12 @@ def _page_from_document(doc: Mapping[str, Any], fallback_url: str) -> dict[str, 
     )
 
 
-class FirecrawlProvider(WebSearchProvider):
+class FirecrawlProvider(ServiceProvider):
     name = "firecrawl"
+    service = SERVICE
+    key_var = KEY_VAR
+    url_var = URL_VAR
+    default_url = "https://api.firecrawl.dev"
 
     def __init__(
         self,
@@ -92,23 +76,16 @@ class FirecrawlProvider(WebSearchProvider):
         crawl_timeout: float = 25.0,
         max_crawl_pages: int = 20,
     ) -> None:
-        self._key = env_value(env, KEY_VAR)
+        super().__init__(env, timeout=timeout)
         self._configured_url = env_value(env, URL_VAR)
-        self._base = _strip_version(base_url(env, URL_VAR, DEFAULT_URL))
-        self._http = LazyClient(httpx.Timeout(timeout, connect=min(10.0, timeout)))
+        self._base = _strip_version(self._base)
         self._poll_interval = poll_interval
         self._crawl_timeout = crawl_timeout
         self._max_crawl_pages = max_crawl_pages
 
-    @property
-    def display_name(self) -> str:
-        return "Firecrawl"
-
-    def is_available(self) -> bool:
-        return bool(self._key or self._configured_url)
-
     def unavailable_reason(self) -> str | None:
-        if self.is_available():
+        # Self-hosted instances often run without auth: their URL alone is enough.
+        if self._key or self._configured_url:
             return None
         return f"set {KEY_VAR} (or {URL_VAR} for a self-hosted instance)"
 
@@ -118,102 +95,51 @@ class FirecrawlProvider(WebSearchProvider):
     def supports_crawl(self) -> bool:
         return True
 
-    async def aclose(self) -> None:
-        await self._http.aclose()
+    def auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._key}"} if self._key else {}
 
     async def _call(
-        self, method: str, url: str, payload: dict[str, Any] | None = None, *, timeout: float | None = None
+        self, method: str, path: str, payload: dict[str, Any] | None = None, *, timeout: float | None = None
     ) -> Any:
-        if not self.is_available():
-            raise ProviderError(f"{SERVICE} is not configured: {self.unavailable_reason()}")
-        headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
-        kwargs: dict[str, Any] = {"headers": headers}
-        if payload is not None:
-            kwargs["json"] = payload
-        if timeout is not None:
-            kwargs["timeout"] = httpx.Timeout(timeout, connect=min(10.0, timeout))
-        body = await call_json(self._http.get(), SERVICE, method, url, **kwargs)
+        body = await self.call_json(method, path, payload=payload, timeout=timeout)
         obj = require_object(body, SERVICE)
         if obj.get("success") is False:
             raise ProviderError(f"{SERVICE} reported a failure: {text(obj.get('error')) or 'no reason given'}")
         return obj
 
     # -- search ------------------------------------------------------------------------------
-    async def search(self, query: str, limit: int = 5) -> Envelope:
-        return await as_envelope(self._search(query, limit))
-
-    async def _search(self, query: str, limit: int) -> Envelope:
-        body = await self._call(
-            "POST",
-            f"{self._base}/v2/search",
-            {"query": query[:MAX_QUERY_CHARS], "limit": bounded(limit, 100)},
-        )
+    async def do_search(self, query: str, limit: int) -> Envelope:
+        body = await self._call("POST", "/v2/search", {"query": query[:MAX_QUERY_CHARS], "limit": bounded(limit, 100)})
         data = body.get("data")
         if not isinstance(data, Mapping):
             raise ProviderError(f"{SERVICE} returned an unexpected response (no 'data' object)")
-        hits = []
-        for item in require_list(data, "web", SERVICE):
-            url = text(item.get("url"))
-            if url:
-                hits.append(
-                    {
-                        "title": text(item.get("title")),
-                        "url": url,
-                        "description": clip(text(item.get("description"))),
-                    }
-                )
-        return search_result(hits)
+        return search_hits(require_list(data, "web", SERVICE), lambda item: text(item.get("description")))
 
     # -- extract (one scrape per URL) --------------------------------------------------------
-    async def extract(self, urls: list[str], **kwargs: Any) -> Envelope:
-        return await as_envelope(self._extract(list(urls)))
+    async def do_extract(self, urls: list[str], options: dict[str, Any]) -> Envelope:
+        return await fetch_each(urls, self._scrape, SCRAPE_CONCURRENCY)
 
-    async def _extract(self, urls: list[str]) -> Envelope:
-        if not urls:
-            return extract_result([])
-        gate = asyncio.Semaphore(SCRAPE_CONCURRENCY)
-
-        async def scrape(url: str) -> dict[str, Any] | ProviderError:
-            async with gate:
-                try:
-                    body = await self._call(
-                        "POST",
-                        f"{self._base}/v2/scrape",
-                        {"url": url, "formats": ["markdown"], "onlyMainContent": True},
-                    )
-                except ProviderError as exc:
-                    return exc
-            data = body.get("data")
-            if not isinstance(data, Mapping):
-                return ProviderError(f"{SERVICE} returned an unexpected response (no 'data' object)")
-            return {**_page_from_document(data, url), "url": url}
-
-        outcomes = await asyncio.gather(*(scrape(u) for u in urls))
-        if all(isinstance(o, ProviderError) for o in outcomes):
-            # Every scrape failed: usually one cause (key, credits, rate); say it once.
-            return failure(str(outcomes[0]))
-        entries = [
-            page(u, error=str(o)) if isinstance(o, ProviderError) else o for u, o in zip(urls, outcomes, strict=True)
-        ]
-        return extract_result(entries)
+    async def _scrape(self, url: str) -> dict[str, Any]:
+        body = await self._call("POST", "/v2/scrape", {"url": url, "formats": ["markdown"], "onlyMainContent": True})
+        data = body.get("data")
+        if not isinstance(data, Mapping):
+            raise ProviderError(f"{SERVICE} returned an unexpected response (no 'data' object)")
+        return {**_page_from_document(data, url), "url": url}
 
     # -- crawl (job + polling, bounded by pages and time) ------------------------------------
-    async def crawl(self, url: str, **kwargs: Any) -> Envelope:
-        return await as_envelope(self._crawl(url, kwargs))
-
-    async def _crawl(self, url: str, options: dict[str, Any]) -> Envelope:
+    async def do_crawl(self, url: str, options: dict[str, Any]) -> Envelope:
         limit = bounded(options.get("limit") or options.get("max_pages"), self._max_crawl_pages, default=10)
         budget = float(options.get("timeout") or self._crawl_timeout)
         deadline = time.monotonic() + budget
         started = await self._call(
             "POST",
-            f"{self._base}/v2/crawl",
+            "/v2/crawl",
             {"url": url, "limit": limit, "scrapeOptions": {"formats": ["markdown"], "onlyMainContent": True}},
         )
         job_id = text(started.get("id"))
         if not job_id:
             raise ProviderError(f"{SERVICE} returned an unexpected response (no crawl job id)")
-        status_url = f"{self._base}/v2/crawl/{job_id}"
+        status_url = f"/v2/crawl/{job_id}"
         documents: list[dict[str, Any]] = []
         while True:
             # A hung poll must not outlive the crawl's own budget.
