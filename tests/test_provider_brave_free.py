@@ -12,7 +12,7 @@ from tests.fakes.scripted import Reply
 
 def make(fake: FakeBrave, token: str = VALID_TOKEN) -> BraveProvider:
     return BraveProvider(
-        {"BRAVE_SEARCH_API_KEY": token, "BRAVE_SEARCH_API_URL": fake.url, "BRAVE_SEARCH_TIMEOUT": "0.5"}
+        {"BRAVE_SEARCH_API_KEY": token, "BRAVE_SEARCH_API_URL": fake.base_url, "BRAVE_SEARCH_TIMEOUT": "0.5"}
     )
 
 

@@ -9,6 +9,7 @@ import pytest
 from plugins.web.exa import ExaProvider, register
 from tests.fakes.exa import API_KEY, ExaFake, exa_fake  # noqa: F401 - fixture
 from tests.fakes.registry_ctx import RecordingContext
+from tests.fakes.scripted import Reply
 
 
 def _env(fake: ExaFake, key: str = API_KEY) -> dict[str, str]:
@@ -85,7 +86,7 @@ async def test_service_errors_become_one_clear_sentence(
     headers: dict[str, str],
     expected: str,
 ) -> None:
-    exa_fake.reply("search", status, {"requestId": "r", "error": "boom", "tag": "X"}, headers=headers)
+    exa_fake.script(Reply(status, {"requestId": "r", "error": "boom", "tag": "X"}, headers=headers), route="search")
 
     result = await provider.search("q")
 
@@ -97,7 +98,7 @@ async def test_a_body_of_the_wrong_shape_is_a_clear_failure(
     provider: ExaProvider,
     exa_fake: ExaFake,  # noqa: F811
 ) -> None:
-    exa_fake.reply("contents", 200, ["not", "an", "object"])
+    exa_fake.script(Reply(200, ["not", "an", "object"]), route="contents")
 
     result = await provider.extract(["https://a.example/1"])
 
@@ -109,7 +110,7 @@ async def test_a_body_of_the_wrong_shape_is_a_clear_failure(
 
 async def test_a_slow_service_is_a_timeout_failure(exa_fake: ExaFake) -> None:  # noqa: F811
     provider = ExaProvider(_env(exa_fake), timeout=0.2)
-    exa_fake.reply("search", 200, {"results": []}, delay=1.0)
+    exa_fake.script(Reply(200, {"results": []}, delay=1.0), route="search")
     try:
         result = await provider.search("q")
     finally:

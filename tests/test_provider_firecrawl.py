@@ -12,6 +12,7 @@ import pytest
 from plugins.web.firecrawl import FirecrawlProvider, register
 from tests.fakes.firecrawl import API_KEY, FirecrawlFake, firecrawl_fake  # noqa: F401 - fixture
 from tests.fakes.registry_ctx import RecordingContext
+from tests.fakes.scripted import Reply
 
 
 def _provider(fake: FirecrawlFake, key: str | None = API_KEY, **options: Any) -> FirecrawlProvider:
@@ -80,7 +81,7 @@ async def test_extract_where_every_scrape_fails_is_one_clear_failure(
     firecrawl_fake: FirecrawlFake,  # noqa: F811
 ) -> None:
     for _ in range(2):
-        firecrawl_fake.reply("scrape", 402, {"success": False, "error": "Insufficient credits"})
+        firecrawl_fake.script(Reply(402, {"success": False, "error": "Insufficient credits"}), route="scrape")
 
     result = await provider.extract(["https://a.example/1", "https://a.example/2"])
 
@@ -206,7 +207,7 @@ async def test_service_errors_become_one_clear_sentence(
     headers: dict[str, str],
     expected: str,
 ) -> None:
-    firecrawl_fake.reply("search", status, {"success": False, "error": "Unauthorized"}, headers=headers)
+    firecrawl_fake.script(Reply(status, {"success": False, "error": "Unauthorized"}, headers=headers), route="search")
 
     result = await provider.search("q")
 
@@ -218,7 +219,7 @@ async def test_a_200_that_reports_failure_is_a_failure(
     provider: FirecrawlProvider,
     firecrawl_fake: FirecrawlFake,  # noqa: F811
 ) -> None:
-    firecrawl_fake.reply("search", 200, {"success": False, "error": "Engine unavailable"})
+    firecrawl_fake.script(Reply(200, {"success": False, "error": "Engine unavailable"}), route="search")
 
     result = await provider.search("q")
 
@@ -229,7 +230,7 @@ async def test_a_body_of_the_wrong_shape_is_a_clear_failure(
     provider: FirecrawlProvider,
     firecrawl_fake: FirecrawlFake,  # noqa: F811
 ) -> None:
-    firecrawl_fake.reply("search", 200, {"success": True, "data": [{"url": "https://x"}]})
+    firecrawl_fake.script(Reply(200, {"success": True, "data": [{"url": "https://x"}]}), route="search")
 
     result = await provider.search("q")
 
@@ -241,7 +242,7 @@ async def test_a_body_of_the_wrong_shape_is_a_clear_failure(
 
 async def test_a_slow_service_is_a_timeout_failure(firecrawl_fake: FirecrawlFake) -> None:  # noqa: F811
     provider = _provider(firecrawl_fake, timeout=0.2)
-    firecrawl_fake.reply("search", 200, {"success": True, "data": {"web": []}}, delay=1.0)
+    firecrawl_fake.script(Reply(200, {"success": True, "data": {"web": []}}, delay=1.0), route="search")
     try:
         result = await provider.search("q")
     finally:

@@ -9,6 +9,7 @@ import pytest
 from plugins.web.keenable import KeenableProvider, register
 from tests.fakes.keenable import API_KEY, KeenableFake, keenable_fake  # noqa: F401 - fixture
 from tests.fakes.registry_ctx import RecordingContext
+from tests.fakes.scripted import Reply
 
 
 @pytest.fixture
@@ -99,7 +100,7 @@ async def test_keyless_rate_limit_says_a_key_lifts_it(
     keyless: KeenableProvider,
     keenable_fake: KeenableFake,  # noqa: F811
 ) -> None:
-    keenable_fake.reply("search", 429, {"error": "Too Many Requests"}, headers={"Retry-After": "60"})
+    keenable_fake.script(Reply(429, {"error": "Too Many Requests"}, headers={"Retry-After": "60"}), route="search")
 
     result = await keyless.search("q")
 
@@ -115,7 +116,7 @@ async def test_extract_where_every_fetch_is_refused_is_one_clear_failure(
     keenable_fake: KeenableFake,  # noqa: F811
 ) -> None:
     for _ in range(2):
-        keenable_fake.reply("fetch", 403, {"error": "Key disabled"})
+        keenable_fake.script(Reply(403, {"error": "Key disabled"}), route="fetch")
 
     result = await keyed.extract(["https://a.example/1", "https://a.example/2"])
 
@@ -140,7 +141,7 @@ async def test_service_errors_become_one_clear_sentence(
     status: int,
     expected: str,
 ) -> None:
-    keenable_fake.reply("search", status, {"error": "Unauthorized"})
+    keenable_fake.script(Reply(status, {"error": "Unauthorized"}), route="search")
 
     result = await keyed.search("q")
 
@@ -165,7 +166,7 @@ async def test_a_body_of_the_wrong_shape_is_a_clear_failure(
     keyless: KeenableProvider,
     keenable_fake: KeenableFake,  # noqa: F811
 ) -> None:
-    keenable_fake.reply("search", 200, {"query": "q"})
+    keenable_fake.script(Reply(200, {"query": "q"}), route="search")
 
     result = await keyless.search("q")
 
@@ -179,7 +180,7 @@ async def test_a_200_carrying_an_error_is_a_failure(
     keyless: KeenableProvider,
     keenable_fake: KeenableFake,  # noqa: F811
 ) -> None:
-    keenable_fake.reply("search", 200, {"error": "Invalid parameter", "message": "mode is not supported"})
+    keenable_fake.script(Reply(200, {"error": "Invalid parameter", "message": "mode is not supported"}), route="search")
 
     result = await keyless.search("q")
 
@@ -188,7 +189,7 @@ async def test_a_200_carrying_an_error_is_a_failure(
 
 async def test_a_slow_service_is_a_timeout_failure(keenable_fake: KeenableFake) -> None:  # noqa: F811
     provider = KeenableProvider({"KEENABLE_API_URL": keenable_fake.base_url}, timeout=0.2)
-    keenable_fake.reply("search", 200, {"results": []}, delay=1.0)
+    keenable_fake.script(Reply(200, {"results": []}, delay=1.0), route="search")
     try:
         result = await provider.search("q")
     finally:

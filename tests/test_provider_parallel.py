@@ -9,6 +9,7 @@ import pytest
 from plugins.web.parallel import ParallelProvider, register
 from tests.fakes.parallel import API_KEY, ParallelFake, parallel_fake  # noqa: F401 - fixture
 from tests.fakes.registry_ctx import RecordingContext
+from tests.fakes.scripted import Reply
 
 
 def _env(fake: ParallelFake, key: str = API_KEY) -> dict[str, str]:
@@ -93,12 +94,8 @@ async def test_service_errors_become_one_clear_sentence(
     headers: dict[str, str],
     expected: str,
 ) -> None:
-    parallel_fake.reply(
-        "search",
-        status,
-        {"type": "error", "error": {"ref_id": "r", "message": "Invalid key"}},
-        headers=headers,
-    )
+    error = {"type": "error", "error": {"ref_id": "r", "message": "Invalid key"}}
+    parallel_fake.script(Reply(status, error, headers=headers), route="search")
 
     result = await provider.search("q")
 
@@ -110,7 +107,7 @@ async def test_a_body_of_the_wrong_shape_is_a_clear_failure(
     provider: ParallelProvider,
     parallel_fake: ParallelFake,  # noqa: F811
 ) -> None:
-    parallel_fake.reply("extract", 200, {"extract_id": "x"})
+    parallel_fake.script(Reply(200, {"extract_id": "x"}), route="extract")
 
     result = await provider.extract(["https://a.example/1"])
 
@@ -122,7 +119,7 @@ async def test_a_body_of_the_wrong_shape_is_a_clear_failure(
 
 async def test_a_slow_service_is_a_timeout_failure(parallel_fake: ParallelFake) -> None:  # noqa: F811
     provider = ParallelProvider(_env(parallel_fake), timeout=0.2)
-    parallel_fake.reply("search", 200, {"results": []}, delay=1.0)
+    parallel_fake.script(Reply(200, {"results": []}, delay=1.0), route="search")
     try:
         result = await provider.search("q")
     finally:

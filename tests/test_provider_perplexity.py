@@ -9,6 +9,7 @@ import pytest
 from plugins.web.perplexity import PerplexityProvider, register
 from tests.fakes.perplexity import API_KEY, PerplexityFake, perplexity_fake  # noqa: F401 - fixture
 from tests.fakes.registry_ctx import RecordingContext
+from tests.fakes.scripted import Reply
 
 
 def _env(fake: PerplexityFake, key: str = API_KEY) -> dict[str, str]:
@@ -72,12 +73,8 @@ async def test_service_errors_become_one_clear_sentence(
     headers: dict[str, str],
     expected: str,
 ) -> None:
-    perplexity_fake.reply(
-        "search",
-        status,
-        {"error": {"message": "Invalid API key", "type": "x", "code": status}},
-        headers=headers,
-    )
+    error = {"error": {"message": "Invalid API key", "type": "x", "code": status}}
+    perplexity_fake.script(Reply(status, error, headers=headers), route="search")
 
     result = await provider.search("q")
 
@@ -89,7 +86,7 @@ async def test_a_body_of_the_wrong_shape_is_a_clear_failure(
     provider: PerplexityProvider,
     perplexity_fake: PerplexityFake,  # noqa: F811
 ) -> None:
-    perplexity_fake.reply("search", 200, {"id": "x", "results": None})
+    perplexity_fake.script(Reply(200, {"id": "x", "results": None}), route="search")
 
     result = await provider.search("q")
 
@@ -101,7 +98,7 @@ async def test_a_body_of_the_wrong_shape_is_a_clear_failure(
 
 async def test_a_slow_service_is_a_timeout_failure(perplexity_fake: PerplexityFake) -> None:  # noqa: F811
     provider = PerplexityProvider(_env(perplexity_fake), timeout=0.2)
-    perplexity_fake.reply("search", 200, {"results": []}, delay=1.0)
+    perplexity_fake.script(Reply(200, {"results": []}, delay=1.0), route="search")
     try:
         result = await provider.search("q")
     finally:

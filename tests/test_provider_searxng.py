@@ -12,7 +12,7 @@ from tests.fakes.searxng import FakeSearxng, searxng_server  # noqa: F401
 
 @pytest.fixture
 async def provider(searxng_server: FakeSearxng):  # noqa: F811
-    p = SearxngProvider({"SEARXNG_URL": searxng_server.url + "/", "SEARXNG_TIMEOUT": "0.5"})
+    p = SearxngProvider({"SEARXNG_URL": searxng_server.base_url + "/", "SEARXNG_TIMEOUT": "0.5"})
     yield p
     await p.aclose()
 
@@ -32,7 +32,7 @@ async def test_search_sends_json_query_and_maps_results(provider, searxng_server
 
 
 async def test_configured_language_is_sent(searxng_server):  # noqa: F811
-    p = SearxngProvider({"SEARXNG_URL": searxng_server.url, "SEARXNG_LANGUAGE": "de"})
+    p = SearxngProvider({"SEARXNG_URL": searxng_server.base_url, "SEARXNG_LANGUAGE": "de"})
     try:
         await p.search("wetter")
     finally:

@@ -8,6 +8,7 @@ import pytest
 
 from plugins.web.tavily import TavilyProvider, register
 from tests.fakes.registry_ctx import RecordingContext
+from tests.fakes.scripted import Reply
 from tests.fakes.tavily import API_KEY, TavilyFake, tavily_fake  # noqa: F401 - fixture
 
 
@@ -106,7 +107,7 @@ async def test_service_errors_become_one_clear_sentence(
     headers: dict[str, str],
     expected: str,
 ) -> None:
-    tavily_fake.reply("search", status, {"detail": {"error": "Invalid API key"}}, headers=headers)
+    tavily_fake.script(Reply(status, {"detail": {"error": "Invalid API key"}}, headers=headers), route="search")
 
     result = await provider.search("q")
 
@@ -118,7 +119,7 @@ async def test_a_body_of_the_wrong_shape_is_a_clear_failure(
     provider: TavilyProvider,
     tavily_fake: TavilyFake,  # noqa: F811
 ) -> None:
-    tavily_fake.reply("search", 200, {"results": "nope"})
+    tavily_fake.script(Reply(200, {"results": "nope"}), route="search")
 
     result = await provider.search("q")
 
@@ -129,7 +130,7 @@ async def test_a_non_json_body_is_a_clear_failure(
     provider: TavilyProvider,
     tavily_fake: TavilyFake,  # noqa: F811
 ) -> None:
-    tavily_fake.reply("extract", 200, text="<html>gateway</html>")
+    tavily_fake.script(Reply(200, text="<html>gateway</html>"), route="extract")
 
     result = await provider.extract(["https://a.example/1"])
 
@@ -140,7 +141,7 @@ async def test_a_slow_service_is_a_timeout_failure(tavily_fake: TavilyFake) -> N
     provider = TavilyProvider(
         {"TAVILY_API_KEY": API_KEY, "TAVILY_API_URL": tavily_fake.base_url}, timeout=0.2
     )
-    tavily_fake.reply("search", 200, {"results": []}, delay=1.0)
+    tavily_fake.script(Reply(200, {"results": []}, delay=1.0), route="search")
     try:
         result = await provider.search("q")
     finally:

@@ -8,6 +8,7 @@ import pytest
 
 from plugins.web.xai import XaiProvider, register
 from tests.fakes.registry_ctx import RecordingContext
+from tests.fakes.scripted import Reply
 from tests.fakes.xai import API_KEY, XaiFake, xai_fake  # noqa: F401 - fixture
 
 
@@ -137,9 +138,8 @@ async def test_a_200_carrying_an_error_is_a_failure(
     provider: XaiProvider,
     xai_fake: XaiFake,  # noqa: F811
 ) -> None:
-    xai_fake.reply(
-        "responses", 200, {"id": "r", "status": "failed", "error": {"message": "Model overloaded"}}
-    )
+    failed = {"id": "r", "status": "failed", "error": {"message": "Model overloaded"}}
+    xai_fake.script(Reply(200, failed), route="responses")
 
     result = await provider.search("q")
 
@@ -162,7 +162,8 @@ async def test_service_errors_become_one_clear_sentence(
     headers: dict[str, str],
     expected: str,
 ) -> None:
-    xai_fake.reply("responses", status, {"code": "x", "error": "Incorrect API key provided"}, headers=headers)
+    error = {"code": "x", "error": "Incorrect API key provided"}
+    xai_fake.script(Reply(status, error, headers=headers), route="responses")
 
     result = await provider.search("q")
 
@@ -174,7 +175,7 @@ async def test_a_body_of_the_wrong_shape_is_a_clear_failure(
     provider: XaiProvider,
     xai_fake: XaiFake,  # noqa: F811
 ) -> None:
-    xai_fake.reply("responses", 200, {"id": "r", "status": "completed"})
+    xai_fake.script(Reply(200, {"id": "r", "status": "completed"}), route="responses")
 
     result = await provider.search("q")
 
@@ -183,7 +184,7 @@ async def test_a_body_of_the_wrong_shape_is_a_clear_failure(
 
 async def test_a_slow_service_is_a_timeout_failure(xai_fake: XaiFake) -> None:  # noqa: F811
     provider = XaiProvider(_env(xai_fake), timeout=0.2)
-    xai_fake.reply("responses", 200, {"output": []}, delay=1.0)
+    xai_fake.script(Reply(200, {"output": []}, delay=1.0), route="responses")
     try:
         result = await provider.search("q")
     finally:

@@ -11,6 +11,7 @@ import pytest
 
 from gateway.app import create_app
 from gateway.settings import Settings
+from tests.fakes.scripted import Reply
 from tests.fakes.tavily import API_KEY, TavilyFake, tavily_fake  # noqa: F401 - fixture
 from tests.fakes.upstream import FakeUpstream, text, tool_call
 
@@ -65,7 +66,8 @@ async def test_a_rate_limited_service_reaches_the_model_as_one_sentence(
     upstream: FakeUpstream,
     tavily_fake: TavilyFake,  # noqa: F811
 ) -> None:
-    tavily_fake.reply("search", 429, {"detail": {"error": "Rate limit exceeded"}}, headers={"Retry-After": "9"})
+    limited = Reply(429, {"detail": {"error": "Rate limit exceeded"}}, headers={"Retry-After": "9"})
+    tavily_fake.script(limited, route="search")
     upstream.queue(tool_call(("web_search", {"query": "otters"})), text("Try later."))
 
     await web_client.post("/v1/chat/completions", json={"messages": USER})

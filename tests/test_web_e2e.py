@@ -22,7 +22,7 @@ USER = [{"role": "user", "content": "What do otters eat?"}]
 async def web_client(aiohttp_client: Any, make_settings: Callable[..., Settings],
                      searxng_server: FakeSearxng) -> Any:  # noqa: F811
     """The app exactly as `serve` builds it: default tools from the provider registry."""
-    return await aiohttp_client(create_app(make_settings(env={"SEARXNG_URL": searxng_server.url})))
+    return await aiohttp_client(create_app(make_settings(env={"SEARXNG_URL": searxng_server.base_url})))
 
 
 def tool_messages(upstream: FakeUpstream) -> list[dict[str, Any]]:

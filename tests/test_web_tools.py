@@ -239,7 +239,7 @@ async def test_crawl_without_a_crawling_provider_falls_back_to_extract_and_says_
 async def test_web_search_reaches_searxng_through_the_registry(
     tmp_path: Path, searxng_server: FakeSearxng  # noqa: F811
 ):
-    settings_ = load_settings(tmp_path, environ={"SEARXNG_URL": searxng_server.url})
+    settings_ = load_settings(tmp_path, environ={"SEARXNG_URL": searxng_server.base_url})
     registry = load_registry(settings_)
     search, _ = build_web_tools(registry, settings_)
     try:

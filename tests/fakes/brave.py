@@ -2,7 +2,7 @@
 
 Answers with Brave's `{"type": "search", "web": {"results": [...]}}` shape, and with its
 `{"type": "ErrorResponse", "error": {...}}` body for a wrong token. Point BRAVE_SEARCH_API_URL at
-`fake.url` (which ends in /res/v1). Import the fixture explicitly in the test module.
+`fake.base_url` (which ends in /res/v1). Import the fixture explicitly in the test module.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.fakes.scripted import Reply, ScriptedService
+from tests.fakes.scripted import FakeService, Recorded, serve
 
 VALID_TOKEN = "BSA-test-token"
 
@@ -26,17 +26,28 @@ def brave_error(status: int, code: str, detail: str, **meta: Any) -> dict[str, A
     }
 
 
-class FakeBrave(ScriptedService):
+class FakeBrave(FakeService):
+    key_header = "X-Subscription-Token"
+    key_value = VALID_TOKEN
+
     def __init__(self) -> None:
         super().__init__()
         self.result_count = 10
 
-    def default(self, request: web.Request) -> Reply:
-        if request.headers.get("X-Subscription-Token") != VALID_TOKEN:
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/res/v1/web/search", self.endpoint("search", self._search))
+        return app
+
+    def error(self, status: int, message: str) -> web.StreamResponse:
+        if status == 401:
             detail = "The provided subscription token is invalid."
-            return Reply(401, brave_error(401, "SUBSCRIPTION_TOKEN_INVALID", detail))
-        query = request.query.get("q", "")
-        count = int(request.query.get("count", "20"))
+            return web.json_response(brave_error(401, "SUBSCRIPTION_TOKEN_INVALID", detail), status=401)
+        return web.json_response(brave_error(status, "VALIDATION", message), status=status)
+
+    def _search(self, recorded: Recorded) -> dict[str, Any]:
+        query = recorded.query.get("q", "")
+        count = int(recorded.query.get("count", "20"))
         results = [
             {
                 "type": "search_result",
@@ -49,14 +60,9 @@ class FakeBrave(ScriptedService):
             for n in range(1, min(count, self.result_count) + 1)
         ]
         web_part = {"type": "search", "results": results}
-        return Reply(200, {"type": "search", "query": {"original": query}, "web": web_part})
+        return {"type": "search", "query": {"original": query}, "web": web_part}
 
 
 @pytest.fixture
 async def brave_server(aiohttp_server: Any) -> FakeBrave:
-    fake = FakeBrave()
-    app = web.Application()
-    app.router.add_get("/res/v1/web/search", fake.reply)
-    server = await aiohttp_server(app)
-    fake.url = str(server.make_url("/res/v1"))
-    return fake
+    return await serve(FakeBrave(), aiohttp_server, "/res/v1")

@@ -7,13 +7,12 @@ answers errors as `{"requestId", "error", "tag"}`. /contents reports per-URL fai
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from aiohttp import web
 
-from tests.fakes.http_api import FakeService, endpoint, json_error, unknown_fields
+from tests.fakes.scripted import FakeService, Recorded, serve
 
 API_KEY = "exa-test-key"
 SEARCH_TYPES = {"auto", "neural", "keyword", "fast", "instant", "deep", "deep-lite", "deep-reasoning"}
@@ -51,12 +50,10 @@ CONTENTS_FIELDS = {
 }
 
 
-def _error(status: int, message: str) -> web.Response:
-    tag = "INVALID_API_KEY" if status == 401 else "INVALID_REQUEST_BODY"
-    return json_error(status, {"requestId": "req_fake", "error": message, "tag": tag})
-
-
 class ExaFake(FakeService):
+    key_header = "x-api-key"
+    key_value = API_KEY
+
     def __init__(self) -> None:
         super().__init__()
         self.search_results: list[dict[str, Any]] = [
@@ -83,33 +80,22 @@ class ExaFake(FakeService):
 
     def app(self) -> web.Application:
         app = web.Application()
-        authorized = lambda r: r.headers.get("x-api-key") == API_KEY  # noqa: E731
         app.router.add_post(
-            "/search",
-            endpoint(
-                self,
-                "search",
-                authorized=authorized,
-                validate=lambda r: unknown_fields(r.body, SEARCH_FIELDS) or self._check_search(r.body),
-                answer=lambda r: self._search(r.body),
-                error=_error,
-            ),
+            "/search", self.endpoint("search", self._search, fields=SEARCH_FIELDS, validate=self._check_search)
         )
         app.router.add_post(
             "/contents",
-            endpoint(
-                self,
-                "contents",
-                authorized=authorized,
-                validate=lambda r: unknown_fields(r.body, CONTENTS_FIELDS) or self._check_contents(r.body),
-                answer=lambda r: self._contents(r.body),
-                error=_error,
-            ),
+            self.endpoint("contents", self._contents, fields=CONTENTS_FIELDS, validate=self._check_contents),
         )
         return app
 
+    def error(self, status: int, message: str) -> web.StreamResponse:
+        tag = "INVALID_API_KEY" if status == 401 else "INVALID_REQUEST_BODY"
+        return web.json_response({"requestId": "req_fake", "error": message, "tag": tag}, status=status)
+
     @staticmethod
-    def _check_search(body: dict[str, Any]) -> str | None:
+    def _check_search(recorded: Recorded) -> str | None:
+        body = recorded.body
         if not isinstance(body.get("query"), str) or not body["query"]:
             return "query is required"
         num = body.get("numResults", 10)
@@ -123,7 +109,8 @@ class ExaFake(FakeService):
         return None
 
     @staticmethod
-    def _check_contents(body: dict[str, Any]) -> str | None:
+    def _check_contents(recorded: Recorded) -> str | None:
+        body = recorded.body
         urls = body.get("urls")
         if not isinstance(urls, list) or not urls or not all(isinstance(u, str) for u in urls):
             return "urls must be a non-empty list of strings"
@@ -131,11 +118,13 @@ class ExaFake(FakeService):
             return "text must be a boolean or an object"
         return None
 
-    def _search(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _search(self, recorded: Recorded) -> dict[str, Any]:
+        body = recorded.body
         results = self.search_results[: body.get("numResults", 10)]
         return {"requestId": "req_1", "resolvedSearchType": "neural", "results": results, "costDollars": {}}
 
-    def _contents(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _contents(self, recorded: Recorded) -> dict[str, Any]:
+        body = recorded.body
         results = []
         statuses = []
         for url in body["urls"]:
@@ -158,8 +147,5 @@ class ExaFake(FakeService):
 
 
 @pytest.fixture
-async def exa_fake(aiohttp_server: Any) -> AsyncIterator[ExaFake]:
-    fake = ExaFake()
-    server = await aiohttp_server(fake.app())
-    fake.base_url = str(server.make_url("")).rstrip("/")
-    yield fake
+async def exa_fake(aiohttp_server: Any) -> ExaFake:
+    return await serve(ExaFake(), aiohttp_server)

@@ -8,13 +8,12 @@ Crawl jobs report `scraping` for `polls_before_done` polls, then `completed` wit
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from aiohttp import web
 
-from tests.fakes.http_api import FakeService, Recorded, endpoint, json_error, unknown_fields
+from tests.fakes.scripted import FakeService, Recorded, serve
 
 API_KEY = "fc-test-key"
 
@@ -69,10 +68,6 @@ CRAWL_FIELDS = {
 }
 
 
-def _error(status: int, message: str) -> web.Response:
-    return json_error(status, {"success": False, "error": message})
-
-
 class FirecrawlFake(FakeService):
     def __init__(self) -> None:
         super().__init__()
@@ -95,33 +90,27 @@ class FirecrawlFake(FakeService):
         self.jobs: dict[str, dict[str, Any]] = {}
         self.cancelled: list[str] = []
 
-    def _authorized(self, recorded: Recorded) -> bool:
+    def authorized(self, recorded: Recorded) -> bool:
         if not self.require_auth:
             return True
         return recorded.headers.get("Authorization") == f"Bearer {API_KEY}"
 
     def app(self) -> web.Application:
         app = web.Application()
-
-        def route(name: str, allowed: set[str], check: Any, answer: Any) -> Any:
-            return endpoint(
-                self,
-                name,
-                authorized=self._authorized,
-                validate=lambda r: (unknown_fields(r.body, allowed) or check(r.body)) if allowed else None,
-                answer=answer,
-                error=_error,
-            )
-
-        app.router.add_post("/v2/search", route("search", SEARCH_FIELDS, self._check_search, self._search))
-        app.router.add_post("/v2/scrape", route("scrape", SCRAPE_FIELDS, self._check_scrape, self._scrape))
-        app.router.add_post("/v2/crawl", route("crawl", CRAWL_FIELDS, self._check_crawl, self._start_crawl))
-        app.router.add_get("/v2/crawl/{id}", route("crawl_status", set(), None, self._crawl_status))
-        app.router.add_delete("/v2/crawl/{id}", route("crawl_cancel", set(), None, self._cancel))
+        post = app.router.add_post
+        post("/v2/search", self.endpoint("search", self._search, fields=SEARCH_FIELDS, validate=self._check_search))
+        post("/v2/scrape", self.endpoint("scrape", self._scrape, fields=SCRAPE_FIELDS, validate=self._check_scrape))
+        post("/v2/crawl", self.endpoint("crawl", self._start_crawl, fields=CRAWL_FIELDS, validate=self._check_crawl))
+        app.router.add_get("/v2/crawl/{id}", self.endpoint("crawl_status", self._crawl_status))
+        app.router.add_delete("/v2/crawl/{id}", self.endpoint("crawl_cancel", self._cancel))
         return app
 
+    def error(self, status: int, message: str) -> web.StreamResponse:
+        return web.json_response({"success": False, "error": message}, status=status)
+
     @staticmethod
-    def _check_search(body: dict[str, Any]) -> str | None:
+    def _check_search(recorded: Recorded) -> str | None:
+        body = recorded.body
         query = body.get("query")
         if not isinstance(query, str) or not query or len(query) > 500:
             return "query must be a string of 1 to 500 characters"
@@ -131,7 +120,8 @@ class FirecrawlFake(FakeService):
         return None
 
     @staticmethod
-    def _check_scrape(body: dict[str, Any]) -> str | None:
+    def _check_scrape(recorded: Recorded) -> str | None:
+        body = recorded.body
         if not isinstance(body.get("url"), str) or not body["url"].startswith(("http://", "https://")):
             return "url must be an http(s) URL"
         formats = body.get("formats", ["markdown"])
@@ -140,7 +130,8 @@ class FirecrawlFake(FakeService):
         return None
 
     @staticmethod
-    def _check_crawl(body: dict[str, Any]) -> str | None:
+    def _check_crawl(recorded: Recorded) -> str | None:
+        body = recorded.body
         if not isinstance(body.get("url"), str) or not body["url"].startswith(("http://", "https://")):
             return "url must be an http(s) URL"
         limit = body.get("limit", 10000)
@@ -181,7 +172,7 @@ class FirecrawlFake(FakeService):
         job_id = recorded.path.rsplit("/", 1)[-1]
         job = self.jobs.get(job_id)
         if job is None:
-            return _error(404, "Job not found")
+            return self.error(404, "Job not found")
         job["polls"] += 1
         pages = job["pages"]
         if self.crawl_error is not None:
@@ -222,8 +213,5 @@ class FirecrawlFake(FakeService):
 
 
 @pytest.fixture
-async def firecrawl_fake(aiohttp_server: Any) -> AsyncIterator[FirecrawlFake]:
-    fake = FirecrawlFake()
-    server = await aiohttp_server(fake.app())
-    fake.base_url = str(server.make_url("")).rstrip("/")
-    yield fake
+async def firecrawl_fake(aiohttp_server: Any) -> FirecrawlFake:
+    return await serve(FirecrawlFake(), aiohttp_server)

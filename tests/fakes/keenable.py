@@ -7,13 +7,12 @@ Fetch serves only "indexed" pages: anything in `unindexed` answers 404 like the 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from aiohttp import web
 
-from tests.fakes.http_api import FakeService, Recorded, endpoint, json_error, unknown_fields
+from tests.fakes.scripted import FakeService, Recorded, serve, unknown_fields
 
 API_KEY = "keen_test_key"
 
@@ -28,12 +27,6 @@ SEARCH_FIELDS = {
     "acquired_before",
     "snippet_max_length",
 }
-
-
-def _error(status: int, message: str) -> web.Response:
-    return json_error(
-        status, {"error": "Unauthorized" if status == 401 else "Bad Request", "message": message}
-    )
 
 
 class KeenableFake(FakeService):
@@ -60,34 +53,16 @@ class KeenableFake(FakeService):
         app = web.Application()
         keyed = lambda r: r.headers.get("X-API-Key") == API_KEY  # noqa: E731
         public = lambda r: "X-API-Key" not in r.headers  # noqa: E731
-        for path, authorized, route in (
-            ("/v1/search", keyed, "search"),
-            ("/v1/search/public", public, "search"),
-        ):
-            app.router.add_post(
-                path,
-                endpoint(
-                    self,
-                    route,
-                    authorized=authorized,
-                    validate=self._check_search,
-                    answer=self._search,
-                    error=_error,
-                ),
-            )
-        for path, authorized in (("/v1/fetch", keyed), ("/v1/fetch/public", public)):
-            app.router.add_get(
-                path,
-                endpoint(
-                    self,
-                    "fetch",
-                    authorized=authorized,
-                    validate=self._check_fetch,
-                    answer=self._fetch,
-                    error=_error,
-                ),
-            )
+        for suffix, authorized in (("", keyed), ("/public", public)):
+            search = self.endpoint("search", self._search, validate=self._check_search, authorized=authorized)
+            fetch = self.endpoint("fetch", self._fetch, validate=self._check_fetch, authorized=authorized)
+            app.router.add_post(f"/v1/search{suffix}", search)
+            app.router.add_get(f"/v1/fetch{suffix}", fetch)
         return app
+
+    def error(self, status: int, message: str) -> web.StreamResponse:
+        kind = "Unauthorized" if status == 401 else "Bad Request"
+        return web.json_response({"error": kind, "message": message}, status=status)
 
     @staticmethod
     def _check_title(recorded: Recorded) -> str | None:
@@ -126,7 +101,7 @@ class KeenableFake(FakeService):
     def _fetch(self, recorded: Recorded) -> web.StreamResponse | dict[str, Any]:
         url = recorded.query["url"]
         if url in self.unindexed:
-            return json_error(404, {"error": "Not Found", "message": "Document is not indexed"})
+            return web.json_response({"error": "Not Found", "message": "Document is not indexed"}, status=404)
         return {
             "url": url,
             "title": f"Title of {url}",
@@ -138,8 +113,5 @@ class KeenableFake(FakeService):
 
 
 @pytest.fixture
-async def keenable_fake(aiohttp_server: Any) -> AsyncIterator[KeenableFake]:
-    fake = KeenableFake()
-    server = await aiohttp_server(fake.app())
-    fake.base_url = str(server.make_url("")).rstrip("/")
-    yield fake
+async def keenable_fake(aiohttp_server: Any) -> KeenableFake:
+    return await serve(KeenableFake(), aiohttp_server)

@@ -7,13 +7,12 @@ answers errors as `{"type": "error", "error": {"ref_id", "message"}}`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from aiohttp import web
 
-from tests.fakes.http_api import FakeService, Recorded, endpoint, json_error, unknown_fields
+from tests.fakes.scripted import FakeService, Recorded, serve
 
 API_KEY = "par-test-key"
 
@@ -39,10 +38,6 @@ EXTRACT_FIELDS = {
 EXTRACT_ADVANCED = {"fetch_policy", "excerpt_settings", "full_content"}
 
 
-def _error(status: int, message: str) -> web.Response:
-    return json_error(status, {"type": "error", "error": {"ref_id": "ref_fake", "message": message}})
-
-
 def _check_advanced(body: dict[str, Any], allowed: set[str]) -> str | None:
     settings = body.get("advanced_settings", {})
     if settings is None:
@@ -53,6 +48,9 @@ def _check_advanced(body: dict[str, Any], allowed: set[str]) -> str | None:
 
 
 class ParallelFake(FakeService):
+    key_header = "x-api-key"
+    key_value = API_KEY
+
     def __init__(self) -> None:
         super().__init__()
         self.search_results: list[dict[str, Any]] = [
@@ -73,35 +71,22 @@ class ParallelFake(FakeService):
 
     def app(self) -> web.Application:
         app = web.Application()
-        authorized = lambda r: r.headers.get("x-api-key") == API_KEY  # noqa: E731
         app.router.add_post(
-            "/v1/search",
-            endpoint(
-                self,
-                "search",
-                authorized=authorized,
-                validate=self._check_search,
-                answer=self._search,
-                error=_error,
-            ),
+            "/v1/search", self.endpoint("search", self._search, fields=SEARCH_FIELDS, validate=self._check_search)
         )
         app.router.add_post(
-            "/v1/extract",
-            endpoint(
-                self,
-                "extract",
-                authorized=authorized,
-                validate=self._check_extract,
-                answer=self._extract,
-                error=_error,
-            ),
+            "/v1/extract", self.endpoint("extract", self._extract, fields=EXTRACT_FIELDS, validate=self._check_extract)
         )
         return app
+
+    def error(self, status: int, message: str) -> web.StreamResponse:
+        error = {"ref_id": "ref_fake", "message": message}
+        return web.json_response({"type": "error", "error": error}, status=status)
 
     @staticmethod
     def _check_search(recorded: Recorded) -> str | None:
         body = recorded.body
-        problem = unknown_fields(body, SEARCH_FIELDS) or _check_advanced(body, SEARCH_ADVANCED)
+        problem = _check_advanced(body, SEARCH_ADVANCED)
         if problem:
             return problem
         queries = body.get("search_queries")
@@ -119,15 +104,11 @@ class ParallelFake(FakeService):
     @staticmethod
     def _check_extract(recorded: Recorded) -> str | None:
         body = recorded.body
-        problem = unknown_fields(body, EXTRACT_FIELDS) or _check_advanced(body, EXTRACT_ADVANCED)
+        problem = _check_advanced(body, EXTRACT_ADVANCED)
         if problem:
             return problem
         urls = body.get("urls")
-        if (
-            not isinstance(urls, list)
-            or not 1 <= len(urls) <= 20
-            or not all(isinstance(u, str) for u in urls)
-        ):
+        if not isinstance(urls, list) or not 1 <= len(urls) <= 20 or not all(isinstance(u, str) for u in urls):
             return "urls is required (1 to 20 URLs)"
         return None
 
@@ -168,8 +149,5 @@ class ParallelFake(FakeService):
 
 
 @pytest.fixture
-async def parallel_fake(aiohttp_server: Any) -> AsyncIterator[ParallelFake]:
-    fake = ParallelFake()
-    server = await aiohttp_server(fake.app())
-    fake.base_url = str(server.make_url("")).rstrip("/")
-    yield fake
+async def parallel_fake(aiohttp_server: Any) -> ParallelFake:
+    return await serve(ParallelFake(), aiohttp_server)

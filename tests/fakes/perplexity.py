@@ -6,13 +6,12 @@ fields) and answers errors OpenAI-style as `{"error": {"message", "type", "code"
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from aiohttp import web
 
-from tests.fakes.http_api import FakeService, Recorded, endpoint, json_error, unknown_fields
+from tests.fakes.scripted import FakeService, Recorded, serve
 
 API_KEY = "pplx-test-key"
 
@@ -32,12 +31,10 @@ SEARCH_FIELDS = {
 }
 
 
-def _error(status: int, message: str) -> web.Response:
-    kind = "authentication_error" if status == 401 else "invalid_request_error"
-    return json_error(status, {"error": {"message": message, "type": kind, "code": status}})
-
-
 class PerplexityFake(FakeService):
+    key_header = "Authorization"
+    key_value = f"Bearer {API_KEY}"
+
     def __init__(self) -> None:
         super().__init__()
         self.search_results: list[dict[str, Any]] = [
@@ -59,24 +56,17 @@ class PerplexityFake(FakeService):
     def app(self) -> web.Application:
         app = web.Application()
         app.router.add_post(
-            "/search",
-            endpoint(
-                self,
-                "search",
-                authorized=lambda r: r.headers.get("Authorization") == f"Bearer {API_KEY}",
-                validate=self._check,
-                answer=self._search,
-                error=_error,
-            ),
+            "/search", self.endpoint("search", self._search, fields=SEARCH_FIELDS, validate=self._check)
         )
         return app
+
+    def error(self, status: int, message: str) -> web.StreamResponse:
+        kind = "authentication_error" if status == 401 else "invalid_request_error"
+        return web.json_response({"error": {"message": message, "type": kind, "code": status}}, status=status)
 
     @staticmethod
     def _check(recorded: Recorded) -> str | None:
         body = recorded.body
-        problem = unknown_fields(body, SEARCH_FIELDS)
-        if problem:
-            return problem
         query = body.get("query")
         if not (isinstance(query, str) and query) and not (isinstance(query, list) and query):
             return "query must be a non-empty string or list of strings"
@@ -90,8 +80,5 @@ class PerplexityFake(FakeService):
 
 
 @pytest.fixture
-async def perplexity_fake(aiohttp_server: Any) -> AsyncIterator[PerplexityFake]:
-    fake = PerplexityFake()
-    server = await aiohttp_server(fake.app())
-    fake.base_url = str(server.make_url("")).rstrip("/")
-    yield fake
+async def perplexity_fake(aiohttp_server: Any) -> PerplexityFake:
+    return await serve(PerplexityFake(), aiohttp_server)

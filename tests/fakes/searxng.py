@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.fakes.scripted import Reply, ScriptedService
+from tests.fakes.scripted import FakeService, Recorded, serve
 
 
 def searxng_result(n: int, query: str = "") -> dict[str, Any]:
@@ -26,35 +26,36 @@ def searxng_result(n: int, query: str = "") -> dict[str, Any]:
     }
 
 
-class FakeSearxng(ScriptedService):
+class FakeSearxng(FakeService):
     def __init__(self) -> None:
         super().__init__()
         self.json_enabled = True
         self.result_count = 8
         self.unresponsive_engines: list[list[str]] = []
+        # The GET /search handler, public because bench/soak.py mounts it on an app of its own.
+        self.reply = self.endpoint("search", self._search)
 
-    def default(self, request: web.Request) -> Reply:
-        if request.query.get("format") != "json" or not self.json_enabled:
-            return Reply(403, text="<html><body>403 Forbidden</body></html>", content_type="text/html")
-        query = request.query.get("q", "")
-        results = [searxng_result(n, query) for n in range(1, self.result_count + 1)]
-        return Reply(200, {
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/search", self.reply)
+        return app
+
+    def _search(self, recorded: Recorded) -> web.StreamResponse | dict[str, Any]:
+        if recorded.query.get("format") != "json" or not self.json_enabled:
+            return web.Response(status=403, text="<html><body>403 Forbidden</body></html>", content_type="text/html")
+        query = recorded.query.get("q", "")
+        return {
             "query": query,
             "number_of_results": 0,
-            "results": results,
+            "results": [searxng_result(n, query) for n in range(1, self.result_count + 1)],
             "answers": [],
             "corrections": [],
             "infoboxes": [],
             "suggestions": [],
             "unresponsive_engines": self.unresponsive_engines,
-        })
+        }
 
 
 @pytest.fixture
 async def searxng_server(aiohttp_server: Any) -> FakeSearxng:
-    fake = FakeSearxng()
-    app = web.Application()
-    app.router.add_get("/search", fake.reply)
-    server = await aiohttp_server(app)
-    fake.url = str(server.make_url("")).rstrip("/")
-    return fake
+    return await serve(FakeSearxng(), aiohttp_server)

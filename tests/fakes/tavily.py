@@ -6,13 +6,12 @@ answers 401/400 in Tavily's `{"detail": {"error": ...}}` shape when they are wro
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from aiohttp import web
 
-from tests.fakes.http_api import FakeService, endpoint, json_error, unknown_fields
+from tests.fakes.scripted import FakeService, Recorded, serve
 
 API_KEY = "tvly-test-key"
 
@@ -56,11 +55,10 @@ CRAWL_FIELDS = {
 }
 
 
-def _error(status: int, message: str) -> web.Response:
-    return json_error(status, {"detail": {"error": message}})
-
-
 class TavilyFake(FakeService):
+    key_header = "Authorization"
+    key_value = f"Bearer {API_KEY}"
+
     def __init__(self) -> None:
         super().__init__()
         self.search_results: list[dict[str, Any]] = [
@@ -85,28 +83,20 @@ class TavilyFake(FakeService):
 
     def app(self) -> web.Application:
         app = web.Application()
-        for route, allowed, check, answer in (
+        for route, fields, check, answer in (
             ("search", SEARCH_FIELDS, self._check_search, self._search),
             ("extract", EXTRACT_FIELDS, self._check_extract, self._extract),
             ("crawl", CRAWL_FIELDS, self._check_crawl, self._crawl),
         ):
-            app.router.add_post(
-                f"/{route}",
-                endpoint(
-                    self,
-                    route,
-                    authorized=lambda r: r.headers.get("Authorization") == f"Bearer {API_KEY}",
-                    validate=lambda r, allowed=allowed, check=check: (
-                        unknown_fields(r.body, allowed) or check(r.body)
-                    ),
-                    answer=lambda r, answer=answer: answer(r.body),
-                    error=_error,
-                ),
-            )
+            app.router.add_post(f"/{route}", self.endpoint(route, answer, fields=fields, validate=check))
         return app
 
+    def error(self, status: int, message: str) -> web.StreamResponse:
+        return web.json_response({"detail": {"error": message}}, status=status)
+
     @staticmethod
-    def _check_search(body: dict[str, Any]) -> str | None:
+    def _check_search(recorded: Recorded) -> str | None:
+        body = recorded.body
         if not isinstance(body.get("query"), str) or not body["query"]:
             return "query is required"
         max_results = body.get("max_results", 5)
@@ -119,7 +109,8 @@ class TavilyFake(FakeService):
         return None
 
     @staticmethod
-    def _check_extract(body: dict[str, Any]) -> str | None:
+    def _check_extract(recorded: Recorded) -> str | None:
+        body = recorded.body
         urls = body.get("urls")
         if isinstance(urls, str):
             urls = [urls]
@@ -134,7 +125,8 @@ class TavilyFake(FakeService):
         return None
 
     @staticmethod
-    def _check_crawl(body: dict[str, Any]) -> str | None:
+    def _check_crawl(recorded: Recorded) -> str | None:
+        body = recorded.body
         if not isinstance(body.get("url"), str) or not body["url"]:
             return "url is required"
         if not isinstance(body.get("limit", 50), int) or body.get("limit", 50) < 1:
@@ -143,7 +135,8 @@ class TavilyFake(FakeService):
             return "max_depth must be between 1 and 5"
         return None
 
-    def _search(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _search(self, recorded: Recorded) -> dict[str, Any]:
+        body = recorded.body
         limit = body.get("max_results", 5)
         return {
             "query": body["query"],
@@ -153,7 +146,8 @@ class TavilyFake(FakeService):
             "response_time": 0.42,
         }
 
-    def _extract(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _extract(self, recorded: Recorded) -> dict[str, Any]:
+        body = recorded.body
         urls = body["urls"] if isinstance(body["urls"], list) else [body["urls"]]
         results = [
             {"url": u, "raw_content": f"# Page\n\nContent of {u}", "images": []}
@@ -163,7 +157,8 @@ class TavilyFake(FakeService):
         failed = [{"url": u, "error": self.failing_urls[u]} for u in urls if u in self.failing_urls]
         return {"results": results, "failed_results": failed, "response_time": 0.1}
 
-    def _crawl(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _crawl(self, recorded: Recorded) -> dict[str, Any]:
+        body = recorded.body
         root = body["url"].rstrip("/")
         results = self.crawl_results
         if results is None:
@@ -172,8 +167,5 @@ class TavilyFake(FakeService):
 
 
 @pytest.fixture
-async def tavily_fake(aiohttp_server: Any) -> AsyncIterator[TavilyFake]:
-    fake = TavilyFake()
-    server = await aiohttp_server(fake.app())
-    fake.base_url = str(server.make_url("")).rstrip("/")
-    yield fake
+async def tavily_fake(aiohttp_server: Any) -> TavilyFake:
+    return await serve(TavilyFake(), aiohttp_server)

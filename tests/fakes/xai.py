@@ -9,13 +9,12 @@ Tests script what the model "wrote" through `output_text`, `annotations` and `ci
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from aiohttp import web
 
-from tests.fakes.http_api import FakeService, Recorded, endpoint, json_error, unknown_fields
+from tests.fakes.scripted import FakeService, Recorded, serve
 
 API_KEY = "xai-test-key"
 
@@ -43,11 +42,10 @@ RESPONSE_FIELDS = {
 }
 
 
-def _error(status: int, message: str) -> web.Response:
-    return json_error(status, {"code": "Client specified an invalid argument", "error": message})
-
-
 class XaiFake(FakeService):
+    key_header = "Authorization"
+    key_value = f"Bearer {API_KEY}"
+
     def __init__(self) -> None:
         super().__init__()
         self.output_text = json.dumps(
@@ -62,24 +60,17 @@ class XaiFake(FakeService):
     def app(self) -> web.Application:
         app = web.Application()
         app.router.add_post(
-            "/v1/responses",
-            endpoint(
-                self,
-                "responses",
-                authorized=lambda r: r.headers.get("Authorization") == f"Bearer {API_KEY}",
-                validate=self._check,
-                answer=self._respond,
-                error=_error,
-            ),
+            "/v1/responses", self.endpoint("responses", self._respond, fields=RESPONSE_FIELDS, validate=self._check)
         )
         return app
+
+    def error(self, status: int, message: str) -> web.StreamResponse:
+        body = {"code": "Client specified an invalid argument", "error": message}
+        return web.json_response(body, status=status)
 
     @staticmethod
     def _check(recorded: Recorded) -> str | None:
         body = recorded.body
-        problem = unknown_fields(body, RESPONSE_FIELDS)
-        if problem:
-            return problem
         if not isinstance(body.get("model"), str) or not body["model"]:
             return "model is required"
         if not isinstance(body.get("input"), str | list) or not body["input"]:
@@ -131,8 +122,5 @@ class XaiFake(FakeService):
 
 
 @pytest.fixture
-async def xai_fake(aiohttp_server: Any) -> AsyncIterator[XaiFake]:
-    fake = XaiFake()
-    server = await aiohttp_server(fake.app())
-    fake.base_url = str(server.make_url("")).rstrip("/") + "/v1"
-    yield fake
+async def xai_fake(aiohttp_server: Any) -> XaiFake:
+    return await serve(XaiFake(), aiohttp_server, "/v1")
