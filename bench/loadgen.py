@@ -38,6 +38,12 @@ class LoadResult:
     #: wrk reports percentiles itself; the Python generator computes them from `latencies`.
     fixed_p50: float | None = None
     fixed_p99: float | None = None
+    #: CPU seconds the measured server process spent during the run (set by the caller).
+    server_cpu: float | None = None
+
+    @property
+    def cpu_us_per_request(self) -> float | None:
+        return self.server_cpu / self.ok * 1e6 if self.server_cpu is not None and self.ok else None
 
     @property
     def rps(self) -> float:
@@ -92,16 +98,12 @@ async def _one(session: aiohttp.ClientSession, url: str, body: bytes, stream: bo
 
 
 async def run_load(url: str, body: bytes, *, concurrency: int, max_requests: int, max_seconds: float,
-                   stream: bool = False, warmup: int = 0) -> LoadResult:
+                   stream: bool = False) -> LoadResult:
     """Send `body` to `url` from `concurrency` workers until `max_requests` or `max_seconds`."""
     result = LoadResult("python", concurrency)
     connector = aiohttp.TCPConnector(limit=concurrency, force_close=False)
     timeout = aiohttp.ClientTimeout(total=30)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
-        if warmup:
-            scratch = LoadResult("python", concurrency)
-            await asyncio.gather(*(_one(session, url, body, stream, scratch)
-                                   for _ in range(min(warmup, concurrency))))
         sent = 0
         started = time.perf_counter()
         deadline = started + max_seconds

@@ -27,6 +27,9 @@ class Process:
     def rss_mb(self) -> float:
         return rss_mb(self.pid)
 
+    def cpu_seconds(self) -> float:
+        return cpu_seconds(self.pid)
+
     def keep_draining(self) -> None:
         """Read the process's output forever so a chatty log never blocks it on a full pipe."""
         async def drain(stream: asyncio.StreamReader | None) -> None:
@@ -56,6 +59,12 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of `pid` so far, from /proc/<pid>/stat (fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def clean_env(extra: Mapping[str, str]) -> dict[str, str]:

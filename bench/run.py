@@ -43,6 +43,8 @@ def _fmt(value: float | None, unit: str) -> str:
         return "-"
     if unit == "ms":
         return f"{value:.3f}"
+    if unit == "us":
+        return f"{value:,.0f}"
     if unit == "MiB":
         return f"{value:.1f}"
     return f"{value:,.0f}"

@@ -80,14 +80,27 @@ def _check(result: LoadResult, label: str, bench: Bench) -> None:
 
 async def _measure(bench: Bench, url: str, body: bytes, concurrency: int, *, stream: bool = False,
                    generator: str = "python") -> LoadResult:
+    """One load run; also records the CPU time the server under test spent (the gateway's own, or
+    the fake's for a direct run): on a shared machine it is steadier than wall-clock rates."""
+    server = bench.gateway if url.startswith(bench.gateway.url) else bench.fake
     if generator == "wrk":
         await run_load(url, body, concurrency=min(concurrency, 16), max_requests=200, max_seconds=1, stream=stream)
+        cpu = server.cpu_seconds()
         result = await wrk.run_wrk(url, body, concurrency=concurrency, seconds=bench.budget.seconds)
     else:
+        await run_load(url, body, concurrency=concurrency, max_requests=concurrency * 4, max_seconds=1,
+                       stream=stream)
+        cpu = server.cpu_seconds()
         result = await run_load(url, body, concurrency=concurrency, max_requests=bench.budget.requests,
-                                max_seconds=bench.budget.seconds, stream=stream, warmup=concurrency)
+                                max_seconds=bench.budget.seconds, stream=stream)
+    result.server_cpu = server.cpu_seconds() - cpu
     _check(result, f"{url} c={concurrency} {generator}", bench)
     return result
+
+
+def _cpu_row(scenario: str, direct: LoadResult, gateway: LoadResult) -> Row:
+    return Row(scenario, "server CPU/req", direct.cpu_us_per_request, gateway.cpu_us_per_request, "us", direct.tool,
+               note="direct: the fake's CPU; gateway: the gateway's own")
 
 
 async def non_streaming(bench: Bench) -> None:
@@ -110,6 +123,8 @@ async def non_streaming(bench: Bench) -> None:
                 p50.note = f"added {added:.3f} ms"
             bench.rows.append(p50)
             bench.rows.append(Row(scenario, "p99", direct.p99 * MS, gateway.p99 * MS, "ms", generator))
+            if generator == "wrk" or concurrency == 1:
+                bench.rows.append(_cpu_row(scenario, direct, gateway))
 
 
 def _errors(direct: LoadResult, gateway: LoadResult) -> str:
@@ -138,7 +153,7 @@ async def streaming(bench: Bench) -> None:
                       note=_errors(direct, gateway))
         if concurrency == 64 and not bench.use_wrk:
             streams.target, streams.met = ">= 1000, no errors", gateway.rps >= 1000 and not gateway.errors
-        bench.rows.append(streams)
+        bench.rows += [streams, _cpu_row(scenario, direct, gateway)]
         if concurrency == 64 and bench.use_wrk:
             # wrk reads the chunked body to its end but cannot judge the frames; the Python run above
             # checked every stream for content and `[DONE]`.
