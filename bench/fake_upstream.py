@@ -11,9 +11,11 @@ replies (the gateway forwards the messages unchanged):
   `stream_options.include_usage` is set, then `data: [DONE]`;
 - a last user message starting `bench:` tunes the reply: `bench: chunks=50 delay=0.01 chunk_delay=0.1`
   (delay before the first byte, and between stream chunks, in seconds);
-- tool mode: when the request offers a `web_search` tool and the last message is not a tool
-  result, the reply is one `web_search` call; once the result is back, a text answer.
-`GET /_bench/stats` returns counters (requests, streams, tool calls sent, web_search offered).
+- tool mode (`bench: tool` in the first user message): when the request offers a `web_search`
+  tool and the last message is not a tool result, the reply is one `web_search` call; once the
+  result is back, a text answer. Without it the tools a gateway offers are ignored, so that
+  plain scenarios measure one upstream call through the gateway as well as direct.
+`GET /_bench/stats` returns counters (requests, streams, tool calls sent, web_search offered, searches).
 `GET /search?q=..&format=json` answers as SearXNG does (see bench/fake_search.py).
 """
 
@@ -40,13 +42,16 @@ class Directive:
     chunks: int = DEFAULT_CHUNKS
     delay: float = 0.0
     chunk_delay: float = 0.0
+    tool: bool = False
 
 
 def parse_directive(text: str) -> Directive:
     values: dict[str, Any] = {}
     for field in text[len("bench:"):].split():
         key, _, value = field.partition("=")
-        if key == "chunks":
+        if key == "tool":
+            values["tool"] = True
+        elif key == "chunks":
             values["chunks"] = max(1, min(int(value), 10_000))
         elif key in ("delay", "chunk_delay"):
             values[key] = max(0.0, min(float(value), 60.0))
@@ -104,7 +109,7 @@ class FakeUpstream:
             {"id": MODEL, "object": "model", "created": 1700000000, "owned_by": "bench"}]}).encode()
         self._streams: dict[tuple[int, bool], tuple[list[bytes], bytes]] = {}
         self._directives: dict[str, Directive] = {}
-        self.stats = {"requests": 0, "streams": 0, "tool_calls_sent": 0, "web_search_offered": 0}
+        self.stats = {"requests": 0, "streams": 0, "tool_calls_sent": 0, "web_search_offered": 0, "searches": 0}
 
     def _stream_bytes(self, chunks: int, include_usage: bool) -> tuple[list[bytes], bytes]:
         key = (chunks, include_usage)
@@ -115,8 +120,9 @@ class FakeUpstream:
         return cached
 
     def _directive(self, messages: list[Any]) -> Directive:
-        last = messages[-1] if messages else None
-        content = last.get("content") if isinstance(last, dict) else None
+        """From the first user message (the last one is a tool result in a tool round)."""
+        first = next((m for m in messages if isinstance(m, dict) and m.get("role") == "user"), None)
+        content = first.get("content") if first is not None else None
         if not isinstance(content, str) or not content.startswith("bench:"):
             return Directive()
         directive = self._directives.get(content)
@@ -132,6 +138,7 @@ class FakeUpstream:
         if request.path.endswith("/models"):
             return web.Response(body=self.models_body, content_type="application/json")
         if request.path == "/search":
+            self.stats["searches"] += 1
             return await handle_search(request)
         if request.path == "/_bench/stats":
             return web.json_response(self.stats)
@@ -144,10 +151,10 @@ class FakeUpstream:
         offered = any((t.get("function") or {}).get("name") == "web_search" for t in body.get("tools") or ())
         if offered:
             self.stats["web_search_offered"] += 1
-        wants_tool = offered and bool(messages) and messages[-1].get("role") != "tool"
+        directive = self._directive(messages)
+        wants_tool = directive.tool and offered and messages[-1].get("role") != "tool"
         if wants_tool:
             self.stats["tool_calls_sent"] += 1
-        directive = self._directive(messages)
         if directive.delay:
             await asyncio.sleep(directive.delay)
         if not body.get("stream"):

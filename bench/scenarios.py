@@ -182,12 +182,17 @@ async def tool_round_trip(bench: Bench) -> None:
     scenario = "tool round (web_search)"
     async with aiohttp.ClientSession() as session:
         before = await _stats(session, bench)
-        async with session.post(bench.chat_url(True), data=chat_body(False, "What is new in aiohttp?"),
+        async with session.post(bench.chat_url(True), data=chat_body(False, "bench: tool"),
                                 headers={"Content-Type": "application/json"}) as response:
             await response.read()
         after = await _stats(session, bench)
         if after["web_search_offered"] == before["web_search_offered"]:
             message = "skipped: the gateway does not offer web_search yet (web tools not on main)"
+            bench.say(f"{scenario}: {message}")
+            bench.rows.append(Row(scenario, "p50", None, None, "ms", "python", note=message))
+            return
+        if after["searches"] == before["searches"]:
+            message = "skipped: the gateway offered web_search but did not query the fake SearXNG"
             bench.say(f"{scenario}: {message}")
             bench.rows.append(Row(scenario, "p50", None, None, "ms", "python", note=message))
             return
@@ -201,8 +206,8 @@ async def tool_round_trip(bench: Bench) -> None:
             if time.perf_counter() > deadline:
                 break
             direct.append(await _direct_round(session, bench))
-            gateway.append(await _timed_post(session, bench.chat_url(True), chat_body(False, "What is new?")))
-            plain.append(await _timed_post(session, bench.chat_url(True), chat_body(False, "### Task: title")))
+            gateway.append(await _timed_post(session, bench.chat_url(True), chat_body(False, "bench: tool")))
+            plain.append(await _timed_post(session, bench.chat_url(True), chat_body(False, "Say hello.")))
     for values in (direct, gateway, plain):
         values.sort()
     added = (percentile(gateway, 50) - percentile(direct, 50)) * MS
@@ -224,7 +229,7 @@ async def _timed_post(session: aiohttp.ClientSession, url: str, body: bytes) -> 
 
 async def _direct_round(session: aiohttp.ClientSession, bench: Bench) -> float:
     started = time.perf_counter()
-    messages = [{"role": "user", "content": "What is new?"}]
+    messages = [{"role": "user", "content": "bench: tool"}]
     url = bench.chat_url(False)
     async with session.post(url, json={"model": "bench-model", "messages": messages,
                                        "tools": [WEB_SEARCH_TOOL]}) as response:
