@@ -76,10 +76,11 @@ def clean_env(extra: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-async def start(name: str, args: list[str], env: Mapping[str, str], timeout: float = 20) -> Process:
-    """Run `python <args>` and wait for its `listening on http://...` line."""
+async def start(name: str, args: list[str], env: Mapping[str, str], timeout: float = 20,
+                cwd: Path = REPO) -> Process:
+    """Run `python <args>` in `cwd` and wait for its `listening on http://...` line."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, *args, env=dict(env), cwd=str(REPO),
+        sys.executable, *args, env=dict(env), cwd=str(cwd),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
 
     async def first_url() -> str:

@@ -83,7 +83,9 @@ async def main_async(args: argparse.Namespace) -> int:
             # The default (32) would answer 429 at c=64 and to the 1,000 open streams.
             "API_SERVER_MAX_CONCURRENT_RUNS": "4096",
         })
-        gateway = await processes.start("gateway", ["-m", "gateway", "serve", "--port", "0"], env)
+        src = Path(args.src).resolve() if args.src else processes.REPO
+        env["PYTHONPATH"] = str(src)  # the gateway under test, e.g. an older commit for an A/B run
+        gateway = await processes.start("gateway", ["-m", "gateway", "serve", "--port", "0"], env, cwd=src)
         await asyncio.sleep(0.5)
         idle_fresh = gateway.rss_mb()
         print(f"fake upstream {fake.url} (pid {fake.pid}), gateway {gateway.url} (pid {gateway.pid}), "
@@ -127,6 +129,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="short runs (about a minute in all)")
     parser.add_argument("--no-wrk", action="store_true", help="use only the Python load generator")
     parser.add_argument("--only", nargs="+", choices=SCENARIOS, help="run only these scenarios")
+    parser.add_argument("--src", metavar="DIR",
+                        help="run the gateway from this checkout (e.g. `git archive COMMIT | tar -x -C DIR`)")
     parser.add_argument("--json", metavar="FILE", help="also write the rows and machine details as JSON")
     sys.exit(asyncio.run(main_async(parser.parse_args())))
 
