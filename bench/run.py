@@ -25,7 +25,7 @@ import aiohttp
 from bench import processes, scenarios, wrk
 from bench.scenarios import Bench, Budget, Row
 
-SCENARIOS = ("chat", "stream", "tool", "responses", "memory")
+SCENARIOS = ("chat", "stream", "tool", "responses", "memory", "floor")
 
 
 def machine() -> dict[str, str]:
@@ -108,6 +108,8 @@ async def main_async(args: argparse.Namespace) -> int:
                 await scenarios.responses_store(bench)
             elif name == "memory":
                 await scenarios.memory(bench, idle_fresh)
+            elif name == "floor":
+                await scenarios.floor(bench)
         info = machine()
         print()
         print("machine: " + ", ".join(f"{k} {v}" for k, v in info.items()))

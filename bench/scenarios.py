@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import aiohttp
 
-from bench import wrk
+from bench import processes, wrk
 from bench.loadgen import FIRST_CONTENT, LoadResult, percentile, run_load
 from bench.processes import Process
 
@@ -348,3 +348,38 @@ async def _open_streams(bench: Bench, url: str, body: bytes, n: int, server: Pro
         await asyncio.wait_for(asyncio.gather(*tasks), timeout=60)
     bench.say(f"{url}: {opened}/{n} streams open at once, peak RSS {peak:.1f} MiB, {errors} error(s)")
     return {"opened": opened, "errors": errors, "peak": peak}
+
+
+async def floor(bench: Bench) -> None:
+    """The same figures through bench/floor_proxy.py (a bare aiohttp relay, no gateway logic), once
+    with aiohttp's client and once with httpx: what any Python relay costs on this machine. The
+    'gateway' column holds the relay's figure here."""
+    chat, stream = chat_body(stream=False), chat_body(stream=True, text="bench: chunks=50")
+    for client in ("aiohttp", "httpx"):
+        relay = await processes.start(f"floor relay ({client})",
+                                      ["-m", "bench.floor_proxy", "--upstream", bench.fake.url, "--client", client],
+                                      processes.clean_env({}))
+        scenario = f"floor relay, {client} client"
+        try:
+            as_gateway = Bench(bench.fake, relay, bench.budget, bench.use_wrk)
+            url, direct_url = f"{relay.url}/v1/chat/completions", bench.chat_url(False)
+            d1 = await _measure(as_gateway, direct_url, chat, 1)
+            g1 = await _measure(as_gateway, url, chat, 1)
+            added = (g1.p50 - d1.p50) * MS
+            bench.rows += [Row(scenario, "chat c=1 p50", d1.p50 * MS, g1.p50 * MS, "ms", "python",
+                               note=f"added {added:.3f} ms"), _cpu_row(scenario + ", chat c=1", d1, g1)]
+            generator = "wrk" if bench.use_wrk else "python"
+            d64 = await _measure(as_gateway, direct_url, chat, 64, generator=generator)
+            g64 = await _measure(as_gateway, url, chat, 64, generator=generator)
+            bench.rows += [Row(scenario, "chat c=64 req/s", d64.rps, g64.rps, "req/s", generator,
+                               note=_errors(d64, g64)), _cpu_row(scenario + ", chat c=64", d64, g64)]
+            s1 = await _measure(as_gateway, direct_url, stream, 1, stream=True)
+            t1 = await _measure(as_gateway, url, stream, 1, stream=True)
+            bench.rows.append(Row(scenario, "stream c=1 TTFB p50", s1.ttfb_p50 * MS, t1.ttfb_p50 * MS, "ms",
+                                  "python", note=f"added {(t1.ttfb_p50 - s1.ttfb_p50) * MS:.3f} ms"))
+            s64 = await _measure(as_gateway, direct_url, stream, 64, stream=True, generator=generator)
+            t64 = await _measure(as_gateway, url, stream, 64, stream=True, generator=generator)
+            bench.rows += [Row(scenario, "stream c=64 streams/s", s64.rps, t64.rps, "streams/s", generator,
+                               note=_errors(s64, t64)), _cpu_row(scenario + ", stream c=64", s64, t64)]
+        finally:
+            await relay.stop()
