@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from aiohttp import web
 
@@ -13,43 +13,92 @@ T = TypeVar("T")
 
 
 class Keepalive:
-    """Yielded by `with_keepalive` when the source stayed silent for one interval."""
+    """Yielded by the keepalive wrappers when the source stayed silent for one interval."""
 
 
 KEEPALIVE = Keepalive()
 
 
-async def with_keepalive(source: AsyncIterator[T], interval: float) -> AsyncIterator[T | Keepalive]:
-    """Yield the source's items, and KEEPALIVE after every `interval` seconds without one.
+#: Most items the source may run ahead of the consumer (back-pressure for a slow client).
+MAX_BATCH = 64
 
-    The pending `__anext__` is never cancelled by a timeout (that would tear the source down);
-    it is cancelled, and the source closed, only when the consumer stops.
+
+async def batched_with_keepalive(
+    source: AsyncIterator[T], interval: float, *, max_batch: int = MAX_BATCH
+) -> AsyncIterator[list[T] | Keepalive]:
+    """Yield the source's items in lists (all it has produced since the last list, so that a
+    burst, e.g. an upstream's buffered chunks, can leave in one write), and KEEPALIVE after every
+    `interval` seconds without one. A list never waits for more items once it holds one.
+
+    The source runs in one task for the whole stream, never cancelled by a keepalive timeout (that
+    would tear it down); it is cancelled, and the source closed, only when the consumer stops.
+    One task per stream rather than one per item: the per-item task and `asyncio.wait` were a
+    sixth of the gateway's CPU on a 50-chunk stream.
     """
-    iterator = aiter(source)
-    pending: asyncio.Future[Any] | None = None
+    items: list[T] = []
+    ended: list[BaseException | None] = []  # [None] at the source's end, [exc] when it raised
+    wake = asyncio.Event()  # set by the producer: there is something to take
+    room = asyncio.Event()  # set by the consumer: the producer may run ahead again
+    room.set()
+
+    async def produce() -> None:
+        try:
+            async for item in source:
+                items.append(item)
+                wake.set()
+                if len(items) >= max_batch:
+                    room.clear()
+                    await room.wait()
+        except BaseException as exc:
+            ended.append(exc)
+            if not isinstance(exc, Exception):
+                raise
+        else:
+            ended.append(None)
+        finally:
+            wake.set()
+
+    producer = asyncio.get_running_loop().create_task(produce())
     try:
         while True:
-            if pending is None:
-                pending = asyncio.ensure_future(anext(iterator))
-            done, _ = await asyncio.wait({pending}, timeout=interval)
-            if not done:
-                yield KEEPALIVE
-                continue
-            try:
-                item = pending.result()
-            except StopAsyncIteration:
+            if not items and not ended:
+                wake.clear()
+                try:
+                    async with asyncio.timeout(interval):
+                        await wake.wait()
+                except TimeoutError:
+                    yield KEEPALIVE
+                    continue
+            if items:
+                batch = items[:]
+                items.clear()
+                room.set()
+                yield batch
+            elif ended:
+                if ended[0] is not None:
+                    raise ended[0]
                 return
-            finally:
-                pending = None
-            yield item
     finally:
-        if pending is not None:
-            pending.cancel()
+        if not producer.done():
+            producer.cancel()
             with contextlib.suppress(BaseException):
-                await pending
-        closer = getattr(iterator, "aclose", None)
+                await producer
+        closer = getattr(source, "aclose", None)
         if closer is not None:
             await closer()
+
+
+async def with_keepalive(source: AsyncIterator[T], interval: float) -> AsyncIterator[T | Keepalive]:
+    """Yield the source's items one by one, and KEEPALIVE after every `interval` seconds without one
+    (see `batched_with_keepalive`, which this unpacks)."""
+    batches = batched_with_keepalive(source, interval)
+    async with contextlib.aclosing(batches):
+        async for batch in batches:
+            if isinstance(batch, Keepalive):
+                yield batch
+            else:
+                for item in batch:
+                    yield item
 
 
 class SSEWriter:

@@ -8,6 +8,7 @@ upstream 400/422 (the request was refused) -> 400, anything else -> 502.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -23,6 +24,10 @@ from gateway.errors import (
 )
 
 MAX_SSE_LINE = 16 * 1024 * 1024  # one upstream frame larger than this is not a model reply
+#: After `[DONE]`, how long (and how much) to read for the end of the body, so that the connection
+#: goes back to the pool instead of being closed (a new TCP connection per stream otherwise).
+DRAIN_SECONDS = 0.05
+DRAIN_BYTES = 64 * 1024
 
 
 def _error_message(body: bytes) -> str:
@@ -185,6 +190,7 @@ class UpstreamClient:
                     return
                 async for data in _sse_data(response.content):
                     if data == "[DONE]":
+                        await _finish_body(response.content)
                         return
                     try:
                         chunk = json.loads(data)
@@ -252,6 +258,19 @@ def _completion_as_chunk(data: dict[str, Any]) -> dict[str, Any]:
         delta["tool_calls"] = [{**call, "index": i} for i, call in enumerate(message["tool_calls"])]
     return {"choices": [{"index": 0, "delta": delta, "finish_reason": choices[0].get("finish_reason")}],
             "usage": data.get("usage")}
+
+
+async def _finish_body(content: aiohttp.StreamReader) -> None:
+    """Read what follows `[DONE]` (normally only the chunked-encoding terminator, a few bytes behind)
+    so aiohttp can reuse the connection; a server that keeps talking is left to be closed as before."""
+    drained = 0
+    with contextlib.suppress(TimeoutError, aiohttp.ClientError):
+        async with asyncio.timeout(DRAIN_SECONDS):
+            while drained <= DRAIN_BYTES:
+                piece = await content.readany()
+                if not piece:
+                    return
+                drained += len(piece)
 
 
 async def _sse_data(content: aiohttp.StreamReader) -> AsyncIterator[str]:

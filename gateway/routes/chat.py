@@ -13,9 +13,8 @@ from gateway import appkeys
 from gateway.agent import AgentRequest
 from gateway.chat_wire import ChatChunkEncoder, ChatCompletionBuilder, parse_chat_request
 from gateway.errors import GatewayError
-from gateway.events import TextDelta, ToolCallStarted
 from gateway.runs import run_timeout_error, run_to_end
-from gateway.sse import KEEPALIVE, SSEWriter, with_keepalive
+from gateway.sse import Keepalive, SSEWriter, batched_with_keepalive
 from gateway.validation import read_json_object
 
 log = logging.getLogger("agent_gateway.chat")
@@ -51,19 +50,22 @@ async def _stream(request: web.Request, agent_request: AgentRequest, encoder: Ch
     settings = request.app[appkeys.SETTINGS]
     sse = SSEWriter(request)
     did_work = False
-    events = with_keepalive(request.app[appkeys.AGENT].run(agent_request), settings.keepalive_interval)
+    # Events come in batches (whatever the agent produced meanwhile) so that a burst leaves in one
+    # write, not one syscall per chunk; a batch never waits for more, so nothing is delayed.
+    events = batched_with_keepalive(request.app[appkeys.AGENT].run(agent_request), settings.keepalive_interval)
     try:
         async with contextlib.aclosing(events), asyncio.timeout(settings.run_timeout):
-            async for item in events:
-                if item is KEEPALIVE:
+            async for batch in events:
+                if isinstance(batch, Keepalive):
                     await sse.comment()
                     continue
-                if not did_work:
-                    did_work = True
-                    await sse.data(encoder.start())
-                await sse.data_many(encoder.encode(item))
-                if isinstance(item, TextDelta | ToolCallStarted):
-                    did_work = True
+                frames: list[str] = []
+                for item in batch:
+                    if not did_work:
+                        did_work = True
+                        frames.append(encoder.start())
+                    frames += encoder.encode(item)
+                await sse.data_many(frames)
     except (ConnectionResetError, ConnectionError):
         log.info("client went away mid-stream; agent run cancelled")
         return sse.response

@@ -1,0 +1,33 @@
+"""Chat chunk encoding: text deltas leave as OpenAI's chunk objects, whatever characters they hold."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gateway.chat_wire import ChatChunkEncoder
+from gateway.events import Finished, TextDelta
+
+TRICKY = ['tok0 ', 'quote " backslash \\ slash /', 'new\nline\ttab \x00 nul', 'é ü 中文 😀 \u2028', '</script>']
+
+
+@pytest.mark.parametrize("text", TRICKY)
+def test_text_delta_chunk_carries_the_text_exactly(text):
+    encoder = ChatChunkEncoder("bench-model", include_usage=False, inline_markers=True)
+    [frame] = encoder.encode(TextDelta(text))
+    chunk = json.loads(frame)
+    assert chunk == {
+        "id": encoder.id, "object": "chat.completion.chunk", "created": encoder.created, "model": "bench-model",
+        "system_fingerprint": None,
+        "choices": [{"index": 0, "delta": {"content": text}, "logprobs": None, "finish_reason": None}],
+    }
+    assert "\n" not in frame  # one SSE data line per chunk
+
+
+def test_text_chunks_and_finish_chunk_share_one_layout():
+    encoder = ChatChunkEncoder('odd "model"', include_usage=False, inline_markers=True)
+    [text] = encoder.encode(TextDelta("hi"))
+    [finish] = encoder.encode(Finished("stop"))
+    assert list(json.loads(text)) == list(json.loads(finish))
+    assert json.loads(text)["model"] == 'odd "model"'
