@@ -125,7 +125,7 @@ class WebSearchTool:
             raw = await call_provider(provider.search, query.strip(), limit=limit, timeout=timeout)
         except Exception as exc:  # noqa: BLE001 - every failure goes back to the model as text
             return to_json(failure(describe_exception(exc, provider.name, timeout)))
-        result = validate_envelope(raw, "search")
+        result = validate_envelope(raw, "search", provider.name)
         if result["success"]:
             hits = result["data"]["web"][:limit]
             result = {**result, "data": {**result["data"], "web": hits}}
@@ -206,7 +206,7 @@ class WebExtractTool:
             raw = await call_provider(provider.extract, list(urls), timeout=timeout)
         except Exception as exc:  # noqa: BLE001 - every failure goes back to the model as text
             return failure(describe_exception(exc, provider.name, timeout))
-        result = validate_envelope(raw, "extract")
+        result = validate_envelope(raw, "extract", provider.name)
         if not result["success"]:
             return result
         return extract_result(in_input_order(urls, result["data"]))
@@ -219,7 +219,7 @@ class WebExtractTool:
                 raw = await call_provider(provider.crawl, url, timeout=timeout)
             except Exception as exc:  # noqa: BLE001 - reported per URL
                 return [page(url, error=describe_exception(exc, provider.name, timeout))]
-            result = validate_envelope(raw, "extract")
+            result = validate_envelope(raw, "extract", provider.name)
             if not result["success"]:
                 return [page(url, error=result["error"])]
             return result["data"] or [page(url, error="the crawl found no pages")]

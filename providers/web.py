@@ -117,14 +117,14 @@ def failure(message: str) -> Envelope:
     return {"success": False, "error": message}
 
 
-def validate_envelope(result: Any, kind: str) -> Envelope:
+def validate_envelope(result: Any, kind: str, provider: str = "provider") -> Envelope:
     """Check a provider's result against the envelope for `kind` ("search" or "extract").
 
-    Returns the result unchanged when valid, or a failure envelope naming what is wrong, so a
-    misbehaving plugin yields a clear tool error instead of crashing the turn.
+    Returns the result unchanged when valid, or a failure envelope naming the provider and what is
+    wrong, so a misbehaving plugin yields a clear tool error instead of crashing the turn.
     """
     if not isinstance(result, dict) or not isinstance(result.get("success"), bool):
-        return failure(f"provider returned a malformed result for {kind} (not an envelope)")
+        return failure(f"{provider} returned a malformed result for {kind} (not an envelope)")
     if result["success"] is False:
         error = result.get("error")
         return failure(str(error) if error else f"{kind} failed without a reason")
@@ -132,8 +132,8 @@ def validate_envelope(result: Any, kind: str) -> Envelope:
     if kind == "search":
         web = data.get("web") if isinstance(data, dict) else None
         if not isinstance(web, list) or not all(isinstance(h, dict) and isinstance(h.get("url"), str) for h in web):
-            return failure("provider returned a malformed search result (data.web must be a list of hits)")
+            return failure(f"{provider} returned a malformed search result (data.web must be a list of hits)")
         return result
     if not isinstance(data, list) or not all(isinstance(p, dict) and isinstance(p.get("url"), str) for p in data):
-        return failure(f"provider returned a malformed {kind} result (data must be a list of pages)")
+        return failure(f"{provider} returned a malformed {kind} result (data must be a list of pages)")
     return result

@@ -150,7 +150,7 @@ async def test_async_provider_over_the_timeout_becomes_a_failure(tmp_path: Path)
     [
         (ProviderError("Tavily rejected the API key (401)"), "Tavily rejected the API key (401)"),
         (KeyError("web"), "p failed: KeyError: 'web'"),
-        ({"results": []}, "provider returned a malformed result for search (not an envelope)"),
+        ({"results": []}, "p returned a malformed result for search (not an envelope)"),
         ({"success": False, "error": "quota used up"}, "quota used up"),
     ],
 )
