@@ -19,7 +19,7 @@ ENABLED_KEY = "plugins.enabled"
 
 def tools_report(settings: Settings) -> str:
     registry = load_registry(settings)
-    rows = [("PROVIDER", "SEARCH", "EXTRACT", "CRAWL", "STATUS")]
+    rows: list[tuple[str, ...]] = [("PROVIDER", "SEARCH", "EXTRACT", "CRAWL", "STATUS")]
     for provider in registry.providers():
         available, missing = availability(provider)
         flags = tuple("yes" if supports(provider, c) else "-" for c in CAPABILITIES)

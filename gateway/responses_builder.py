@@ -154,7 +154,7 @@ class ResponseBuilder:
         return events
 
     def _open_message(self) -> list[dict[str, Any]]:
-        item = {"id": new_id("msg"), "type": "message", "role": "assistant", "status": "in_progress",
+        item: dict[str, Any] = {"id": new_id("msg"), "type": "message", "role": "assistant", "status": "in_progress",
                 "content": []}
         index = len(self._output)
         self._output.append(item)

@@ -14,6 +14,7 @@ factory and the CLI, never at import time.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
@@ -91,7 +92,7 @@ def _load_user(registry: ProviderRegistry, settings: Settings) -> None:
             registry.plugins.append(PluginInfo(name, "user", str(folder), error=reason))
             registry.record_error(name, reason)
             continue
-        _load_folder(registry, settings, folder, "user", lambda folder=folder: _import_by_path(folder))
+        _load_folder(registry, settings, folder, "user", functools.partial(_import_by_path, folder))
     if root.is_dir():
         for folder in sorted(root.iterdir()):
             if folder.is_dir() and folder.name not in settings.plugins_enabled:

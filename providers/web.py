@@ -19,10 +19,12 @@ Raising `ProviderError` (or anything else) is also fine: the gateway turns it in
 from __future__ import annotations
 
 from abc import ABC
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any
 
 Envelope = dict[str, Any]
+#: What a provider method returns: the envelope, or (for `async def` methods) an awaitable of it.
+Result = Envelope | Awaitable[Envelope]
 
 
 class ProviderError(Exception):
@@ -57,15 +59,15 @@ class WebSearchProvider(ABC):  # noqa: B024 - every method has a sensible defaul
     def supports_crawl(self) -> bool:
         return False
 
-    def search(self, query: str, limit: int = 5) -> Envelope:
+    def search(self, query: str, limit: int = 5) -> Result:
         """Search the web; return `search_result(...)`."""
         raise ProviderError(f"{self.name} does not support search")
 
-    def extract(self, urls: list[str], **kwargs: Any) -> Envelope:
+    def extract(self, urls: list[str], **kwargs: Any) -> Result:
         """Fetch pages as readable text; return `extract_result(...)`, one entry per URL, in order."""
         raise ProviderError(f"{self.name} does not support extract")
 
-    def crawl(self, url: str, **kwargs: Any) -> Envelope:
+    def crawl(self, url: str, **kwargs: Any) -> Result:
         """Crawl from `url`; return the crawled pages as `extract_result(...)`."""
         raise ProviderError(f"{self.name} does not support crawl")
 

@@ -22,7 +22,7 @@ from gateway.events import TextDelta, ToolCallStarted
 from gateway.responses_builder import ResponseBuilder
 from gateway.responses_wire import ResponsesRequest, parse_responses_request
 from gateway.runs import run_timeout_error, run_to_end
-from gateway.sse import KEEPALIVE, SSEWriter, with_keepalive
+from gateway.sse import Keepalive, SSEWriter, with_keepalive
 from gateway.store import ResponseStore, StoredResponse
 from gateway.validation import read_json_object
 
@@ -116,7 +116,7 @@ async def _stream(
                 if not started:
                     started = True
                     await send(builder.start())
-                if item is KEEPALIVE:
+                if isinstance(item, Keepalive):
                     await sse.comment()
                     continue
                 did_work = did_work or isinstance(item, TextDelta | ToolCallStarted)
