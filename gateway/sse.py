@@ -111,7 +111,8 @@ class _EventStreamResponse(web.StreamResponse):
 
 
 def _frames(payloads: list[str] | tuple[str, ...]) -> bytes:
-    return "".join(f"data: {p}\n\n" for p in payloads).encode("utf-8")
+    # one join instead of a formatted string per frame; payloads hold no newline (JSON, one line)
+    return ("data: " + "\n\ndata: ".join(payloads) + "\n\n").encode("utf-8")
 
 
 class SSEWriter:
