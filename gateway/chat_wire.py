@@ -6,6 +6,7 @@ import json
 import secrets
 import time
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring
 from typing import Any
 
 from gateway.errors import InvalidRequestError
@@ -226,8 +227,10 @@ class ChatChunkEncoder:
 
     def _content_chunk(self, text: str) -> str:
         """`_chunk({"content": text})` without building and walking the dicts: the same bytes,
-        and the one chunk a stream sends dozens of times."""
-        return self._content_head + json.dumps(text, ensure_ascii=False) + CONTENT_TAIL
+        and the one chunk a stream sends dozens of times. `encode_basestring` is what
+        `json.dumps(text, ensure_ascii=False)` returns for a string, without building a JSONEncoder
+        per call (json.dumps only caches one for its default arguments)."""
+        return self._content_head + encode_basestring(text) + CONTENT_TAIL
 
     def start(self) -> str:
         return self._chunk({"role": "assistant", "content": ""})

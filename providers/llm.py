@@ -22,8 +22,8 @@ from gateway.errors import (
     UpstreamError,
     UpstreamTimeoutError,
 )
+from providers.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta, sse_data
 
-MAX_SSE_LINE = 16 * 1024 * 1024  # one upstream frame larger than this is not a model reply
 #: After `[DONE]`, how long (and how much) to read for the end of the body, so that the connection
 #: goes back to the pool instead of being closed (a new TCP connection per stream otherwise).
 DRAIN_SECONDS = 0.05
@@ -188,20 +188,16 @@ class UpstreamClient:
                     # Some servers ignore stream=true; accept a whole completion as one chunk.
                     yield _completion_as_chunk(await self._read_json(response))
                     return
-                async for data in _sse_data(response.content):
-                    if data == "[DONE]":
-                        await _finish_body(response.content)
-                        return
-                    try:
-                        chunk = json.loads(data)
-                    except ValueError as exc:
-                        raise UpstreamError("the upstream model sent a malformed stream frame") from exc
-                    if isinstance(chunk, dict) and "error" in chunk:
-                        raise UpstreamError(f"upstream model error mid-stream: {_error_message(data.encode())}")
-                    if isinstance(chunk, dict):
-                        if not _well_formed(chunk, "delta"):
-                            raise UpstreamError("the upstream model sent a malformed stream frame (unexpected shape)")
-                        yield chunk
+                async for payload in sse_data(response.content):
+                    chunk = load_text_delta(payload)  # the fast lane: most frames end here
+                    if chunk is None:
+                        if is_done(payload):
+                            await _finish_body(response.content)
+                            return
+                        chunk = _checked_frame(payload)
+                        if chunk is None:
+                            continue
+                    yield chunk
         except GatewayError:
             raise
         except (TimeoutError, aiohttp.ClientError) as exc:
@@ -215,6 +211,24 @@ class UpstreamClient:
         if not isinstance(data, dict):
             raise UpstreamError("the upstream model returned an unexpected body")
         return data
+
+
+def _checked_frame(payload: bytes) -> dict[str, Any] | None:
+    """One stream frame the stdlib way: its chunk, None for JSON that is not an object (skipped),
+    or an UpstreamError for malformed JSON, an error object or a chunk of the wrong shape."""
+    try:
+        chunk = load_stdlib(payload)
+    except ValueError as exc:
+        raise UpstreamError("the upstream model sent a malformed stream frame") from exc
+    if not isinstance(chunk, dict):
+        return None
+    if "error" in chunk:
+        # the message read from the leniently decoded text, as the frame itself was
+        lenient = payload.strip().decode("utf-8", "replace").encode()
+        raise UpstreamError(f"upstream model error mid-stream: {_error_message(lenient)}")
+    if not is_text_delta(chunk) and not _well_formed(chunk, "delta"):
+        raise UpstreamError("the upstream model sent a malformed stream frame (unexpected shape)")
+    return chunk
 
 
 def _optional(value: Any, kind: type | tuple[type, ...]) -> bool:
@@ -271,21 +285,3 @@ async def _finish_body(content: aiohttp.StreamReader) -> None:
                 if not piece:
                     return
                 drained += len(piece)
-
-
-async def _sse_data(content: aiohttp.StreamReader) -> AsyncIterator[str]:
-    """The `data:` payloads of an SSE body, one per `data:` line (LLM servers send one JSON a line),
-    tolerant of CRLF, comments and event lines."""
-    buffer = b""
-    async for piece in content.iter_any():
-        buffer += piece
-        if b"\n" not in piece:
-            if len(buffer) > MAX_SSE_LINE:
-                raise UpstreamError("the upstream model sent a stream line larger than 16 MiB")
-            continue
-        *lines, buffer = buffer.split(b"\n")
-        for raw in lines:
-            if raw.startswith(b"data:"):
-                yield raw[5:].strip().decode("utf-8", "replace")
-    if buffer.startswith(b"data:"):
-        yield buffer[5:].strip().decode("utf-8", "replace")

@@ -31,3 +31,16 @@ def test_text_chunks_and_finish_chunk_share_one_layout():
     [finish] = encoder.encode(Finished("stop"))
     assert list(json.loads(text)) == list(json.loads(finish))
     assert json.loads(text)["model"] == 'odd "model"'
+
+
+@pytest.mark.parametrize("text", [*TRICKY, "ctl \x01\x1f\x7f \u2029", "lone \ud800 surrogate", ""])
+def test_text_delta_chunk_is_byte_identical_to_a_compact_json_dump(text):
+    encoder = ChatChunkEncoder("m", include_usage=False, inline_markers=True)
+    [frame] = encoder.encode(TextDelta(text)) or [None]
+    if not text:
+        assert frame is None  # an empty delta sends nothing
+        return
+    expected = {"id": encoder.id, "object": "chat.completion.chunk", "created": encoder.created, "model": "m",
+                "system_fingerprint": None,
+                "choices": [{"index": 0, "delta": {"content": text}, "logprobs": None, "finish_reason": None}]}
+    assert frame == json.dumps(expected, ensure_ascii=False, separators=(",", ":"))

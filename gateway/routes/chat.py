@@ -74,9 +74,10 @@ async def _stream(request: web.Request, agent_request: AgentRequest, encoder: Ch
     except GatewayError as exc:
         await _fail(sse, exc, did_work)
     else:
+        # the last frames leave with the end of the body: one write, not three
         if not did_work:
-            await sse.data(encoder.start())
-        await sse.data("[DONE]")
+            return await sse.finish(encoder.start(), "[DONE]")
+        return await sse.finish("[DONE]")
     return await sse.finish()
 
 
