@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from aiohttp import web
 
 from gateway import appkeys
 from gateway.errors import InvalidRequestError, RequestTimeoutError
+from providers import jsontext
 
 
 async def read_json_object(request: web.Request) -> dict[str, Any]:
@@ -32,7 +32,7 @@ async def read_json_object(request: web.Request) -> dict[str, Any]:
     if not raw.strip():
         raise InvalidRequestError("the request body is empty; send a JSON object")
     try:
-        body = json.loads(raw)
+        body = jsontext.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidRequestError(f"the request body is not valid JSON: {exc}") from exc
     if not isinstance(body, dict):

@@ -22,6 +22,7 @@ from gateway.errors import (
     UpstreamError,
     UpstreamTimeoutError,
 )
+from providers import jsontext
 from providers.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta, sse_data
 
 #: After `[DONE]`, how long (and how much) to read for the end of the body, so that the connection
@@ -168,7 +169,7 @@ class UpstreamClient:
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise self._fault(exc) from exc
         try:
-            data = json.loads(raw)
+            data = jsontext.loads(raw)
         except ValueError as exc:
             raise UpstreamError("the upstream model returned a body that is not JSON") from exc
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
@@ -205,7 +206,7 @@ class UpstreamClient:
 
     async def _read_json(self, response: aiohttp.ClientResponse) -> dict[str, Any]:
         try:
-            data = json.loads(await response.read())
+            data = jsontext.loads(await response.read())
         except ValueError as exc:
             raise UpstreamError("the upstream model returned a body that is not JSON") from exc
         if not isinstance(data, dict):

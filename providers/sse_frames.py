@@ -15,6 +15,7 @@ from typing import Any
 import aiohttp
 
 from gateway.errors import UpstreamError
+from providers import jsontext
 
 try:  # optional (agent-gateway[fast]); checked once here, never required
     import orjson as _orjson
@@ -35,7 +36,7 @@ def is_done(payload: bytes) -> bool:
 
 def load_stdlib(payload: bytes) -> Any:
     """What the gateway always did: lenient UTF-8 (bad bytes become U+FFFD), then `json.loads`."""
-    return json.loads(payload.strip().decode("utf-8", "replace"))
+    return jsontext.loads(payload.strip().decode("utf-8", "replace"))
 
 
 def load_text_delta(payload: bytes, fast: FastLoads | None = FAST_LOADS) -> dict[str, Any] | None:
