@@ -8,7 +8,6 @@ way exactly as before, so results never depend on whether orjson is installed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
