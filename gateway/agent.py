@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,7 +125,7 @@ class Agent:
 
     async def run(
         self, request: AgentRequest, transcript: list[dict[str, Any]] | None = None
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         """Yield events for one turn; append the messages it adds (assistant, tool) to `transcript`."""
         use_agent_tools = len(self.toolbox) > 0 and not is_background_task(request.messages)
         client_names = {t["function"]["name"] for t in request.client_tools}
@@ -228,7 +228,7 @@ class Agent:
         yield Usage(prompt_tokens, completion_tokens)
         yield Finished(finish)
 
-    async def _run_tools(self, calls: list[_ToolCall], allowed: bool) -> AsyncIterator[AgentEvent]:
+    async def _run_tools(self, calls: list[_ToolCall], allowed: bool) -> AsyncGenerator[AgentEvent, None]:
         parsed: list[dict[str, Any] | str] = []
         for call in calls:
             arguments = _parse_arguments(call.arguments)

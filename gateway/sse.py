@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TypeVar
 
 from aiohttp import web
@@ -25,7 +25,7 @@ MAX_BATCH = 64
 
 async def batched_with_keepalive(
     source: AsyncIterator[T], interval: float, *, max_batch: int = MAX_BATCH
-) -> AsyncIterator[list[T] | Keepalive]:
+) -> AsyncGenerator[list[T] | Keepalive, None]:
     """Yield the source's items in lists (all it has produced since the last list, so that a
     burst, e.g. an upstream's buffered chunks, can leave in one write), and KEEPALIVE after every
     `interval` seconds without one. A list never waits for more items once it holds one.
@@ -88,7 +88,7 @@ async def batched_with_keepalive(
             await closer()
 
 
-async def with_keepalive(source: AsyncIterator[T], interval: float) -> AsyncIterator[T | Keepalive]:
+async def with_keepalive(source: AsyncIterator[T], interval: float) -> AsyncGenerator[T | Keepalive, None]:
     """Yield the source's items one by one, and KEEPALIVE after every `interval` seconds without one
     (see `batched_with_keepalive`, which this unpacks)."""
     batches = batched_with_keepalive(source, interval)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import aiohttp
@@ -178,7 +178,7 @@ class UpstreamClient:
             raise UpstreamError("the upstream model returned a completion of an unexpected shape")
         return data
 
-    async def stream(self, payload: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def stream(self, payload: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         """A streaming chat completion; yields each parsed `chat.completion.chunk`."""
         body = {**payload, "model": await self.model(), "stream": True,
                 "stream_options": {"include_usage": True}}
@@ -189,13 +189,13 @@ class UpstreamClient:
                     # Some servers ignore stream=true; accept a whole completion as one chunk.
                     yield _completion_as_chunk(await self._read_json(response))
                     return
-                async for payload in sse_data(response.content):
-                    chunk = load_text_delta(payload)  # the fast lane: most frames end here
+                async for frame in sse_data(response.content):
+                    chunk = load_text_delta(frame)  # the fast lane: most frames end here
                     if chunk is None:
-                        if is_done(payload):
+                        if is_done(frame):
                             await _finish_body(response.content)
                             return
-                        chunk = _checked_frame(payload)
+                        chunk = _checked_frame(frame)
                         if chunk is None:
                             continue
                     yield chunk

@@ -19,7 +19,7 @@ from providers import jsontext
 try:  # optional (agent-gateway[fast]); checked once here, never required
     import orjson as _orjson
 except ImportError:  # pragma: no cover - depends on the environment
-    _orjson = None
+    _orjson = None  # type: ignore[assignment]
 
 #: A frame decoder faster than `json.loads`, or None. Raises ValueError on input it refuses.
 FastLoads = Callable[[bytes], Any]
