@@ -11,6 +11,7 @@ from aiohttp import web
 from gateway import appkeys
 from gateway.agent import Agent
 from gateway.cors import add_cors_headers, cors_preflight_middleware
+from gateway.cors_policy import CorsPolicy
 from gateway.idempotency import idempotency_middleware
 from gateway.idempotency_store import IdempotencyCache, InMemoryIdempotencyCache
 from gateway.lifecycle import Lifecycle, RunLimiter
@@ -37,6 +38,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     middlewares = [request_id_middleware, *MIDDLEWARES, cors_preflight_middleware, idempotency_middleware]
     app = web.Application(middlewares=middlewares, client_max_size=settings.max_body_bytes)
     app[appkeys.SETTINGS] = settings
+    app[appkeys.CORS_POLICY] = CorsPolicy.from_origins(settings.cors_origins)
     app[appkeys.STARTED_AT] = int(time.time())
     app[appkeys.LIMITER] = RunLimiter(settings.max_concurrent_runs)
     app[appkeys.LIFECYCLE] = Lifecycle()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from gateway.agent import Agent
+from gateway.cors_policy import CorsPolicy
 from gateway.idempotency_store import IdempotencyCache
 from gateway.lifecycle import Lifecycle, RunLimiter
 from gateway.settings import Settings
@@ -21,3 +22,4 @@ LIFECYCLE = web.AppKey("lifecycle", Lifecycle)
 STARTED_AT = web.AppKey("started_at", int)
 STORE = web.AppKey("response_store", ResponseStore)
 IDEMPOTENCY = web.AppKey("idempotency", IdempotencyCache)
+CORS_POLICY = web.AppKey("cors_policy", CorsPolicy)

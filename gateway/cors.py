@@ -17,12 +17,10 @@ set by the page's script, which needs no cookies or credentialed mode.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
-
 from aiohttp import web
 
 from gateway import appkeys
+from gateway.cors_policy import CorsPolicy
 from gateway.errors import PermissionDeniedError
 from gateway.middlewares import Handler, error_response
 
@@ -43,37 +41,9 @@ EXPOSE_HEADERS = "X-Request-Id, Retry-After, Idempotent-Replayed, x-should-retry
 MAX_AGE = "600"
 
 
-@dataclass(frozen=True)
-class CorsPolicy:
-    origins: frozenset[str] = frozenset()
-    any_origin: bool = False
-
-    @classmethod
-    def from_origins(cls, configured: Iterable[str]) -> CorsPolicy:
-        normalized = {normalize_origin(o) for o in configured if o.strip()}
-        return cls(origins=frozenset(normalized - {"*"}), any_origin="*" in normalized)
-
-    @property
-    def enabled(self) -> bool:
-        return self.any_origin or bool(self.origins)
-
-    def grant(self, origin: str | None) -> str | None:
-        """The `Access-Control-Allow-Origin` value for this request's origin, or None (no grant)."""
-        if origin is None or not self.enabled:
-            return None
-        if self.any_origin:
-            return "*"
-        return origin if origin in self.origins else None
-
-
 def policy_for(request: web.Request) -> CorsPolicy:
-    # built per request from the settings: a handful of string operations, and no extra app state
-    return CorsPolicy.from_origins(request.app[appkeys.SETTINGS].cors_origins)
-
-
-def normalize_origin(origin: str) -> str:
-    """Browsers send `scheme://host[:port]` in lowercase with no path; config often has a `/`."""
-    return origin.strip().rstrip("/").lower()
+    # built once in create_app from the (frozen) settings, not per request
+    return request.app[appkeys.CORS_POLICY]
 
 
 def is_preflight(request: web.Request) -> bool:
