@@ -9,6 +9,7 @@ The mixins' names do not start with "Test", so pytest does not collect them on t
 from __future__ import annotations
 
 import importlib
+from contextlib import aclosing
 from types import EllipsisType
 from typing import Any, ClassVar
 
@@ -22,10 +23,8 @@ PAGE = "https://a.example/1"
 
 async def call_once(provider: Any, method: str = "search") -> dict[str, Any]:
     """One search or extract on a provider made for this test alone, which is closed afterwards."""
-    try:
+    async with aclosing(provider):
         return await call(provider, method)
-    finally:
-        await provider.aclose()
 
 
 async def call(provider: Any, method: str) -> dict[str, Any]:
@@ -146,12 +145,9 @@ class FollowsTheBaseUrl(ProviderCase):
     paths_called: ClassVar[list[str]]  # what search, extract (and crawl, if listed) ask for
 
     async def test_base_url_override_sends_every_call_to_it(self, fake: Any) -> None:
-        provider = self.make(fake)
-        try:
+        async with aclosing(self.make(fake)) as provider:
             for method in ("search", "extract", "crawl")[: len(self.paths_called)]:
                 await call(provider, method)
-        finally:
-            await provider.aclose()
 
         assert [r.path for r in fake.requests] == self.paths_called
 
@@ -174,3 +170,7 @@ class Registers(ProviderCase):
             self.capabilities
         )
         self.check_registered(provider)
+
+
+class KeyedService(TimesOut, RejectsAWrongKey, NeedsAKey, MapsServiceErrors, RejectsAWrongShape, Registers):
+    """Everything above at once: what a hosted search API that needs a key always promises."""

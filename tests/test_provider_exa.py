@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 
 import pytest
 
@@ -13,9 +14,8 @@ from tests.fakes.exa import API_KEY, ExaFake, exa_fake  # noqa: F401 - fixture
 
 @pytest.fixture
 async def provider(exa_fake: ExaFake) -> AsyncIterator[ExaProvider]:  # noqa: F811
-    p = TestExaSharedBehaviour().make(exa_fake)
-    yield p
-    await p.aclose()
+    async with aclosing(TestExaSharedBehaviour().make(exa_fake)) as provider:
+        yield provider
 
 
 async def test_search_sends_camel_case_fields_and_maps_hits(
@@ -64,15 +64,7 @@ async def test_extract_maps_contents_and_marks_failed_statuses_in_order(
     assert sent.body["urls"] == urls
 
 
-class TestExaSharedBehaviour(
-    shared.TimesOut,
-    shared.RejectsAWrongKey,
-    shared.NeedsAKey,
-    shared.MapsServiceErrors,
-    shared.RejectsAWrongShape,
-    shared.FollowsTheBaseUrl,
-    shared.Registers,
-):
+class TestExaSharedBehaviour(shared.KeyedService, shared.FollowsTheBaseUrl):
     name, label, provider_class, api_key = "exa", "Exa", ExaProvider, API_KEY
     unconfigured_env = {"EXA_API_URL": "http://127.0.0.1:9"}
     unconfigured_call = "extract"

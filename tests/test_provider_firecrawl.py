@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from types import SimpleNamespace
 from typing import Any
 
@@ -27,9 +28,8 @@ def _provider(fake: FirecrawlFake, key: str | None = API_KEY, **options: Any) ->
 
 @pytest.fixture
 async def provider(firecrawl_fake: FirecrawlFake) -> AsyncIterator[FirecrawlProvider]:  # noqa: F811
-    p = _provider(firecrawl_fake)
-    yield p
-    await p.aclose()
+    async with aclosing(_provider(firecrawl_fake)) as provider:
+        yield provider
 
 
 async def test_search_maps_the_web_results(
@@ -114,11 +114,8 @@ async def test_crawl_follows_next_pages_but_stops_at_the_page_bound(
     firecrawl_fake.crawl_page_count = 9
     firecrawl_fake.page_size = 2
     firecrawl_fake.polls_before_done = 0
-    provider = _provider(firecrawl_fake, max_crawl_pages=5)
-    try:
+    async with aclosing(_provider(firecrawl_fake, max_crawl_pages=5)) as provider:
         result = await provider.crawl("https://docs.example", limit=50)
-    finally:
-        await provider.aclose()
 
     assert [p["url"] for p in result["data"]] == [f"https://docs.example/p{i}" for i in range(1, 6)]
     assert firecrawl_fake.requests_to("/v2/crawl")[0].body["limit"] == 5
@@ -128,11 +125,8 @@ async def test_crawl_past_its_time_budget_returns_what_was_scraped_and_cancels_t
     firecrawl_fake: FirecrawlFake,  # noqa: F811
 ) -> None:
     firecrawl_fake.polls_before_done = 10_000
-    provider = _provider(firecrawl_fake, crawl_timeout=0.1)
-    try:
+    async with aclosing(_provider(firecrawl_fake, crawl_timeout=0.1)) as provider:
         result = await provider.crawl("https://docs.example", limit=3)
-    finally:
-        await provider.aclose()
 
     assert [p["url"] for p in result["data"]] == ["https://docs.example/p1"]
     assert firecrawl_fake.cancelled == list(firecrawl_fake.jobs)
@@ -143,11 +137,8 @@ async def test_crawl_past_its_time_budget_with_nothing_scraped_is_a_clear_failur
 ) -> None:
     firecrawl_fake.polls_before_done = 10_000
     firecrawl_fake.scraped_while_running = 0
-    provider = _provider(firecrawl_fake, crawl_timeout=0.1)
-    try:
+    async with aclosing(_provider(firecrawl_fake, crawl_timeout=0.1)) as provider:
         result = await provider.crawl("https://docs.example")
-    finally:
-        await provider.aclose()
 
     assert result == {"success": False, "error": "Firecrawl crawl did not finish within 0.1 s"}
 
@@ -167,12 +158,9 @@ async def test_self_hosted_instance_without_a_key_is_available_and_sends_no_auth
     firecrawl_fake: FirecrawlFake,  # noqa: F811
 ) -> None:
     firecrawl_fake.require_auth = False
-    provider = _provider(firecrawl_fake, key=None)
-    try:
+    async with aclosing(_provider(firecrawl_fake, key=None)) as provider:
         assert provider.is_available() is True
         result = await provider.search("q")
-    finally:
-        await provider.aclose()
 
     assert result["success"] is True
     assert "Authorization" not in firecrawl_fake.requests[0].headers
@@ -181,11 +169,9 @@ async def test_self_hosted_instance_without_a_key_is_available_and_sends_no_auth
 async def test_a_base_url_pasted_with_its_version_suffix_still_works(
     firecrawl_fake: FirecrawlFake,  # noqa: F811
 ) -> None:
-    provider = FirecrawlProvider({"FIRECRAWL_API_KEY": API_KEY, "FIRECRAWL_API_URL": firecrawl_fake.base_url + "/v2"})
-    try:
+    env = {"FIRECRAWL_API_KEY": API_KEY, "FIRECRAWL_API_URL": firecrawl_fake.base_url + "/v2"}
+    async with aclosing(FirecrawlProvider(env)) as provider:
         result = await provider.search("q")
-    finally:
-        await provider.aclose()
 
     assert result["success"] is True
     assert firecrawl_fake.requests[0].path == "/v2/search"
@@ -216,13 +202,11 @@ async def test_a_registered_crawl_gives_up_before_the_gateway_tool_timeout(
     settings = SimpleNamespace(tool_timeout=6.0)  # leaves the crawl 1 s
     ctx = RecordingContext({"FIRECRAWL_API_KEY": API_KEY, "FIRECRAWL_API_URL": firecrawl_fake.base_url}, settings)
     register(ctx)
-    [provider] = ctx.providers
-    try:
+    [registered] = ctx.providers
+    async with aclosing(registered) as provider:
         started = time.monotonic()
         result = await provider.crawl("https://docs.example")
         elapsed = time.monotonic() - started
-    finally:
-        await provider.aclose()
 
     assert elapsed < 5
     assert [p["url"] for p in result["data"]] == ["https://docs.example/p1"]

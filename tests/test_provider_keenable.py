@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 
 import pytest
 
@@ -14,16 +15,14 @@ from tests.fakes.scripted import Reply
 
 @pytest.fixture
 async def keyless(keenable_fake: KeenableFake) -> AsyncIterator[KeenableProvider]:  # noqa: F811
-    p = TestKeenableSharedBehaviour().make(keenable_fake)
-    yield p
-    await p.aclose()
+    async with aclosing(TestKeenableSharedBehaviour().make(keenable_fake)) as provider:
+        yield provider
 
 
 @pytest.fixture
 async def keyed(keenable_fake: KeenableFake) -> AsyncIterator[KeenableProvider]:  # noqa: F811
-    p = TestKeenableSharedBehaviour().make(keenable_fake, key=API_KEY)
-    yield p
-    await p.aclose()
+    async with aclosing(TestKeenableSharedBehaviour().make(keenable_fake, key=API_KEY)) as provider:
+        yield provider
 
 
 async def test_without_a_key_search_uses_the_public_endpoint_and_names_the_caller(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 
 import pytest
 
@@ -13,9 +14,8 @@ from tests.fakes.parallel import API_KEY, ParallelFake, parallel_fake  # noqa: F
 
 @pytest.fixture
 async def provider(parallel_fake: ParallelFake) -> AsyncIterator[ParallelProvider]:  # noqa: F811
-    p = TestParallelSharedBehaviour().make(parallel_fake)
-    yield p
-    await p.aclose()
+    async with aclosing(TestParallelSharedBehaviour().make(parallel_fake)) as provider:
+        yield provider
 
 
 async def test_search_sends_queries_and_objective_and_maps_excerpts(
@@ -72,15 +72,7 @@ async def test_extract_asks_for_full_content_and_marks_errors_in_order(
     assert sent.body == {"urls": urls, "advanced_settings": {"full_content": True}, "objective": "pricing"}
 
 
-class TestParallelSharedBehaviour(
-    shared.TimesOut,
-    shared.RejectsAWrongKey,
-    shared.NeedsAKey,
-    shared.MapsServiceErrors,
-    shared.RejectsAWrongShape,
-    shared.FollowsTheBaseUrl,
-    shared.Registers,
-):
+class TestParallelSharedBehaviour(shared.KeyedService, shared.FollowsTheBaseUrl):
     name, label, provider_class, api_key = "parallel", "Parallel", ParallelProvider, API_KEY
     service_errors = [
         (401, {}, "Parallel rejected the API key (401): Invalid key"),

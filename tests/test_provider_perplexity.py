@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 
 import pytest
 
@@ -13,9 +14,8 @@ from tests.fakes.perplexity import API_KEY, PerplexityFake, perplexity_fake  # n
 
 @pytest.fixture
 async def provider(perplexity_fake: PerplexityFake) -> AsyncIterator[PerplexityProvider]:  # noqa: F811
-    p = TestPerplexitySharedBehaviour().make(perplexity_fake)
-    yield p
-    await p.aclose()
+    async with aclosing(TestPerplexitySharedBehaviour().make(perplexity_fake)) as provider:
+        yield provider
 
 
 async def test_search_sends_query_and_max_results_and_maps_hits(
@@ -52,14 +52,7 @@ async def test_a_limit_above_twenty_is_capped_to_what_the_api_accepts(
     assert perplexity_fake.requests_to("/search")[0].body["max_results"] == 20
 
 
-class TestPerplexitySharedBehaviour(
-    shared.TimesOut,
-    shared.RejectsAWrongKey,
-    shared.NeedsAKey,
-    shared.MapsServiceErrors,
-    shared.RejectsAWrongShape,
-    shared.Registers,
-):
+class TestPerplexitySharedBehaviour(shared.KeyedService):
     name, label, provider_class, api_key = "perplexity", "Perplexity", PerplexityProvider, API_KEY
     service_errors = [
         (401, {}, "Perplexity rejected the API key (401): Invalid API key"),

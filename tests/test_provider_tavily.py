@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 
 import pytest
 
@@ -14,9 +15,8 @@ from tests.fakes.tavily import API_KEY, TavilyFake, tavily_fake  # noqa: F401 - 
 
 @pytest.fixture
 async def provider(tavily_fake: TavilyFake) -> AsyncIterator[TavilyProvider]:  # noqa: F811
-    p = TestTavilySharedBehaviour().make(tavily_fake)
-    yield p
-    await p.aclose()
+    async with aclosing(TestTavilySharedBehaviour().make(tavily_fake)) as provider:
+        yield provider
 
 
 async def test_search_sends_the_documented_request_and_maps_hits(
@@ -110,15 +110,7 @@ async def test_a_missing_or_nonsense_limit_falls_back_to_five_results(
     assert [r.body["max_results"] for r in tavily_fake.requests_to("/search")] == [5, 5]
 
 
-class TestTavilySharedBehaviour(
-    shared.TimesOut,
-    shared.RejectsAWrongKey,
-    shared.NeedsAKey,
-    shared.MapsServiceErrors,
-    shared.RejectsAWrongShape,
-    shared.FollowsTheBaseUrl,
-    shared.Registers,
-):
+class TestTavilySharedBehaviour(shared.KeyedService, shared.FollowsTheBaseUrl):
     name, label, provider_class, api_key = "tavily", "Tavily", TavilyProvider, API_KEY
     service_errors = [
         (401, {}, "Tavily rejected the API key (401): Invalid API key"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 
 import pytest
 
@@ -14,9 +15,8 @@ from tests.fakes.xai import API_KEY, XaiFake, xai_fake  # noqa: F401 - fixture
 
 @pytest.fixture
 async def provider(xai_fake: XaiFake) -> AsyncIterator[XaiProvider]:  # noqa: F811
-    p = TestXaiSharedBehaviour().make(xai_fake)
-    yield p
-    await p.aclose()
+    async with aclosing(TestXaiSharedBehaviour().make(xai_fake)) as provider:
+        yield provider
 
 
 async def test_search_asks_grok_with_the_web_search_tool_and_parses_its_json_list(
@@ -121,11 +121,8 @@ async def test_an_answer_citing_nothing_is_a_clear_failure(
 
 
 async def test_the_model_can_be_chosen_with_xai_model(xai_fake: XaiFake) -> None:  # noqa: F811
-    provider = TestXaiSharedBehaviour().make(xai_fake, XAI_MODEL="grok-4")
-    try:
+    async with aclosing(TestXaiSharedBehaviour().make(xai_fake, XAI_MODEL="grok-4")) as provider:
         await provider.search("q")
-    finally:
-        await provider.aclose()
 
     assert xai_fake.requests[0].body["model"] == "grok-4"
 
@@ -142,14 +139,7 @@ async def test_a_200_carrying_an_error_is_a_failure(
     assert result == {"success": False, "error": "xAI reported an error: Model overloaded"}
 
 
-class TestXaiSharedBehaviour(
-    shared.TimesOut,
-    shared.RejectsAWrongKey,
-    shared.NeedsAKey,
-    shared.MapsServiceErrors,
-    shared.RejectsAWrongShape,
-    shared.Registers,
-):
+class TestXaiSharedBehaviour(shared.KeyedService):
     name, label, provider_class, api_key = "xai", "xAI", XaiProvider, API_KEY
     route = "responses"
     empty_search = {"output": []}
