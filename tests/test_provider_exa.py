@@ -3,24 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 
 import pytest
 
-from plugins.web.exa import ExaProvider, register
+from plugins.web.exa import ExaProvider
+from tests import provider_cases as shared
 from tests.fakes.exa import API_KEY, ExaFake, exa_fake  # noqa: F401 - fixture
-from tests.fakes.registry_ctx import RecordingContext
-from tests.fakes.scripted import Reply
-
-
-def _env(fake: ExaFake, key: str = API_KEY) -> dict[str, str]:
-    return {"EXA_API_KEY": key, "EXA_API_URL": fake.base_url}
 
 
 @pytest.fixture
 async def provider(exa_fake: ExaFake) -> AsyncIterator[ExaProvider]:  # noqa: F811
-    p = ExaProvider(_env(exa_fake), timeout=2.0)
-    yield p
-    await p.aclose()
+    async with aclosing(TestExaSharedBehaviour().make(exa_fake)) as provider:
+        yield provider
 
 
 async def test_search_sends_camel_case_fields_and_maps_hits(
@@ -69,96 +64,20 @@ async def test_extract_maps_contents_and_marks_failed_statuses_in_order(
     assert sent.body["urls"] == urls
 
 
-@pytest.mark.parametrize(
-    ("status", "headers", "expected"),
-    [
+class TestExaSharedBehaviour(shared.KeyedService, shared.FollowsTheBaseUrl):
+    name, label, provider_class, api_key = "exa", "Exa", ExaProvider, API_KEY
+    unconfigured_env = {"EXA_API_URL": "http://127.0.0.1:9"}
+    unconfigured_call = "extract"
+    service_errors = [
         (401, {}, "Exa rejected the API key (401): boom"),
         (402, {}, "Exa says the account is out of credits (402): boom"),
         (403, {}, "Exa refused the request (403"),
         (429, {"Retry-After": "3"}, "Exa rate limit reached (429); retry after 3 s: boom"),
         (503, {}, "Exa had a server error (503)"),
-    ],
-)
-async def test_service_errors_become_one_clear_sentence(
-    provider: ExaProvider,
-    exa_fake: ExaFake,  # noqa: F811
-    status: int,
-    headers: dict[str, str],
-    expected: str,
-) -> None:
-    exa_fake.script(Reply(status, {"requestId": "r", "error": "boom", "tag": "X"}, headers=headers), route="search")
-
-    result = await provider.search("q")
-
-    assert result["success"] is False
-    assert result["error"].startswith(expected)
-
-
-async def test_a_body_of_the_wrong_shape_is_a_clear_failure(
-    provider: ExaProvider,
-    exa_fake: ExaFake,  # noqa: F811
-) -> None:
-    exa_fake.script(Reply(200, ["not", "an", "object"]), route="contents")
-
-    result = await provider.extract(["https://a.example/1"])
-
-    assert result == {
-        "success": False,
-        "error": "Exa returned an unexpected response (expected a JSON object)",
-    }
-
-
-async def test_a_slow_service_is_a_timeout_failure(exa_fake: ExaFake) -> None:  # noqa: F811
-    provider = ExaProvider(_env(exa_fake), timeout=0.2)
-    exa_fake.script(Reply(200, {"results": []}, delay=1.0), route="search")
-    try:
-        result = await provider.search("q")
-    finally:
-        await provider.aclose()
-
-    assert result["success"] is False
-    assert result["error"].startswith("Exa timed out")
-
-
-async def test_a_wrong_key_is_rejected_by_the_service(exa_fake: ExaFake) -> None:  # noqa: F811
-    provider = ExaProvider(_env(exa_fake, key="wrong"))
-    try:
-        result = await provider.search("q")
-    finally:
-        await provider.aclose()
-
-    assert result["error"] == "Exa rejected the API key (401): missing or invalid API key"
-
-
-async def test_missing_key_makes_the_provider_unavailable_naming_the_variable() -> None:
-    provider = ExaProvider({"EXA_API_URL": "http://127.0.0.1:9"})
-
-    assert provider.is_available() is False
-    assert provider.unavailable_reason() == "set EXA_API_KEY"
-    assert (await provider.extract(["https://a.example"]))[
-        "error"
-    ] == "Exa is not configured: set EXA_API_KEY"
-
-
-async def test_base_url_override_sends_every_call_to_it(
-    provider: ExaProvider,
-    exa_fake: ExaFake,  # noqa: F811
-) -> None:
-    await provider.search("q")
-    await provider.extract(["https://a.example/1"])
-
-    assert [r.path for r in exa_fake.requests] == ["/search", "/contents"]
-
-
-def test_register_adds_an_exa_provider_that_searches_and_extracts() -> None:
-    ctx = RecordingContext({"EXA_API_KEY": "k"})
-
-    register(ctx)
-
-    [provider] = ctx.providers
-    assert provider.name == "exa"
-    assert (provider.supports_search(), provider.supports_extract(), provider.supports_crawl()) == (
-        True,
-        True,
-        False,
-    )
+    ]
+    error_body = {"requestId": "r", "error": "boom", "tag": "X"}
+    wrong_shape_json = ["not", "an", "object"]
+    wrong_shape_call, wrong_shape_route = "extract", "contents"
+    wrong_shape_error = "Exa returned an unexpected response (expected a JSON object)"
+    paths_called = ["/search", "/contents"]
+    capabilities = (True, True, False)

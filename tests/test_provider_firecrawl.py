@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from plugins.web.firecrawl import FirecrawlProvider, register
+from tests import provider_cases as shared
 from tests.fakes.firecrawl import API_KEY, FirecrawlFake, firecrawl_fake  # noqa: F401 - fixture
 from tests.fakes.registry_ctx import RecordingContext
 from tests.fakes.scripted import Reply
@@ -26,9 +28,8 @@ def _provider(fake: FirecrawlFake, key: str | None = API_KEY, **options: Any) ->
 
 @pytest.fixture
 async def provider(firecrawl_fake: FirecrawlFake) -> AsyncIterator[FirecrawlProvider]:  # noqa: F811
-    p = _provider(firecrawl_fake)
-    yield p
-    await p.aclose()
+    async with aclosing(_provider(firecrawl_fake)) as provider:
+        yield provider
 
 
 async def test_search_maps_the_web_results(
@@ -113,11 +114,8 @@ async def test_crawl_follows_next_pages_but_stops_at_the_page_bound(
     firecrawl_fake.crawl_page_count = 9
     firecrawl_fake.page_size = 2
     firecrawl_fake.polls_before_done = 0
-    provider = _provider(firecrawl_fake, max_crawl_pages=5)
-    try:
+    async with aclosing(_provider(firecrawl_fake, max_crawl_pages=5)) as provider:
         result = await provider.crawl("https://docs.example", limit=50)
-    finally:
-        await provider.aclose()
 
     assert [p["url"] for p in result["data"]] == [f"https://docs.example/p{i}" for i in range(1, 6)]
     assert firecrawl_fake.requests_to("/v2/crawl")[0].body["limit"] == 5
@@ -127,11 +125,8 @@ async def test_crawl_past_its_time_budget_returns_what_was_scraped_and_cancels_t
     firecrawl_fake: FirecrawlFake,  # noqa: F811
 ) -> None:
     firecrawl_fake.polls_before_done = 10_000
-    provider = _provider(firecrawl_fake, crawl_timeout=0.1)
-    try:
+    async with aclosing(_provider(firecrawl_fake, crawl_timeout=0.1)) as provider:
         result = await provider.crawl("https://docs.example", limit=3)
-    finally:
-        await provider.aclose()
 
     assert [p["url"] for p in result["data"]] == ["https://docs.example/p1"]
     assert firecrawl_fake.cancelled == list(firecrawl_fake.jobs)
@@ -142,11 +137,8 @@ async def test_crawl_past_its_time_budget_with_nothing_scraped_is_a_clear_failur
 ) -> None:
     firecrawl_fake.polls_before_done = 10_000
     firecrawl_fake.scraped_while_running = 0
-    provider = _provider(firecrawl_fake, crawl_timeout=0.1)
-    try:
+    async with aclosing(_provider(firecrawl_fake, crawl_timeout=0.1)) as provider:
         result = await provider.crawl("https://docs.example")
-    finally:
-        await provider.aclose()
 
     assert result == {"success": False, "error": "Firecrawl crawl did not finish within 0.1 s"}
 
@@ -166,12 +158,9 @@ async def test_self_hosted_instance_without_a_key_is_available_and_sends_no_auth
     firecrawl_fake: FirecrawlFake,  # noqa: F811
 ) -> None:
     firecrawl_fake.require_auth = False
-    provider = _provider(firecrawl_fake, key=None)
-    try:
+    async with aclosing(_provider(firecrawl_fake, key=None)) as provider:
         assert provider.is_available() is True
         result = await provider.search("q")
-    finally:
-        await provider.aclose()
 
     assert result["success"] is True
     assert "Authorization" not in firecrawl_fake.requests[0].headers
@@ -180,39 +169,12 @@ async def test_self_hosted_instance_without_a_key_is_available_and_sends_no_auth
 async def test_a_base_url_pasted_with_its_version_suffix_still_works(
     firecrawl_fake: FirecrawlFake,  # noqa: F811
 ) -> None:
-    provider = FirecrawlProvider({"FIRECRAWL_API_KEY": API_KEY, "FIRECRAWL_API_URL": firecrawl_fake.base_url + "/v2"})
-    try:
+    env = {"FIRECRAWL_API_KEY": API_KEY, "FIRECRAWL_API_URL": firecrawl_fake.base_url + "/v2"}
+    async with aclosing(FirecrawlProvider(env)) as provider:
         result = await provider.search("q")
-    finally:
-        await provider.aclose()
 
     assert result["success"] is True
     assert firecrawl_fake.requests[0].path == "/v2/search"
-
-
-@pytest.mark.parametrize(
-    ("status", "headers", "expected"),
-    [
-        (401, {}, "Firecrawl rejected the API key (401): Unauthorized"),
-        (402, {}, "Firecrawl says the account is out of credits (402)"),
-        (408, {}, "Firecrawl timed out on its side (408)"),
-        (429, {"Retry-After": "12"}, "Firecrawl rate limit reached (429); retry after 12 s"),
-        (500, {}, "Firecrawl had a server error (500)"),
-    ],
-)
-async def test_service_errors_become_one_clear_sentence(
-    provider: FirecrawlProvider,
-    firecrawl_fake: FirecrawlFake,  # noqa: F811
-    status: int,
-    headers: dict[str, str],
-    expected: str,
-) -> None:
-    firecrawl_fake.script(Reply(status, {"success": False, "error": "Unauthorized"}, headers=headers), route="search")
-
-    result = await provider.search("q")
-
-    assert result["success"] is False
-    assert result["error"].startswith(expected)
 
 
 async def test_a_200_that_reports_failure_is_a_failure(
@@ -226,50 +188,11 @@ async def test_a_200_that_reports_failure_is_a_failure(
     assert result == {"success": False, "error": "Firecrawl reported a failure: Engine unavailable"}
 
 
-async def test_a_body_of_the_wrong_shape_is_a_clear_failure(
-    provider: FirecrawlProvider,
-    firecrawl_fake: FirecrawlFake,  # noqa: F811
-) -> None:
-    firecrawl_fake.script(Reply(200, {"success": True, "data": [{"url": "https://x"}]}), route="search")
-
-    result = await provider.search("q")
-
-    assert result == {
-        "success": False,
-        "error": "Firecrawl returned an unexpected response (no 'data' object)",
-    }
-
-
-async def test_a_slow_service_is_a_timeout_failure(firecrawl_fake: FirecrawlFake) -> None:  # noqa: F811
-    provider = _provider(firecrawl_fake, timeout=0.2)
-    firecrawl_fake.script(Reply(200, {"success": True, "data": {"web": []}}, delay=1.0), route="search")
-    try:
-        result = await provider.search("q")
-    finally:
-        await provider.aclose()
-
-    assert result["error"].startswith("Firecrawl timed out")
-
-
 async def test_missing_key_and_url_make_it_unavailable_naming_both_variables() -> None:
     provider = FirecrawlProvider({})
 
     assert provider.is_available() is False
     assert provider.unavailable_reason() == "set FIRECRAWL_API_KEY (or FIRECRAWL_API_URL for a self-hosted instance)"
-
-
-def test_register_adds_a_firecrawl_provider_with_all_three_capabilities() -> None:
-    ctx = RecordingContext({"FIRECRAWL_API_KEY": "fc-k"})
-
-    register(ctx)
-
-    [provider] = ctx.providers
-    assert provider.name == "firecrawl"
-    assert (provider.supports_search(), provider.supports_extract(), provider.supports_crawl()) == (
-        True,
-        True,
-        True,
-    )
 
 
 async def test_a_registered_crawl_gives_up_before_the_gateway_tool_timeout(
@@ -279,14 +202,33 @@ async def test_a_registered_crawl_gives_up_before_the_gateway_tool_timeout(
     settings = SimpleNamespace(tool_timeout=6.0)  # leaves the crawl 1 s
     ctx = RecordingContext({"FIRECRAWL_API_KEY": API_KEY, "FIRECRAWL_API_URL": firecrawl_fake.base_url}, settings)
     register(ctx)
-    [provider] = ctx.providers
-    try:
+    [registered] = ctx.providers
+    async with aclosing(registered) as provider:
         started = time.monotonic()
         result = await provider.crawl("https://docs.example")
         elapsed = time.monotonic() - started
-    finally:
-        await provider.aclose()
 
     assert elapsed < 5
     assert [p["url"] for p in result["data"]] == ["https://docs.example/p1"]
     assert firecrawl_fake.cancelled == list(firecrawl_fake.jobs)
+
+
+class TestFirecrawlSharedBehaviour(
+    shared.TimesOut, shared.MapsServiceErrors, shared.RejectsAWrongShape, shared.Registers
+):
+    name, label, provider_class, api_key = "firecrawl", "Firecrawl", FirecrawlProvider, API_KEY
+    empty_search = {"success": True, "data": {"web": []}}
+    service_errors = [
+        (401, {}, "Firecrawl rejected the API key (401): Unauthorized"),
+        (402, {}, "Firecrawl says the account is out of credits (402)"),
+        (408, {}, "Firecrawl timed out on its side (408)"),
+        (429, {"Retry-After": "12"}, "Firecrawl rate limit reached (429); retry after 12 s"),
+        (500, {}, "Firecrawl had a server error (500)"),
+    ]
+    error_body = {"success": False, "error": "Unauthorized"}
+    wrong_shape_json = {"success": True, "data": [{"url": "https://x"}]}
+    wrong_shape_error = "Firecrawl returned an unexpected response (no 'data' object)"
+    capabilities = (True, True, True)
+
+    def make(self, fake: FirecrawlFake, *, timeout: float = 2.0, **_: object) -> FirecrawlProvider:
+        return _provider(fake, timeout=timeout)  # polls quickly, so crawls in tests take no time

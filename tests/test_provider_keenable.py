@@ -3,29 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 
 import pytest
 
-from plugins.web.keenable import KeenableProvider, register
+from plugins.web.keenable import KeenableProvider
+from tests import provider_cases as shared
 from tests.fakes.keenable import API_KEY, KeenableFake, keenable_fake  # noqa: F401 - fixture
-from tests.fakes.registry_ctx import RecordingContext
 from tests.fakes.scripted import Reply
 
 
 @pytest.fixture
 async def keyless(keenable_fake: KeenableFake) -> AsyncIterator[KeenableProvider]:  # noqa: F811
-    p = KeenableProvider({"KEENABLE_API_URL": keenable_fake.base_url}, timeout=2.0)
-    yield p
-    await p.aclose()
+    async with aclosing(TestKeenableSharedBehaviour().make(keenable_fake)) as provider:
+        yield provider
 
 
 @pytest.fixture
 async def keyed(keenable_fake: KeenableFake) -> AsyncIterator[KeenableProvider]:  # noqa: F811
-    p = KeenableProvider(
-        {"KEENABLE_API_KEY": API_KEY, "KEENABLE_API_URL": keenable_fake.base_url}, timeout=2.0
-    )
-    yield p
-    await p.aclose()
+    async with aclosing(TestKeenableSharedBehaviour().make(keenable_fake, key=API_KEY)) as provider:
+        yield provider
 
 
 async def test_without_a_key_search_uses_the_public_endpoint_and_names_the_caller(
@@ -150,32 +147,6 @@ async def test_service_errors_become_one_clear_sentence(
     assert "KEENABLE_API_KEY" not in result["error"]  # the keyed path has no keyless advice
 
 
-async def test_a_wrong_key_is_rejected_by_the_service(keenable_fake: KeenableFake) -> None:  # noqa: F811
-    provider = KeenableProvider(
-        {"KEENABLE_API_KEY": "keen_wrong", "KEENABLE_API_URL": keenable_fake.base_url}
-    )
-    try:
-        result = await provider.search("q")
-    finally:
-        await provider.aclose()
-
-    assert result["error"] == "Keenable rejected the API key (401): Unauthorized"
-
-
-async def test_a_body_of_the_wrong_shape_is_a_clear_failure(
-    keyless: KeenableProvider,
-    keenable_fake: KeenableFake,  # noqa: F811
-) -> None:
-    keenable_fake.script(Reply(200, {"query": "q"}), route="search")
-
-    result = await keyless.search("q")
-
-    assert result == {
-        "success": False,
-        "error": "Keenable returned an unexpected response (no 'results' list)",
-    }
-
-
 async def test_a_200_carrying_an_error_is_a_failure(
     keyless: KeenableProvider,
     keenable_fake: KeenableFake,  # noqa: F811
@@ -187,17 +158,6 @@ async def test_a_200_carrying_an_error_is_a_failure(
     assert result == {"success": False, "error": "Keenable rejected the search: mode is not supported"}
 
 
-async def test_a_slow_service_is_a_timeout_failure(keenable_fake: KeenableFake) -> None:  # noqa: F811
-    provider = KeenableProvider({"KEENABLE_API_URL": keenable_fake.base_url}, timeout=0.2)
-    keenable_fake.script(Reply(200, {"results": []}, delay=1.0), route="search")
-    try:
-        result = await provider.search("q")
-    finally:
-        await provider.aclose()
-
-    assert result["error"].startswith("Keenable timed out")
-
-
 def test_without_a_key_it_is_still_available() -> None:
     provider = KeenableProvider({})
 
@@ -206,15 +166,13 @@ def test_without_a_key_it_is_still_available() -> None:
     assert provider.display_name == "Keenable (keyless)"
 
 
-def test_register_adds_a_keenable_provider_that_searches_and_extracts() -> None:
-    ctx = RecordingContext({})
-
-    register(ctx)
-
-    [provider] = ctx.providers
-    assert provider.name == "keenable"
-    assert (provider.supports_search(), provider.supports_extract(), provider.supports_crawl()) == (
-        True,
-        True,
-        False,
-    )
+class TestKeenableSharedBehaviour(
+    shared.TimesOut, shared.RejectsAWrongKey, shared.RejectsAWrongShape, shared.Registers
+):
+    name, label, provider_class = "keenable", "Keenable", KeenableProvider
+    api_key = None  # keyless unless a test gives a key: that is how most users start
+    wrong_key_detail = "Unauthorized"
+    wrong_shape_json = {"query": "q"}
+    wrong_shape_error = "Keenable returned an unexpected response (no 'results' list)"
+    register_with_key = False
+    capabilities = (True, True, False)

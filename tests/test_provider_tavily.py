@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 
 import pytest
 
-from plugins.web.tavily import TavilyProvider, register
-from tests.fakes.registry_ctx import RecordingContext
+from plugins.web.tavily import TavilyProvider
+from tests import provider_cases as shared
 from tests.fakes.scripted import Reply
 from tests.fakes.tavily import API_KEY, TavilyFake, tavily_fake  # noqa: F401 - fixture
 
 
 @pytest.fixture
 async def provider(tavily_fake: TavilyFake) -> AsyncIterator[TavilyProvider]:  # noqa: F811
-    p = TavilyProvider({"TAVILY_API_KEY": API_KEY, "TAVILY_API_URL": tavily_fake.base_url}, timeout=2.0)
-    yield p
-    await p.aclose()
+    async with aclosing(TestTavilySharedBehaviour().make(tavily_fake)) as provider:
+        yield provider
 
 
 async def test_search_sends_the_documented_request_and_maps_hits(
@@ -89,43 +89,6 @@ async def test_crawl_returns_the_crawled_pages_as_extract_results(
     assert sent.body["instructions"] == "only API pages"
 
 
-@pytest.mark.parametrize(
-    ("status", "headers", "expected"),
-    [
-        (401, {}, "Tavily rejected the API key (401): Invalid API key"),
-        (403, {}, "Tavily refused the request (403"),
-        (432, {}, "Tavily plan or usage limit reached (432)"),
-        (433, {}, "Tavily plan or usage limit reached (433)"),
-        (429, {"Retry-After": "7"}, "Tavily rate limit reached (429); retry after 7 s"),
-        (500, {}, "Tavily had a server error (500)"),
-    ],
-)
-async def test_service_errors_become_one_clear_sentence(
-    provider: TavilyProvider,
-    tavily_fake: TavilyFake,  # noqa: F811
-    status: int,
-    headers: dict[str, str],
-    expected: str,
-) -> None:
-    tavily_fake.script(Reply(status, {"detail": {"error": "Invalid API key"}}, headers=headers), route="search")
-
-    result = await provider.search("q")
-
-    assert result["success"] is False
-    assert result["error"].startswith(expected)
-
-
-async def test_a_body_of_the_wrong_shape_is_a_clear_failure(
-    provider: TavilyProvider,
-    tavily_fake: TavilyFake,  # noqa: F811
-) -> None:
-    tavily_fake.script(Reply(200, {"results": "nope"}), route="search")
-
-    result = await provider.search("q")
-
-    assert result == {"success": False, "error": "Tavily returned an unexpected response (no 'results' list)"}
-
-
 async def test_a_non_json_body_is_a_clear_failure(
     provider: TavilyProvider,
     tavily_fake: TavilyFake,  # noqa: F811
@@ -137,66 +100,6 @@ async def test_a_non_json_body_is_a_clear_failure(
     assert result == {"success": False, "error": "Tavily returned a body that is not JSON (HTTP 200)"}
 
 
-async def test_a_slow_service_is_a_timeout_failure(tavily_fake: TavilyFake) -> None:  # noqa: F811
-    provider = TavilyProvider(
-        {"TAVILY_API_KEY": API_KEY, "TAVILY_API_URL": tavily_fake.base_url}, timeout=0.2
-    )
-    tavily_fake.script(Reply(200, {"results": []}, delay=1.0), route="search")
-    try:
-        result = await provider.search("q")
-    finally:
-        await provider.aclose()
-
-    assert result["success"] is False
-    assert result["error"].startswith("Tavily timed out")
-
-
-async def test_a_wrong_key_is_rejected_by_the_service(tavily_fake: TavilyFake) -> None:  # noqa: F811
-    provider = TavilyProvider({"TAVILY_API_KEY": "tvly-wrong", "TAVILY_API_URL": tavily_fake.base_url})
-    try:
-        result = await provider.search("q")
-    finally:
-        await provider.aclose()
-
-    assert result["success"] is False
-    assert result["error"].startswith("Tavily rejected the API key (401)")
-
-
-async def test_missing_key_makes_the_provider_unavailable_naming_the_variable() -> None:
-    provider = TavilyProvider({})
-
-    assert provider.is_available() is False
-    assert provider.unavailable_reason() == "set TAVILY_API_KEY"
-    result = await provider.search("q")
-    assert result == {"success": False, "error": "Tavily is not configured: set TAVILY_API_KEY"}
-
-
-async def test_base_url_override_sends_every_call_to_it(
-    provider: TavilyProvider,
-    tavily_fake: TavilyFake,  # noqa: F811
-) -> None:
-    await provider.search("q")
-    await provider.extract(["https://a.example/1"])
-    await provider.crawl("https://a.example")
-
-    assert [r.path for r in tavily_fake.requests] == ["/search", "/extract", "/crawl"]
-
-
-def test_register_adds_a_tavily_provider_with_all_three_capabilities() -> None:
-    ctx = RecordingContext({"TAVILY_API_KEY": "k"})
-
-    register(ctx)
-
-    [provider] = ctx.providers
-    assert provider.name == "tavily"
-    assert (provider.supports_search(), provider.supports_extract(), provider.supports_crawl()) == (
-        True,
-        True,
-        True,
-    )
-    assert provider.is_available() is True
-
-
 async def test_a_missing_or_nonsense_limit_falls_back_to_five_results(
     provider: TavilyProvider,
     tavily_fake: TavilyFake,  # noqa: F811
@@ -205,3 +108,23 @@ async def test_a_missing_or_nonsense_limit_falls_back_to_five_results(
     await provider.search("q", limit="many")  # type: ignore[arg-type]
 
     assert [r.body["max_results"] for r in tavily_fake.requests_to("/search")] == [5, 5]
+
+
+class TestTavilySharedBehaviour(shared.KeyedService, shared.FollowsTheBaseUrl):
+    name, label, provider_class, api_key = "tavily", "Tavily", TavilyProvider, API_KEY
+    service_errors = [
+        (401, {}, "Tavily rejected the API key (401): Invalid API key"),
+        (403, {}, "Tavily refused the request (403"),
+        (432, {}, "Tavily plan or usage limit reached (432)"),
+        (433, {}, "Tavily plan or usage limit reached (433)"),
+        (429, {"Retry-After": "7"}, "Tavily rate limit reached (429); retry after 7 s"),
+        (500, {}, "Tavily had a server error (500)"),
+    ]
+    error_body = {"detail": {"error": "Invalid API key"}}
+    wrong_shape_json = {"results": "nope"}
+    wrong_shape_error = "Tavily returned an unexpected response (no 'results' list)"
+    paths_called = ["/search", "/extract", "/crawl"]
+    capabilities = (True, True, True)
+
+    def check_registered(self, provider: TavilyProvider) -> None:
+        assert provider.is_available() is True

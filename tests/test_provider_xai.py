@@ -3,24 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 
 import pytest
 
-from plugins.web.xai import XaiProvider, register
-from tests.fakes.registry_ctx import RecordingContext
+from plugins.web.xai import XaiProvider
+from tests import provider_cases as shared
 from tests.fakes.scripted import Reply
 from tests.fakes.xai import API_KEY, XaiFake, xai_fake  # noqa: F401 - fixture
 
 
-def _env(fake: XaiFake, key: str = API_KEY, **extra: str) -> dict[str, str]:
-    return {"XAI_API_KEY": key, "XAI_API_URL": fake.base_url, **extra}
-
-
 @pytest.fixture
 async def provider(xai_fake: XaiFake) -> AsyncIterator[XaiProvider]:  # noqa: F811
-    p = XaiProvider(_env(xai_fake), timeout=2.0)
-    yield p
-    await p.aclose()
+    async with aclosing(TestXaiSharedBehaviour().make(xai_fake)) as provider:
+        yield provider
 
 
 async def test_search_asks_grok_with_the_web_search_tool_and_parses_its_json_list(
@@ -125,11 +121,8 @@ async def test_an_answer_citing_nothing_is_a_clear_failure(
 
 
 async def test_the_model_can_be_chosen_with_xai_model(xai_fake: XaiFake) -> None:  # noqa: F811
-    provider = XaiProvider(_env(xai_fake, XAI_MODEL="grok-4"))
-    try:
+    async with aclosing(TestXaiSharedBehaviour().make(xai_fake, XAI_MODEL="grok-4")) as provider:
         await provider.search("q")
-    finally:
-        await provider.aclose()
 
     assert xai_fake.requests[0].body["model"] == "grok-4"
 
@@ -146,80 +139,20 @@ async def test_a_200_carrying_an_error_is_a_failure(
     assert result == {"success": False, "error": "xAI reported an error: Model overloaded"}
 
 
-@pytest.mark.parametrize(
-    ("status", "headers", "expected"),
-    [
+class TestXaiSharedBehaviour(shared.KeyedService):
+    name, label, provider_class, api_key = "xai", "xAI", XaiProvider, API_KEY
+    route = "responses"
+    empty_search = {"output": []}
+    service_errors = [
         (401, {}, "xAI rejected the API key (401): Incorrect API key provided"),
         (403, {}, "xAI refused the request (403"),
         (429, {"Retry-After": "5"}, "xAI rate limit reached (429); retry after 5 s"),
         (503, {}, "xAI had a server error (503)"),
-    ],
-)
-async def test_service_errors_become_one_clear_sentence(
-    provider: XaiProvider,
-    xai_fake: XaiFake,  # noqa: F811
-    status: int,
-    headers: dict[str, str],
-    expected: str,
-) -> None:
-    error = {"code": "x", "error": "Incorrect API key provided"}
-    xai_fake.script(Reply(status, error, headers=headers), route="responses")
+    ]
+    error_body = {"code": "x", "error": "Incorrect API key provided"}
+    wrong_shape_json = {"id": "r", "status": "completed"}
+    wrong_shape_error = "xAI returned an unexpected response (no 'output')"
+    capabilities = (True, False, False)
 
-    result = await provider.search("q")
-
-    assert result["success"] is False
-    assert result["error"].startswith(expected)
-
-
-async def test_a_body_of_the_wrong_shape_is_a_clear_failure(
-    provider: XaiProvider,
-    xai_fake: XaiFake,  # noqa: F811
-) -> None:
-    xai_fake.script(Reply(200, {"id": "r", "status": "completed"}), route="responses")
-
-    result = await provider.search("q")
-
-    assert result == {"success": False, "error": "xAI returned an unexpected response (no 'output')"}
-
-
-async def test_a_slow_service_is_a_timeout_failure(xai_fake: XaiFake) -> None:  # noqa: F811
-    provider = XaiProvider(_env(xai_fake), timeout=0.2)
-    xai_fake.script(Reply(200, {"output": []}, delay=1.0), route="responses")
-    try:
-        result = await provider.search("q")
-    finally:
-        await provider.aclose()
-
-    assert result["error"].startswith("xAI timed out")
-
-
-async def test_a_wrong_key_is_rejected_by_the_service(xai_fake: XaiFake) -> None:  # noqa: F811
-    provider = XaiProvider(_env(xai_fake, key="xai-wrong"))
-    try:
-        result = await provider.search("q")
-    finally:
-        await provider.aclose()
-
-    assert result["error"] == "xAI rejected the API key (401): missing or invalid API key"
-
-
-async def test_missing_key_makes_the_provider_unavailable_naming_the_variable() -> None:
-    provider = XaiProvider({})
-
-    assert provider.is_available() is False
-    assert provider.unavailable_reason() == "set XAI_API_KEY"
-
-
-def test_register_adds_a_search_only_xai_provider_that_says_results_are_model_written() -> None:
-    ctx = RecordingContext({"XAI_API_KEY": "k"})
-
-    register(ctx)
-
-    [provider] = ctx.providers
-    assert provider.name == "xai"
-    assert "model-written" in provider.display_name
-    assert (provider.supports_search(), provider.supports_extract(), provider.supports_crawl()) == (
-        True,
-        False,
-        False,
-    )
+    def check_registered(self, provider: XaiProvider) -> None:
+        assert "model-written" in provider.display_name

@@ -68,6 +68,10 @@ CRAWL_FIELDS = {
 }
 
 
+def _is_http_url(value: Any) -> bool:
+    return isinstance(value, str) and value.startswith(("http://", "https://"))
+
+
 class FirecrawlFake(FakeService):
     def __init__(self) -> None:
         super().__init__()
@@ -122,7 +126,7 @@ class FirecrawlFake(FakeService):
     @staticmethod
     def _check_scrape(recorded: Recorded) -> str | None:
         body = recorded.body
-        if not isinstance(body.get("url"), str) or not body["url"].startswith(("http://", "https://")):
+        if not _is_http_url(body.get("url")):
             return "url must be an http(s) URL"
         formats = body.get("formats", ["markdown"])
         if not isinstance(formats, list) or not formats:
@@ -132,7 +136,7 @@ class FirecrawlFake(FakeService):
     @staticmethod
     def _check_crawl(recorded: Recorded) -> str | None:
         body = recorded.body
-        if not isinstance(body.get("url"), str) or not body["url"].startswith(("http://", "https://")):
+        if not _is_http_url(body.get("url")):
             return "url must be an http(s) URL"
         limit = body.get("limit", 10000)
         if not isinstance(limit, int) or limit < 1:
