@@ -123,7 +123,7 @@ async def test_keepalive_comments_during_silence(make_client, upstream):
 
 
 async def test_run_timeout_ends_a_stream_with_an_error_frame(make_client, upstream):
-    client = await make_client(tools=[LookupTool(delay=5)], run_timeout=0.3, keepalive_interval=0.1)
+    client = await make_client(tools=[LookupTool(delay=5)], run_timeout=1.0, keepalive_interval=0.05)
     upstream.queue(tool_call(("lookup", {"term": "x"})), text("never"))
     resp = await client.post("/v1/chat/completions", json={**HI, "stream": True})
     frames = sse_frames(await resp.text())
