@@ -8,9 +8,11 @@ settings table's own parser before anything is written.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -109,16 +111,22 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+def _cli_errors(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """A bad key is a usage error (exit 2); a missing profile exits 1."""
+    @functools.wraps(command)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except UsageError as exc:
+            return _fail(str(exc), 2)
+        except ProfileError as exc:
+            return _fail(str(exc), 1)
+
+    return run
+
+
+@_cli_errors
 def run_set(args: argparse.Namespace) -> int:
-    try:
-        return _set(args)
-    except UsageError as exc:
-        return _fail(str(exc), 2)
-    except ProfileError as exc:
-        return _fail(str(exc), 1)
-
-
-def _set(args: argparse.Namespace) -> int:
     key, value = args.key, args.value
     kind = _kind(key)
     directory = _directory(args)
@@ -163,14 +171,10 @@ def _note_shadowing(key: str, kind: str, option: Option | None, directory: Path)
             _warn(f"{env_name} in {directory / '.env'} takes precedence over {key} in config.yaml")
 
 
+@_cli_errors
 def run_get(args: argparse.Namespace) -> int:
-    try:
-        kind = _kind(args.key)
-        directory = _directory(args)
-    except UsageError as exc:
-        return _fail(str(exc), 2)
-    except ProfileError as exc:
-        return _fail(str(exc), 1)
+    kind = _kind(args.key)
+    directory = _directory(args)
     files = config_view.ProfileFiles.read(directory, os.environ)
     option = config_view.find_option(args.key)
     if option is not None:
@@ -189,11 +193,9 @@ def run_get(args: argparse.Namespace) -> int:
     return 0
 
 
+@_cli_errors
 def run_list(args: argparse.Namespace) -> int:
-    try:
-        directory = _directory(args)
-    except ProfileError as exc:
-        return _fail(str(exc), 1)
+    directory = _directory(args)
     files = config_view.ProfileFiles.read(directory, os.environ)
     settings = None
     try:
@@ -209,14 +211,10 @@ def run_list(args: argparse.Namespace) -> int:
     return 0
 
 
+@_cli_errors
 def run_unset(args: argparse.Namespace) -> int:
-    try:
-        kind = _kind(args.key)
-        directory = _directory(args)
-    except UsageError as exc:
-        return _fail(str(exc), 2)
-    except ProfileError as exc:
-        return _fail(str(exc), 1)
+    kind = _kind(args.key)
+    directory = _directory(args)
     path = directory / (".env" if kind == "env" else "config.yaml")
     try:
         removed = (unset_env_value(path, args.key) if kind == "env" else unset_config_value(path, args.key))
