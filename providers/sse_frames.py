@@ -8,10 +8,8 @@ way exactly as before, so results never depend on whether orjson is installed.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
-
-import aiohttp
 
 from gateway.errors import UpstreamError
 from providers import jsontext
@@ -76,11 +74,12 @@ def is_text_delta(chunk: Any) -> bool:
     return True
 
 
-async def sse_data(content: aiohttp.StreamReader) -> AsyncIterator[bytes]:
+async def sse_data(next_piece: Callable[[], Awaitable[bytes]]) -> AsyncIterator[bytes]:
     """The `data:` payloads of an SSE body (bytes after `data:`, unstripped), one per `data:` line
-    (LLM servers send one JSON a line), tolerant of CRLF, comments and event lines."""
+    (LLM servers send one JSON a line), tolerant of CRLF, comments and event lines.
+    `next_piece` returns the body's next bytes, b"" at its end."""
     buffer = b""
-    async for piece in content.iter_any():
+    while piece := await next_piece():
         buffer = buffer + piece if buffer else piece
         if b"\n" not in piece:
             if len(buffer) > MAX_SSE_LINE:
