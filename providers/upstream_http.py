@@ -14,6 +14,7 @@ the caller can word them; a connection that is cancelled or fails mid-reply is c
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import ssl
 import zlib
@@ -224,6 +225,15 @@ def _expire(waiter: asyncio.Future[None]) -> None:
         waiter.set_exception(ReadTimeout("no data from the server within the read timeout"))
 
 
+def _reason(exc: OSError) -> str:
+    """A connect failure in the OS's words: "Connection refused", "Name or service not known" ..."""
+    if isinstance(exc, ssl.SSLError):
+        return f"TLS: {exc.reason or exc}"
+    if exc.errno and exc.errno > 0 and not isinstance(exc, socket.gaierror):
+        return os.strerror(exc.errno)  # asyncio words it "Connect call failed (...)"
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
 class Response:
     """A reply whose head has arrived; read its body whole (`read`) or piece by piece (`next_piece`).
     Use it as an async context manager (or call `release`) so its connection is reused or closed."""
@@ -233,6 +243,7 @@ class Response:
         self._conn = conn
         self.status = conn.status
         self.headers = conn.headers
+        self._done = False
         self._decoder: Any = None
         encoding = conn.headers.get("content-encoding", "").strip().lower()
         if encoding in ("gzip", "x-gzip", "deflate"):
@@ -240,7 +251,6 @@ class Response:
         elif encoding not in ("", "identity"):
             self._discard()
             raise ProtocolFault(f"the server used a content encoding that was not asked for ({encoding})")
-        self._done = False
 
     async def __aenter__(self) -> Response:
         return self
@@ -389,7 +399,7 @@ class OriginPool:
             raise ConnectTimeout(f"no connection within {self.connect_timeout:g} s") from exc
         except OSError as exc:  # refused, unreachable, DNS (gaierror) and TLS (SSLError) failures
             conn.close()
-            raise ConnectFault(exc.strerror or str(exc) or type(exc).__name__) from exc
+            raise ConnectFault(_reason(exc)) from exc
         conn.transport = transport
         self._all.add(conn)
         return conn
