@@ -23,7 +23,7 @@ from gateway.errors import (
 )
 from providers import jsontext
 from providers.jsontext import dumps_bytes
-from providers.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta, sse_data
+from providers.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta, sse_batches
 from providers.upstream_http import (
     ConnectFault,
     ConnectTimeout,
@@ -192,16 +192,17 @@ class UpstreamClient:
                     # Some servers ignore stream=true; accept a whole completion as one chunk.
                     yield _completion_as_chunk(await self._read_json(response))
                     return
-                async for frame in sse_data(response.next_piece):
-                    chunk = load_text_delta(frame)  # the fast lane: most frames end here
-                    if chunk is None:
-                        if is_done(frame):
-                            await _finish_body(response)
-                            return
-                        chunk = _checked_frame(frame)
+                async for frames in sse_batches(response.next_piece):
+                    for frame in frames:
+                        chunk = load_text_delta(frame)  # the fast lane: most frames end here
                         if chunk is None:
-                            continue
-                    yield chunk
+                            if is_done(frame):
+                                await _finish_body(response)
+                                return
+                            chunk = _checked_frame(frame)
+                            if chunk is None:
+                                continue
+                        yield chunk
         except HttpFault as exc:
             raise self._fault(exc) from exc
 
