@@ -343,14 +343,17 @@ class OriginPool:
         self._sweeper: asyncio.TimerHandle | None = None
         self._ssl = ssl.create_default_context() if self.origin.tls else None
         fixed = {"Host": self.origin.host_header, "Accept-Encoding": "gzip, deflate", **(headers or {})}
+        if any(c in text for item in fixed.items() for text in item for c in "\r\n\0"):
+            raise ValueError("an HTTP header name or value holds a line break")  # no header injection
         self._fixed_headers = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode("latin-1")
 
     async def request(self, method: str, path: str, body: bytes | None = None,
                       content_type: str | None = None) -> Response:
         """Send the request and wait for the reply's head. `path` is appended to the base URL's path."""
         head = self._head(method, self.origin.prefix + path, body, content_type)
+        fresh = False
         while True:
-            conn, reused = await self._connection()
+            conn, reused = await self._connection(fresh)
             conn.send(head, body)
             try:
                 while not conn.headers_done:
@@ -360,8 +363,9 @@ class OriginPool:
             except Disconnected:
                 conn.close()
                 # A pooled connection the server had just closed (its keep-alive ran out as we sent):
-                # nothing was answered, so the request never reached it; try once on a new one.
+                # nothing was answered, so the request never reached it; once more on a new one.
                 if reused and conn.received == 0:
+                    fresh = True
                     continue
                 raise
             except BaseException:
@@ -377,9 +381,9 @@ class OriginPool:
                 lines += f"Content-Type: {content_type}\r\n".encode("latin-1")
         return lines + b"\r\n"
 
-    async def _connection(self) -> tuple[_Connection, bool]:
+    async def _connection(self, fresh: bool) -> tuple[_Connection, bool]:
         now = self.loop.time()
-        while self._idle:
+        while self._idle and not fresh:
             conn = self._idle.pop()
             if not conn.closed and now - conn.idle_since < self.keepalive:
                 return conn, True
@@ -420,11 +424,13 @@ class OriginPool:
         """Close connections idle past the keep-alive, so a quiet gateway holds no sockets or buffers."""
         self._sweeper = None
         now = self.loop.time()
-        expired = [c for c in self._idle if c.closed or now - c.idle_since >= self.keepalive]
-        if expired:
-            self._idle = [c for c in self._idle if c not in expired]
-            for conn in expired:
+        keep = []
+        for conn in self._idle:
+            if conn.closed or now - conn.idle_since >= self.keepalive:
                 conn.close()
+            else:
+                keep.append(conn)
+        self._idle = keep
         if self._idle:
             oldest = min(c.idle_since for c in self._idle)
             self._sweeper = self.loop.call_at(oldest + self.keepalive, self._sweep)
