@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from gateway import appkeys
+from gateway import appkeys, json_out
 from gateway.errors import (
     AuthenticationError,
     GatewayError,
@@ -29,7 +28,7 @@ SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-
 def error_response(error: GatewayError) -> web.Response:
     return web.Response(
         status=error.status,
-        body=json.dumps(error.envelope()).encode(),
+        body=json_out.dumps(error.envelope(), ensure_ascii=True),
         content_type="application/json",
         headers=error.headers(),
     )
