@@ -108,11 +108,21 @@ class Agent:
         self.max_rounds = max_rounds
         self.tool_timeout = tool_timeout
         self.system_prompt = system_prompt
+        # (UTC day number, prompt without tools, prompt with tools): rebuilt when the date changes,
+        # not on every request (strftime and the f-strings were ~1.9 us per request)
+        self._dated_prompts: tuple[int, str, str] = (-1, "", "")
 
     def _system_prompt(self, with_tools: bool) -> str:
         if self.system_prompt:
             return self.system_prompt
-        today = time.strftime("%A, %d %B %Y", time.gmtime())
+        day = int(time.time()) // 86400  # days since the epoch: the UTC date changes with it
+        if self._dated_prompts[0] != day:
+            self._dated_prompts = (day, self._default_prompt(day, False), self._default_prompt(day, True))
+        return self._dated_prompts[2 if with_tools else 1]
+
+    @staticmethod
+    def _default_prompt(day: int, with_tools: bool) -> str:
+        today = time.strftime("%A, %d %B %Y", time.gmtime(day * 86400))
         if not with_tools:
             return f"You are a helpful assistant. Today is {today} (UTC)."
         return (

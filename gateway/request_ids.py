@@ -74,11 +74,16 @@ async def request_id_middleware(request: web.Request, handler: Handler) -> web.S
         # no timing arithmetic or record when the access log is off
         if access_log.isEnabledFor(logging.INFO):
             elapsed_ms = (time.perf_counter() - started) * 1000
-            access_log.info("%s %s %s %.0fms id=%s", request.method, request.path, status, elapsed_ms, request_id)
+            # Written once this task step ends: a returned reply is sent right after the
+            # middlewares, so its bytes leave before the line is formatted and written (~15 us
+            # less latency per reply). call_soon runs it in a copy of this context, so the record
+            # still carries the request id.
+            asyncio.get_running_loop().call_soon(access_log.info, "%s %s %s %.0fms id=%s", request.method,
+                                                 request.path, status, elapsed_ms, request_id)
 
 
-async def add_request_id_header(request: web.Request, response: web.StreamResponse) -> None:
-    """on_response_prepare hook, so JSON, errors and streams all carry the id."""
+def add_request_id_header(response: web.StreamResponse) -> None:
+    """Part of the response-prepare hook (app.py), so JSON, errors and streams all carry the id."""
     request_id = _CURRENT.get()
     if request_id is None:  # a response made outside the middlewares (e.g. a malformed HTTP request)
         request_id = new_request_id()
@@ -98,14 +103,40 @@ class RequestIdFilter(logging.Filter):
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"
 
 
+class LogFormatter(logging.Formatter):
+    """logging.Formatter with the same output, writing the date and time once per second rather
+    than per record: `time.localtime` + `strftime` were 1.6 us of every access line's ~13 us."""
+
+    def __init__(self, fmt: str) -> None:
+        super().__init__(fmt)
+        self._second: tuple[int, str] = (-1, "")  # one tuple, swapped whole: safe across threads
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
+        if datefmt is not None:
+            return super().formatTime(record, datefmt)
+        second, text = self._second
+        if second != int(record.created):
+            second = int(record.created)
+            text = time.strftime(self.default_time_format, self.converter(record.created))
+            self._second = (second, text)
+        return self.default_msec_format % (text, record.msecs)
+
+
 def configure_logging(level: int = logging.INFO) -> None:
     """Root logging for `serve`: one stderr handler whose lines carry the request id."""
-    logging.basicConfig(level=level, format=LOG_FORMAT)
+    handler = logging.StreamHandler()
+    handler.setFormatter(LogFormatter(LOG_FORMAT))
+    logging.basicConfig(level=level, handlers=[handler])  # as before, a no-op when root has handlers
     # LOG_FORMAT prints no thread or process fields; not collecting them for every record (the
     # logging HOWTO's "Optimization" knobs) saves ~5 us per access line
     logging.logThreads = False
     logging.logProcesses = False
     logging.logMultiprocessing = False
-    for handler in logging.getLogger().handlers:
-        if not any(isinstance(f, RequestIdFilter) for f in handler.filters):
-            handler.addFilter(RequestIdFilter())
+    root_handlers = logging.getLogger().handlers
+    if root_handlers == [handler]:
+        # nor the caller's file, line and function (the same HOWTO table): a frame walk per
+        # record (~1 us) for fields only a handler configured elsewhere could print
+        logging._srcfile = None
+    for each in root_handlers:
+        if not any(isinstance(f, RequestIdFilter) for f in each.filters):
+            each.addFilter(RequestIdFilter())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from tests.fakes.upstream import text
 from tests.helpers import chat_chunks, streamed_text
 
@@ -85,6 +87,15 @@ async def test_agent_system_prompt_comes_first_and_client_system_is_layered_on_t
     assert messages[1] == {"role": "system", "content": "Answer in French."}
     assert messages[2] == {"role": "system", "content": "Be brief."}
     assert messages[3] == {"role": "user", "content": "hi"}
+
+
+async def test_agent_system_prompt_states_todays_utc_date(client, upstream):
+    for _ in range(2):  # the second request gets the prompt built for the first
+        before = time.strftime("%A, %d %B %Y", time.gmtime())
+        await client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]})
+        after = time.strftime("%A, %d %B %Y", time.gmtime())
+        prompt = upstream.requests[-1]["messages"][0]["content"]
+        assert f"Today is {before} (UTC)" in prompt or f"Today is {after} (UTC)" in prompt
 
 
 async def test_content_parts_are_accepted_and_forwarded(client, upstream):

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from gateway.request_ids import RequestIdFilter
+from gateway.request_ids import LOG_FORMAT, LogFormatter, RequestIdFilter
 from tests.conftest import API_KEY
 from tests.fakes.upstream import Reply, error
 from tests.helpers import chat_chunks
@@ -97,3 +97,12 @@ async def test_keys_never_reach_the_logs(make_client, upstream, logs):
     text = logs.text + "\n".join(f"{r.getMessage()} {r.args!r} {r.__dict__!r}" for r in logs.records)
     for secret in (API_KEY, upstream_key, "sk-wrong-key-555", "Bearer"):
         assert secret not in text
+
+
+@pytest.mark.parametrize("created", [0.0, 1700000000.0, 1700000000.9995, 1700000001.0004, 1e9 + 0.5])
+def test_serve_log_lines_read_as_the_stdlib_formatter_writes_them(created):
+    record = logging.LogRecord("agent_gateway.access", logging.INFO, __file__, 1, "POST %s %s", ("/v1/x", 200), None)
+    record.created, record.msecs, record.request_id = created, (created - int(created)) * 1000, "rid-1"
+    ours = LogFormatter(LOG_FORMAT)
+    for _ in range(2):  # the second record in the same second takes the cached date and time
+        assert ours.format(record) == logging.Formatter(LOG_FORMAT).format(record)

@@ -9,7 +9,7 @@ import logging
 
 from aiohttp import web
 
-from gateway import appkeys
+from gateway import appkeys, json_out
 from gateway.agent import AgentRequest
 from gateway.chat_wire import ChatChunkEncoder, ChatCompletionBuilder, parse_chat_request
 from gateway.errors import GatewayError
@@ -40,8 +40,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 async def _complete(request: web.Request, agent_request: AgentRequest, model: str) -> web.Response:
     builder = ChatCompletionBuilder(model)
     await run_to_end(request.app, agent_request, builder.add)
-    return web.Response(body=json.dumps(builder.result(), ensure_ascii=False).encode(),
-                        content_type="application/json")
+    return web.Response(body=json_out.dumps(builder.result()), content_type="application/json")
 
 
 async def _stream(request: web.Request, agent_request: AgentRequest, encoder: ChatChunkEncoder) -> web.StreamResponse:

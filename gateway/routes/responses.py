@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway import appkeys
+from gateway import appkeys, json_out
 from gateway.agent import AgentRequest
 from gateway.errors import GatewayError, InvalidRequestError, NotFoundError
 from gateway.events import TextDelta, ToolCallStarted
@@ -91,7 +91,7 @@ async def _complete(
     await run_to_end(request.app, agent_request, builder.feed)
     builder.finish()
     await _save(request.app[appkeys.STORE], parsed, builder)
-    return web.Response(body=_dumps(builder.response()).encode(), content_type="application/json")
+    return web.Response(body=json_out.dumps(builder.response()), content_type="application/json")
 
 
 async def _stream(
@@ -151,7 +151,7 @@ async def retrieve_response(request: web.Request) -> web.Response:
     record = await request.app[appkeys.STORE].get(response_id)
     if record is None:
         raise _not_found(response_id)
-    return web.json_response(record.response, dumps=_dumps)
+    return web.Response(body=json_out.dumps(record.response), content_type="application/json", charset="utf-8")
 
 
 @routes.delete("/v1/responses/{response_id}")

@@ -1,0 +1,42 @@
+"""Whole JSON reply bodies: orjson (when installed) and the stdlib write the same JSON value."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from gateway.json_out import dumps
+from tests.fakes.upstream import text
+
+orjson = pytest.importorskip("orjson")
+
+TRICKY = ['quote " backslash \\ slash /', 'new\nline\ttab \x00 nul \x1f \x7f', 'é ü 中文 😀 \u2028 \u2029',
+          '</script>', '']
+
+
+@pytest.mark.parametrize("content", TRICKY)
+def test_orjson_and_stdlib_bodies_read_back_the_same(content):
+    value = {"id": "chatcmpl-x", "created": 1700000000, "choices": [{"message": {"content": content},
+             "logprobs": None, "finish_reason": "stop"}], "usage": {"total_tokens": 2**63}, "ok": True}
+    fast, slow = dumps(value, fast=orjson.dumps), dumps(value, fast=None)
+    assert json.loads(fast) == json.loads(slow) == value
+
+
+@pytest.mark.parametrize("value", [{"tokens": 2**64}, {"tokens": -(2**70)}, {1: "int key"}],
+                         ids=["int-past-64-bits", "negative-int-past-64-bits", "int-key"])
+def test_values_orjson_refuses_go_the_stdlib_way(value: dict[Any, Any]):
+    assert dumps(value, fast=orjson.dumps) == json.dumps(value, ensure_ascii=False).encode()
+
+
+def test_ascii_bodies_escape_a_lone_surrogate_instead_of_failing():
+    assert dumps({"message": "a\ud800b"}, ensure_ascii=True) == b'{"message": "a\\ud800b"}'
+
+
+async def test_huge_token_counts_reach_the_client_exactly(client, upstream):
+    upstream.queue(text("Counted.", usage=(2**70, 1)))
+    resp = await client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]})
+    assert resp.status == 200
+    assert (await resp.json())["usage"] == {"prompt_tokens": 2**70, "completion_tokens": 1,
+                                            "total_tokens": 2**70 + 1}
