@@ -118,7 +118,8 @@ class Agent:
         day = int(time.time()) // 86400  # days since the epoch: the UTC date changes with it
         if self._dated_prompts[0] != day:
             self._dated_prompts = (day, self._default_prompt(day, False), self._default_prompt(day, True))
-        return self._dated_prompts[2 if with_tools else 1]
+        _, plain, tooled = self._dated_prompts
+        return tooled if with_tools else plain
 
     @staticmethod
     def _default_prompt(day: int, with_tools: bool) -> str:

@@ -1,4 +1,5 @@
-"""JSON the gateway writes as a whole reply body (chat completions, responses, errors, models).
+"""JSON the gateway writes whole: reply bodies (chat completions, responses, errors, models) and the
+upstream request (which carries the whole conversation and the tool schemas).
 
 `orjson` when it is installed (the optional `fast` extra): ~0.5 us for a chat reply against ~9 us
 for `json.dumps(..., ensure_ascii=False).encode()`. Anything orjson refuses (integers past 64 bits,

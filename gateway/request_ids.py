@@ -119,7 +119,7 @@ class LogFormatter(logging.Formatter):
             second = int(record.created)
             text = time.strftime(self.default_time_format, self.converter(record.created))
             self._second = (second, text)
-        return self.default_msec_format % (text, record.msecs)
+        return f"{text},{int(record.msecs):03d}"  # logging's default_msec_format, "%s,%03d"
 
 
 def configure_logging(level: int = logging.INFO) -> None:

@@ -5,10 +5,6 @@ Python strings that cannot be encoded as UTF-8, so the first `.encode()` downstr
 a SQLite row) would fail. Every JSON body the gateway reads from a client or the upstream goes
 through `loads`, which replaces lone surrogates with U+FFFD once, at the boundary. Valid pairs
 (an escaped emoji) are joined by `json.loads` itself and are untouched.
-
-Writing: `dumps_bytes` uses orjson when it is installed (the optional `fast` extra; ~10x quicker on
-the upstream request, which carries the whole conversation and the tool schemas) and the stdlib for
-anything orjson refuses (integers beyond 64 bits, non-string keys), so nothing depends on it.
 """
 
 from __future__ import annotations
@@ -16,11 +12,6 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
-
-try:  # optional (agent-gateway[fast])
-    from orjson import dumps as _orjson_dumps
-except ImportError:  # pragma: no cover - depends on the environment
-    _orjson_dumps = None  # type: ignore[assignment]
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -47,12 +38,3 @@ def loads(data: bytes | str) -> Any:
     value = json.loads(data)
     return scrub_surrogates(value) if _may_hold_surrogate(data) else value
 
-
-def dumps_bytes(value: Any) -> bytes:
-    """`value` as compact-enough UTF-8 JSON bytes (orjson when installed, the stdlib otherwise)."""
-    if _orjson_dumps is not None:
-        try:
-            return _orjson_dumps(value)
-        except TypeError:  # orjson.JSONEncodeError: e.g. an int past 64 bits; the stdlib takes it
-            pass
-    return json.dumps(value).encode()

@@ -13,7 +13,7 @@ import json
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from gateway import __version__
+from gateway import __version__, json_out
 from gateway.errors import (
     GatewayError,
     InvalidRequestError,
@@ -22,7 +22,6 @@ from gateway.errors import (
     UpstreamTimeoutError,
 )
 from providers import jsontext
-from providers.jsontext import dumps_bytes
 from providers.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta, sse_batches
 from providers.upstream_http import (
     ConnectFault,
@@ -166,7 +165,7 @@ class UpstreamClient:
 
     async def complete(self, payload: dict[str, Any]) -> dict[str, Any]:
         """A non-streaming chat completion; returns the upstream's JSON object."""
-        body = dumps_bytes({**payload, "model": await self.model(), "stream": False})
+        body = json_out.dumps({**payload, "model": await self.model(), "stream": False}, ensure_ascii=True)
         try:
             async with await self._request("POST", "/chat/completions", body) as response:
                 raw = await response.read()
@@ -184,8 +183,8 @@ class UpstreamClient:
 
     async def stream(self, payload: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         """A streaming chat completion; yields each parsed `chat.completion.chunk`."""
-        body = dumps_bytes({**payload, "model": await self.model(), "stream": True,
-                            "stream_options": {"include_usage": True}})
+        body = json_out.dumps({**payload, "model": await self.model(), "stream": True,
+                               "stream_options": {"include_usage": True}}, ensure_ascii=True)
         try:
             async with await self._request("POST", "/chat/completions", body) as response:
                 if not response.headers.get("content-type", "").startswith("text/event-stream"):
