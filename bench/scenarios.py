@@ -351,11 +351,11 @@ async def _open_streams(bench: Bench, url: str, body: bytes, n: int, server: Pro
 
 
 async def floor(bench: Bench) -> None:
-    """The same figures through bench/floor_proxy.py (a bare aiohttp relay, no gateway logic), once
-    with aiohttp's client and once with httpx: what any Python relay costs on this machine. The
-    'gateway' column holds the relay's figure here."""
+    """The same figures through bench/floor_proxy.py (a bare aiohttp relay, no gateway logic), with
+    the gateway's own upstream client, aiohttp's and httpx's: what any Python relay costs on this
+    machine. The 'gateway' column holds the relay's figure here."""
     chat, stream = chat_body(stream=False), chat_body(stream=True, text="bench: chunks=50")
-    for client in ("aiohttp", "httpx"):
+    for client in ("lean", "aiohttp", "httpx"):
         relay = await processes.start(f"floor relay ({client})",
                                       ["-m", "bench.floor_proxy", "--upstream", bench.fake.url, "--client", client],
                                       processes.clean_env({}))

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -65,6 +66,19 @@ def _parse_list(raw: Any) -> tuple[str, ...]:
     else:
         items = str(raw).split(",")
     return tuple(item.strip() for item in items if item.strip())
+
+
+def _parse_http_url(raw: Any) -> str:
+    """An http(s) base URL with a host (its path, e.g. `/v1`, is kept)."""
+    url = _parse_str(raw)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+    except ValueError:
+        raise ValueError(f"{url!r} is not a valid URL") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{url!r} is not an http(s) URL; write it like http://127.0.0.1:11434/v1")
+    return url
 
 
 _ORIGIN_RE = re.compile(r"^[a-z][a-z0-9+.-]*://[^/\s]+$", re.IGNORECASE)
@@ -119,7 +133,7 @@ OPTIONS: tuple[Option, ...] = (
            "seconds a non-streaming reply stays replayable for its Idempotency-Key (0 = not kept)", minimum=0),
     Option("keepalive_interval", "API_SERVER_KEEPALIVE_SECONDS", "api_server.keepalive_seconds", _parse_float,
            10.0, "seconds of stream silence before a `: keepalive` comment", minimum=0.01),
-    Option("llm_base_url", "LLM_BASE_URL", "llm.base_url", _parse_str, "http://127.0.0.1:11434/v1",
+    Option("llm_base_url", "LLM_BASE_URL", "llm.base_url", _parse_http_url, "http://127.0.0.1:11434/v1",
            "upstream OpenAI-compatible endpoint (with /v1)"),
     Option("llm_api_key", "LLM_API_KEY", "llm.api_key", _parse_str, None, "upstream API key", secret=True),
     Option("llm_model", "LLM_MODEL", "model", _parse_str, None,

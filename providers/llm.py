@@ -1,4 +1,4 @@
-"""The upstream model: any OpenAI-compatible `/v1` endpoint, over one pooled aiohttp session.
+"""The upstream model: any OpenAI-compatible `/v1` endpoint, over one keep-alive connection pool.
 
 Faults become typed gateway errors with the upstream's own message:
 unreachable -> 502, timeout -> 504, upstream 429 -> 429 (its Retry-After kept),
@@ -13,8 +13,7 @@ import json
 from collections.abc import AsyncGenerator
 from typing import Any
 
-import aiohttp
-
+from gateway import __version__
 from gateway.errors import (
     GatewayError,
     InvalidRequestError,
@@ -23,12 +22,23 @@ from gateway.errors import (
     UpstreamTimeoutError,
 )
 from providers import jsontext
-from providers.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta, sse_data
+from providers.jsontext import dumps_bytes
+from providers.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta, sse_batches
+from providers.upstream_http import (
+    ConnectFault,
+    ConnectTimeout,
+    Disconnected,
+    HttpFault,
+    OriginPool,
+    ReadTimeout,
+    Response,
+)
 
 #: After `[DONE]`, how long (and how much) to read for the end of the body, so that the connection
 #: goes back to the pool instead of being closed (a new TCP connection per stream otherwise).
 DRAIN_SECONDS = 0.05
 DRAIN_BYTES = 64 * 1024
+JSON = "application/json"
 
 
 def _error_message(body: bytes) -> str:
@@ -60,7 +70,7 @@ def _parse_retry_after(value: str | None) -> float | None:
 
 
 class UpstreamClient:
-    """One pooled connection to the upstream model for the app's lifetime."""
+    """One pool of keep-alive connections to the upstream model for the app's lifetime."""
 
     def __init__(
         self,
@@ -76,55 +86,53 @@ class UpstreamClient:
         self._model = model
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
-        self._session: aiohttp.ClientSession | None = None
+        self._pool: OriginPool | None = None
         self._model_lock = asyncio.Lock()
 
     async def start(self) -> None:
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": JSON, "User-Agent": f"agent-gateway/{__version__}"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        self._session = aiohttp.ClientSession(
-            headers=headers,
-            connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, keepalive_timeout=30),
-            timeout=aiohttp.ClientTimeout(
-                total=None, sock_connect=self._connect_timeout, sock_read=self._read_timeout
-            ),
-            auto_decompress=True,
-        )
+        self._pool = OriginPool(self.base_url, connect_timeout=self._connect_timeout,
+                                read_timeout=self._read_timeout, headers=headers)
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
 
     @property
-    def session(self) -> aiohttp.ClientSession:
-        if self._session is None:
+    def pool(self) -> OriginPool:
+        if self._pool is None:
             raise RuntimeError("UpstreamClient.start() was not awaited")
-        return self._session
+        return self._pool
 
-    def _fault(self, exc: BaseException) -> GatewayError:
-        if isinstance(exc, asyncio.TimeoutError | aiohttp.ServerTimeoutError):
+    def _fault(self, exc: HttpFault) -> GatewayError:
+        if isinstance(exc, ReadTimeout | ConnectTimeout):
             return UpstreamTimeoutError(f"the upstream model at {self.base_url} timed out")
-        if isinstance(exc, aiohttp.ClientConnectorError):
-            return UpstreamError(
-                f"the upstream model at {self.base_url} is unreachable ({exc.os_error.strerror or exc})",
-                code="upstream_unreachable",
-            )
-        if isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ServerDisconnectedError):
+        if isinstance(exc, ConnectFault):
+            return UpstreamError(f"the upstream model at {self.base_url} is unreachable ({exc.reason})",
+                                 code="upstream_unreachable")
+        if isinstance(exc, Disconnected):
             return UpstreamError(f"the upstream model at {self.base_url} closed the connection mid-reply")
-        return UpstreamError(f"the upstream model at {self.base_url} failed: {exc or type(exc).__name__}")
+        return UpstreamError(f"the upstream model at {self.base_url} failed: {exc}")
 
-    async def _raise_for_status(self, response: aiohttp.ClientResponse) -> None:
-        if response.status < 400:
-            return
+    async def _request(self, method: str, path: str, body: bytes | None = None) -> Response:
+        """The reply's head, or the typed gateway error for an HTTP status of 400 and above."""
+        response = await self.pool.request(method, path, body, JSON if body is not None else None)
+        if response.status >= 400:
+            async with response:
+                await self._raise_for_status(response)
+        return response
+
+    async def _raise_for_status(self, response: Response) -> None:
         try:
-            body = await response.read()
-        except (TimeoutError, aiohttp.ClientError):
+            body = await response.read(1024 * 1024)
+        except HttpFault:
             body = b""
         message = f"upstream model error (HTTP {response.status}): {_error_message(body)}"
         if response.status == 429:
-            raise RateLimitError(message, retry_after=_parse_retry_after(response.headers.get("Retry-After")))
+            raise RateLimitError(message, retry_after=_parse_retry_after(response.headers.get("retry-after")))
         if response.status in (400, 422):
             raise InvalidRequestError(message, code="upstream_rejected")
         raise UpstreamError(message)
@@ -145,13 +153,12 @@ class UpstreamClient:
 
     async def list_models(self) -> list[str]:
         try:
-            async with self.session.get(f"{self.base_url}/models") as response:
-                await self._raise_for_status(response)
-                data = await response.json(content_type=None)
-        except GatewayError:
-            raise
-        except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
+            async with await self._request("GET", "/models") as response:
+                data = jsontext.loads(await response.read())
+        except HttpFault as exc:
             raise self._fault(exc) from exc
+        except ValueError as exc:
+            raise UpstreamError(f"the upstream at {self.base_url}/models did not return JSON") from exc
         items = data.get("data") if isinstance(data, dict) else None
         if not isinstance(items, list):
             raise UpstreamError(f"the upstream at {self.base_url}/models did not return a model list")
@@ -159,14 +166,11 @@ class UpstreamClient:
 
     async def complete(self, payload: dict[str, Any]) -> dict[str, Any]:
         """A non-streaming chat completion; returns the upstream's JSON object."""
-        body = {**payload, "model": await self.model(), "stream": False}
+        body = dumps_bytes({**payload, "model": await self.model(), "stream": False})
         try:
-            async with self.session.post(f"{self.base_url}/chat/completions", json=body) as response:
-                await self._raise_for_status(response)
+            async with await self._request("POST", "/chat/completions", body) as response:
                 raw = await response.read()
-        except GatewayError:
-            raise
-        except (TimeoutError, aiohttp.ClientError) as exc:
+        except HttpFault as exc:
             raise self._fault(exc) from exc
         try:
             data = jsontext.loads(raw)
@@ -180,31 +184,29 @@ class UpstreamClient:
 
     async def stream(self, payload: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         """A streaming chat completion; yields each parsed `chat.completion.chunk`."""
-        body = {**payload, "model": await self.model(), "stream": True,
-                "stream_options": {"include_usage": True}}
+        body = dumps_bytes({**payload, "model": await self.model(), "stream": True,
+                            "stream_options": {"include_usage": True}})
         try:
-            async with self.session.post(f"{self.base_url}/chat/completions", json=body) as response:
-                await self._raise_for_status(response)
-                if not response.headers.get("Content-Type", "").startswith("text/event-stream"):
+            async with await self._request("POST", "/chat/completions", body) as response:
+                if not response.headers.get("content-type", "").startswith("text/event-stream"):
                     # Some servers ignore stream=true; accept a whole completion as one chunk.
                     yield _completion_as_chunk(await self._read_json(response))
                     return
-                async for frame in sse_data(response.content):
-                    chunk = load_text_delta(frame)  # the fast lane: most frames end here
-                    if chunk is None:
-                        if is_done(frame):
-                            await _finish_body(response.content)
-                            return
-                        chunk = _checked_frame(frame)
+                async for frames in sse_batches(response.next_piece):
+                    for frame in frames:
+                        chunk = load_text_delta(frame)  # the fast lane: most frames end here
                         if chunk is None:
-                            continue
-                    yield chunk
-        except GatewayError:
-            raise
-        except (TimeoutError, aiohttp.ClientError) as exc:
+                            if is_done(frame):
+                                await _finish_body(response)
+                                return
+                            chunk = _checked_frame(frame)
+                            if chunk is None:
+                                continue
+                        yield chunk
+        except HttpFault as exc:
             raise self._fault(exc) from exc
 
-    async def _read_json(self, response: aiohttp.ClientResponse) -> dict[str, Any]:
+    async def _read_json(self, response: Response) -> dict[str, Any]:
         try:
             data = jsontext.loads(await response.read())
         except ValueError as exc:
@@ -275,14 +277,14 @@ def _completion_as_chunk(data: dict[str, Any]) -> dict[str, Any]:
             "usage": data.get("usage")}
 
 
-async def _finish_body(content: aiohttp.StreamReader) -> None:
+async def _finish_body(response: Response) -> None:
     """Read what follows `[DONE]` (normally only the chunked-encoding terminator, a few bytes behind)
-    so aiohttp can reuse the connection; a server that keeps talking is left to be closed as before."""
+    so the connection can be reused; a server that keeps talking is left to be closed as before."""
     drained = 0
-    with contextlib.suppress(TimeoutError, aiohttp.ClientError):
+    with contextlib.suppress(TimeoutError, HttpFault):
         async with asyncio.timeout(DRAIN_SECONDS):
             while drained <= DRAIN_BYTES:
-                piece = await content.readany()
+                piece = await response.next_piece()
                 if not piece:
                     return
                 drained += len(piece)

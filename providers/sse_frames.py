@@ -8,10 +8,8 @@ way exactly as before, so results never depend on whether orjson is installed.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
-
-import aiohttp
 
 from gateway.errors import UpstreamError
 from providers import jsontext
@@ -76,19 +74,29 @@ def is_text_delta(chunk: Any) -> bool:
     return True
 
 
-async def sse_data(content: aiohttp.StreamReader) -> AsyncIterator[bytes]:
+async def sse_batches(next_piece: Callable[[], Awaitable[bytes]]) -> AsyncIterator[list[bytes]]:
     """The `data:` payloads of an SSE body (bytes after `data:`, unstripped), one per `data:` line
-    (LLM servers send one JSON a line), tolerant of CRLF, comments and event lines."""
-    buffer = b""
-    async for piece in content.iter_any():
-        buffer = buffer + piece if buffer else piece
+    (LLM servers send one JSON a line), tolerant of CRLF, comments and event lines; yielded as
+    the list of lines each received piece completes, so the consumer pays one async step per
+    piece rather than per frame. `next_piece` returns the body's next bytes, b"" at its end."""
+    pending: list[bytes] = []  # a line's start, joined once its end arrives (never re-copied)
+    size = 0
+    while piece := await next_piece():
         if b"\n" not in piece:
-            if len(buffer) > MAX_SSE_LINE:
+            pending.append(piece)
+            size += len(piece)
+            if size > MAX_SSE_LINE:
                 raise UpstreamError("the upstream model sent a stream line larger than 16 MiB")
             continue
-        *lines, buffer = buffer.split(b"\n")
-        for raw in lines:
-            if raw.startswith(b"data:"):
-                yield raw[5:]
-    if buffer.startswith(b"data:"):
-        yield buffer[5:]
+        if pending:
+            pending.append(piece)
+            piece = b"".join(pending)
+        *lines, rest = piece.split(b"\n")
+        pending = [rest] if rest else []
+        size = len(rest)
+        frames = [line[5:] for line in lines if line.startswith(b"data:")]
+        if frames:
+            yield frames
+    rest = b"".join(pending)
+    if rest.startswith(b"data:"):
+        yield [rest[5:]]

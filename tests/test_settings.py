@@ -45,6 +45,9 @@ def test_profile_uses_its_own_directory_and_name(tmp_path):
     ({"API_SERVER_MAX_CONCURRENT_RUNS": "-1"}, "API_SERVER_MAX_CONCURRENT_RUNS"),
     ({"API_SERVER_ENABLED": "maybe"}, "API_SERVER_ENABLED"),
     ({"AGENT_TOOL_PROGRESS": "loud"}, "AGENT_TOOL_PROGRESS"),
+    ({"LLM_BASE_URL": "localhost:11434/v1"}, "LLM_BASE_URL"),
+    ({"LLM_BASE_URL": "ftp://models.example/v1"}, "LLM_BASE_URL"),
+    ({"LLM_BASE_URL": "http://127.0.0.1:99999/v1"}, "LLM_BASE_URL"),
 ])
 def test_invalid_values_name_the_setting(tmp_path, env, name):
     with pytest.raises(SettingsError, match=name):
