@@ -15,6 +15,7 @@ from gateway.cors_policy import CorsPolicy
 from gateway.idempotency import idempotency_middleware
 from gateway.idempotency_store import IdempotencyCache, InMemoryIdempotencyCache
 from gateway.lifecycle import Lifecycle, RunLimiter
+from gateway.memory_release import MemoryReleaser
 from gateway.middlewares import MIDDLEWARES, add_security_headers
 from gateway.request_ids import add_request_id_header, request_id_middleware
 from gateway.routes import chat, health, models, openapi, responses
@@ -48,6 +49,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     app.cleanup_ctx.append(_upstream_ctx)
     app.cleanup_ctx.append(_agent_ctx(tools))
     app.cleanup_ctx.append(_store_ctx)
+    app.cleanup_ctx.append(_memory_release_ctx)
     for module in (health, openapi, models, chat, responses):
         app.router.add_routes(module.routes)
     return app
@@ -114,3 +116,13 @@ async def _store_ctx(app: web.Application) -> AsyncIterator[None]:
     app[appkeys.STORE] = store
     yield
     await store.close()
+
+
+async def _memory_release_ctx(app: web.Application) -> AsyncIterator[None]:
+    """Freed heap pages go back to the OS once a burst of requests is over (gateway/memory_release.py)."""
+    lifecycle = app[appkeys.LIFECYCLE]
+    releaser = MemoryReleaser(lambda: lifecycle.in_flight == 0)
+    lifecycle.on_idle = releaser.after_idle
+    yield
+    lifecycle.on_idle = None
+    releaser.cancel()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from gateway.errors import RateLimitError
 
@@ -31,22 +31,32 @@ class RunLimiter:
 
 
 class Lifecycle:
-    """Tracks requests in flight so a shutdown can let them finish while refusing new ones."""
+    """Tracks requests in flight so a shutdown can let them finish while refusing new ones.
+
+    `on_idle`, when set, is called each time the count falls to zero, with the most requests that
+    were in flight at once since the previous time (the memory releaser's cue)."""
 
     def __init__(self) -> None:
         self.draining = False
         self.in_flight = 0
+        self.on_idle: Callable[[int], None] | None = None
+        self._peak = 0
         self._idle = asyncio.Event()
         self._idle.set()
 
     def enter(self) -> None:
         self.in_flight += 1
+        if self.in_flight > self._peak:
+            self._peak = self.in_flight
         self._idle.clear()
 
     def leave(self) -> None:
         self.in_flight -= 1
         if self.in_flight == 0:
             self._idle.set()
+            peak, self._peak = self._peak, 0
+            if self.on_idle is not None:
+                self.on_idle(peak)
 
     async def drain(self, grace: float) -> bool:
         """Refuse new requests and wait up to `grace` seconds for in-flight ones; True if all ended."""

@@ -3,17 +3,22 @@
 Providers call `await call_json(...)`; any transport fault, HTTP error or non-JSON body becomes a
 `ProviderError` whose message names the service and says what happened (bad key, out of credits,
 rate limited with the wait, timeout ...).
+
+httpx is imported when the first client opens, not with this module: with what it pulls in (and
+the rich/click/pygments its CLI module loads when they are installed) it was ~5 MiB of a fresh
+gateway's ~51 MiB, and providers are built at start-up whether or not a request ever uses them.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from providers.web import ProviderError
 
-DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
+if TYPE_CHECKING:
+    import httpx
+
+DEFAULT_SECONDS = 30.0
 
 
 class HTTPStatusError(ProviderError):
@@ -24,7 +29,19 @@ class HTTPStatusError(ProviderError):
         self.status = status
 
 
-def new_client(timeout: httpx.Timeout | float = DEFAULT_TIMEOUT) -> httpx.AsyncClient:
+def http_timeout(seconds: float) -> httpx.Timeout:
+    """A total budget whose connect phase never waits longer than 10 s (or the budget itself)."""
+    import httpx
+
+    return httpx.Timeout(seconds, connect=min(10.0, seconds))
+
+
+def new_client(timeout: httpx.Timeout | float = DEFAULT_SECONDS) -> httpx.AsyncClient:
+    """A pooled client; a number of seconds becomes `http_timeout(seconds)`."""
+    import httpx
+
+    if isinstance(timeout, int | float):
+        timeout = http_timeout(timeout)
     return httpx.AsyncClient(timeout=timeout, follow_redirects=False, headers={"User-Agent": "agent-gateway"})
 
 
@@ -82,6 +99,8 @@ async def send(
 ) -> httpx.Response:
     """Send one request; transport faults become ProviderError, HTTP statuses are left to the caller
     (for providers whose services give a status a meaning worth its own sentence)."""
+    import httpx  # already loaded: `client` is one
+
     try:
         return await client.request(method, url, **kwargs)
     except httpx.TimeoutException as exc:
@@ -130,7 +149,7 @@ class LazyClient:
     keeps unused providers free of sockets and of event-loop ties made before the loop runs.
     """
 
-    def __init__(self, timeout: httpx.Timeout | float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, timeout: httpx.Timeout | float = DEFAULT_SECONDS) -> None:
         self._timeout = timeout
         self._client: httpx.AsyncClient | None = None
 

@@ -16,18 +16,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
-
-from providers.http import HTTPStatusError, LazyClient, decoded_body, describe_http_error, json_body, send
+from providers.http import (
+    HTTPStatusError,
+    LazyClient,
+    decoded_body,
+    describe_http_error,
+    http_timeout,
+    json_body,
+    send,
+)
 from providers.payload import as_envelope, base_url, env_value, pages_in_order
 from providers.web import Envelope, ProviderError, WebSearchProvider, extract_result, failure, page
 
-
-def http_timeout(seconds: float) -> httpx.Timeout:
-    """A total budget whose connect phase never waits longer than 10 s (or the budget itself)."""
-    return httpx.Timeout(seconds, connect=min(10.0, seconds))
+if TYPE_CHECKING:
+    import httpx  # imported on first use by providers/http.py, not at start-up
 
 
 class ServiceProvider(WebSearchProvider):
@@ -45,7 +49,7 @@ class ServiceProvider(WebSearchProvider):
     def __init__(self, env: Mapping[str, str], *, timeout: float = 30.0) -> None:
         self._key = env_value(env, self.key_var) if self.key_var else ""
         self._base = base_url(env, self.url_var, self.default_url)
-        self._http = LazyClient(http_timeout(timeout))
+        self._http = LazyClient(timeout)  # seconds: the httpx.Timeout is built when the client opens
 
     @property
     def display_name(self) -> str:
@@ -123,7 +127,7 @@ class ServiceProvider(WebSearchProvider):
         if params is not None:
             kwargs["params"] = dict(params)
         if timeout is not None:
-            kwargs["timeout"] = timeout if isinstance(timeout, httpx.Timeout) else http_timeout(timeout)
+            kwargs["timeout"] = http_timeout(timeout) if isinstance(timeout, int | float) else timeout
         response = await send(self._http.get(), self.service, method, self.url_for(path), **kwargs)
         if response.status_code >= 400:
             raise HTTPStatusError(self.describe_error(response), response.status_code)

@@ -10,13 +10,14 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Mapping
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from providers.http import decoded_body, describe_http_error
 from providers.service import ServiceProvider
 from providers.web import Envelope, ProviderError, search_result
+
+if TYPE_CHECKING:
+    import httpx  # annotations only: httpx loads with the first request
 
 SERVICE = "Brave Search"
 MAX_QUERY_CHARS = 400

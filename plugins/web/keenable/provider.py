@@ -8,14 +8,15 @@ Keyless: `POST /v1/search/public` and `GET /v1/fetch/public?url=`, identified by
 
 from __future__ import annotations
 
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from providers.http import HTTPStatusError
 from providers.payload import bounded, iso_date, require_list, require_object, search_hits, text
 from providers.service import ServiceProvider, fetch_each
 from providers.web import Envelope, ProviderError, page
+
+if TYPE_CHECKING:
+    import httpx  # annotations only: httpx loads with the first request
 
 SERVICE = "Keenable"
 KEY_VAR = "KEENABLE_API_KEY"

@@ -8,12 +8,13 @@ Environment: SEARXNG_URL (required, e.g. http://127.0.0.1:8888), SEARXNG_LANGUAG
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from providers.service import ServiceProvider
 from providers.web import Envelope, ProviderError, failure, search_result
+
+if TYPE_CHECKING:
+    import httpx  # annotations only: httpx loads with the first request
 
 SERVICE = "SearXNG"
 

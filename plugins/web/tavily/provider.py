@@ -10,8 +10,6 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-import httpx
-
 from providers.payload import bounded, optional_list, require_list, search_hits, text
 from providers.service import PageSet, ServiceProvider, batches
 from providers.web import Envelope, extract_result, page
@@ -90,6 +88,8 @@ class TavilyProvider(ServiceProvider):
         instructions = text(options.get("instructions"))
         if instructions:
             payload["instructions"] = instructions
+        import httpx  # on first use, not at start-up (providers/http.py says why)
+
         body = await self.post_json("/crawl", payload, timeout=httpx.Timeout(self._crawl_timeout, connect=10.0))
         pages = []
         for item in require_list(body, "results", self.service)[:limit]:
