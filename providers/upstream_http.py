@@ -345,6 +345,7 @@ class OriginPool:
         fixed = {"Host": self.origin.host_header, "Accept-Encoding": "gzip, deflate", **(headers or {})}
         if any(c in text for item in fixed.items() for text in item for c in "\r\n\0"):
             raise ValueError("an HTTP header name or value holds a line break")  # no header injection
+        self._heads: dict[tuple[str, str, str | None], bytes] = {}
         self._fixed_headers = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode("latin-1")
 
     async def request(self, method: str, path: str, body: bytes | None = None,
@@ -374,12 +375,16 @@ class OriginPool:
             return Response(self, conn)
 
     def _head(self, method: str, target: str, body: bytes | None, content_type: str | None) -> bytes:
-        lines = f"{method} {target} HTTP/1.1\r\n".encode("latin-1") + self._fixed_headers
-        if body is not None:
-            lines += b"Content-Length: %d\r\n" % len(body)
+        key = (method, target, content_type)
+        start = self._heads.get(key)
+        if start is None:  # a handful of distinct requests per app: built once each
+            start = f"{method} {target} HTTP/1.1\r\n".encode("latin-1") + self._fixed_headers
             if content_type:
-                lines += f"Content-Type: {content_type}\r\n".encode("latin-1")
-        return lines + b"\r\n"
+                start += f"Content-Type: {content_type}\r\n".encode("latin-1")
+            self._heads[key] = start
+        if body is None:
+            return start + b"\r\n"
+        return start + b"Content-Length: %d\r\n\r\n" % len(body)
 
     async def _connection(self, fresh: bool) -> tuple[_Connection, bool]:
         now = self.loop.time()
