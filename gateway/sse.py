@@ -19,16 +19,26 @@ class Keepalive:
 KEEPALIVE = Keepalive()
 
 
+class LastBatch(list[T]):
+    """The source's final items (it has ended cleanly): nothing follows, so a writer can send them
+    with the end of the body in one write."""
+
+
 #: Most items the source may run ahead of the consumer (back-pressure for a slow client).
 MAX_BATCH = 64
 
 
 async def batched_with_keepalive(
-    source: AsyncIterator[T], interval: float, *, max_batch: int = MAX_BATCH
+    source: AsyncIterator[T], interval: float, *, max_batch: int = MAX_BATCH, first_alone: bool = False
 ) -> AsyncGenerator[list[T] | Keepalive, None]:
     """Yield the source's items in lists (all it has produced since the last list, so that a
     burst, e.g. an upstream's buffered chunks, can leave in one write), and KEEPALIVE after every
-    `interval` seconds without one. A list never waits for more items once it holds one.
+    `interval` seconds without one. A list never waits for more items once it holds one. The
+    list that holds the source's last items (when it ended without an error) is a `LastBatch`.
+
+    `first_alone`: the first item leaves in a list of its own, before the source goes on with
+    the rest of its burst. The time to the first byte is then that of one upstream chunk, not of
+    the whole burst (at concurrency 1 a 50-chunk burst took ~0.5 ms to parse, relay and encode).
 
     The source runs in one task for the whole stream, never cancelled by a keepalive timeout (that
     would tear it down); it is cancelled, and the source closed, only when the consumer stops.
@@ -43,6 +53,13 @@ async def batched_with_keepalive(
 
     async def produce() -> None:
         try:
+            if first_alone:
+                async for item in source:
+                    items.append(item)
+                    wake.set()
+                    # one loop turn: the consumer takes this item before the source goes on
+                    await asyncio.sleep(0)
+                    break
             async for item in source:
                 items.append(item)
                 wake.set()
@@ -70,7 +87,7 @@ async def batched_with_keepalive(
                     yield KEEPALIVE
                     continue
             if items:
-                batch = items[:]
+                batch = LastBatch(items) if ended and ended[0] is None else items[:]
                 items.clear()
                 room.set()
                 yield batch
