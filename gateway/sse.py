@@ -28,6 +28,38 @@ class LastBatch(list[T]):
 MAX_BATCH = 64
 
 
+class _Wakeup:
+    """One waiter at a time, woken by `set()` or by its timeout. A bare future and one timer per
+    wait: `asyncio.Event` plus `asyncio.timeout` (a Timeout object, a task-cancel on expiry) cost
+    several times that, and a stream waits once per batch."""
+
+    __slots__ = ("_loop", "_waiter")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._waiter: asyncio.Future[bool] | None = None
+
+    def set(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(True)
+
+    async def wait(self, timeout: float) -> bool:
+        """True when woken by `set()`, False when `timeout` seconds passed first."""
+        waiter = self._waiter = self._loop.create_future()
+        timer = self._loop.call_later(timeout, _expire, waiter)
+        try:
+            return await waiter
+        finally:
+            timer.cancel()
+            self._waiter = None
+
+
+def _expire(waiter: asyncio.Future[bool]) -> None:
+    if not waiter.done():
+        waiter.set_result(False)
+
+
 async def batched_with_keepalive(
     source: AsyncIterator[T], interval: float, *, max_batch: int = MAX_BATCH, first_alone: bool = False
 ) -> AsyncGenerator[list[T] | Keepalive, None]:
@@ -45,10 +77,11 @@ async def batched_with_keepalive(
     One task per stream rather than one per item: the per-item task and `asyncio.wait` were a
     sixth of the gateway's CPU on a 50-chunk stream.
     """
+    loop = asyncio.get_running_loop()
     items: list[T] = []
     ended: list[BaseException | None] = []  # [None] at the source's end, [exc] when it raised
-    wake = asyncio.Event()  # set by the producer: there is something to take
-    room = asyncio.Event()  # set by the consumer: the producer may run ahead again
+    wake = _Wakeup(loop)  # set by the producer: there is something to take
+    room = asyncio.Event()  # set by the consumer: the producer may run ahead again (rarely waited on)
     room.set()
 
     async def produce() -> None:
@@ -75,17 +108,12 @@ async def batched_with_keepalive(
         finally:
             wake.set()
 
-    producer = asyncio.get_running_loop().create_task(produce())
+    producer = loop.create_task(produce())
     try:
         while True:
-            if not items and not ended:
-                wake.clear()
-                try:
-                    async with asyncio.timeout(interval):
-                        await wake.wait()
-                except TimeoutError:
-                    yield KEEPALIVE
-                    continue
+            if not items and not ended and not await wake.wait(interval):
+                yield KEEPALIVE
+                continue
             if items:
                 batch = LastBatch(items) if ended and ended[0] is None else items[:]
                 items.clear()
