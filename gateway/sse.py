@@ -160,6 +160,11 @@ def _frames(payloads: list[str] | tuple[str, ...]) -> bytes:
     return ("data: " + "\n\ndata: ".join(payloads) + "\n\n").encode("utf-8")
 
 
+def _named_frames(events: list[tuple[str, str]]) -> bytes:
+    """`event:` + `data:` frames for (event name, payload) pairs, in one string."""
+    return "".join([f"event: {name}\ndata: {payload}\n\n" for name, payload in events]).encode("utf-8")
+
+
 class SSEWriter:
     """Writes `data:` frames (optionally with `event:` lines) to a prepared StreamResponse."""
 
@@ -191,16 +196,24 @@ class SSEWriter:
             await self.start()
             await self.response.write(_frames(payloads))
 
+    async def events_many(self, events: list[tuple[str, str]]) -> None:
+        """Frames with `event:` lines, (name, payload) pairs, in one write."""
+        if events:
+            await self.start()
+            await self.response.write(_named_frames(events))
+
     async def comment(self, text: str = "keepalive") -> None:
         await self.start()
         await self.response.write(f": {text}\n\n".encode())
 
-    async def finish(self, *payloads: str) -> web.StreamResponse:
-        """End the body; `payloads` (e.g. the final `[DONE]`) leave in the same write as the end
-        of the chunked body. A client gone by then raises ConnectionError, as `data()` would."""
+    async def finish(self, *payloads: str, events: list[tuple[str, str]] | None = None) -> web.StreamResponse:
+        """End the body; `events` (name, payload pairs) and then `payloads` (e.g. the final
+        `[DONE]`) leave in the same write as the end of the chunked body. A client gone by then
+        raises ConnectionError, as `data()` would."""
         await self.start()
-        if payloads:
-            await self.response.write_eof(_frames(payloads))
+        if payloads or events:
+            body = (_named_frames(events) if events else b"") + (_frames(payloads) if payloads else b"")
+            await self.response.write_eof(body)
             return self.response
         with contextlib.suppress(ConnectionError, RuntimeError):
             await self.response.write_eof()
