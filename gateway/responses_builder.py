@@ -16,7 +16,6 @@ response produced), for storage: continuing from a stored response needs nothing
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from json.encoder import encode_basestring
@@ -38,6 +37,17 @@ INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_
 
 #: The text-delta event's keys, in the order `_text` builds them (the fast lane of `event_json`).
 TEXT_DELTA_KEYS = ("type", "sequence_number", "item_id", "output_index", "content_index", "delta", "logprobs")
+
+
+def _json_copy(value: Any) -> Any:
+    """A deep copy of JSON-shaped data (dicts, lists, scalars). All the builder copies is such
+    data, and copy.deepcopy's memo and dispatch made it most of the builder's time on a stream
+    (snapshots in `response.created`, `in_progress`, the item events and the final response)."""
+    if isinstance(value, dict):
+        return {key: _json_copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_json_copy(item) for item in value]
+    return value
 
 
 def event_json(event: dict[str, Any]) -> str:
@@ -71,7 +81,7 @@ class ResponseBuilder:
         self.id = response_id or new_id("resp")
         self.created_at = int(time.time()) if created_at is None else created_at
         self.status = "in_progress"
-        self._history = copy.deepcopy(history)
+        self._history = _json_copy(history)
         self._output: list[dict[str, Any]] = []
         self._seq = 0
         self._message_index: int | None = None  # the open message item, if any
@@ -96,7 +106,7 @@ class ResponseBuilder:
         snapshot = self.response()
         return [
             self._event("response.created", response=snapshot),
-            self._event("response.in_progress", response=copy.deepcopy(snapshot)),
+            self._event("response.in_progress", response=_json_copy(snapshot)),
         ]
 
     def feed(self, event: AgentEvent) -> list[dict[str, Any]]:
@@ -181,11 +191,11 @@ class ResponseBuilder:
         self._output.append(item)
         self._message_index = index
         part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-        events = [self._event("response.output_item.added", output_index=index, item=copy.deepcopy(item))]
+        events = [self._event("response.output_item.added", output_index=index, item=_json_copy(item))]
         item["content"].append(part)
         events.append(self._event(
             "response.content_part.added", item_id=item["id"], output_index=index, content_index=0,
-            part=copy.deepcopy(part),
+            part=_json_copy(part),
         ))
         return events
 
@@ -200,8 +210,8 @@ class ResponseBuilder:
             self._event("response.output_text.done", item_id=item["id"], output_index=index,
                         content_index=0, text=part["text"], logprobs=[]),
             self._event("response.content_part.done", item_id=item["id"], output_index=index,
-                        content_index=0, part=copy.deepcopy(part)),
-            self._event("response.output_item.done", output_index=index, item=copy.deepcopy(item)),
+                        content_index=0, part=_json_copy(part)),
+            self._event("response.output_item.done", output_index=index, item=_json_copy(item)),
         ]
 
     def _function_call(self, call_id: str, name: str, arguments: str) -> list[dict[str, Any]]:
@@ -214,7 +224,7 @@ class ResponseBuilder:
                 "arguments": "", "status": "in_progress"}
         index = len(self._output)
         self._output.append(item)
-        events.append(self._event("response.output_item.added", output_index=index, item=copy.deepcopy(item)))
+        events.append(self._event("response.output_item.added", output_index=index, item=_json_copy(item)))
         if arguments:
             events.append(self._event(
                 "response.function_call_arguments.delta", item_id=item["id"], output_index=index,
@@ -226,7 +236,7 @@ class ResponseBuilder:
             "response.function_call_arguments.done", item_id=item["id"], output_index=index,
             arguments=arguments,
         ))
-        events.append(self._event("response.output_item.done", output_index=index, item=copy.deepcopy(item)))
+        events.append(self._event("response.output_item.done", output_index=index, item=_json_copy(item)))
         return events
 
     def _function_output(self, call_id: str, output: str) -> list[dict[str, Any]]:
@@ -237,8 +247,8 @@ class ResponseBuilder:
         index = len(self._output)
         self._output.append(item)
         return [
-            self._event("response.output_item.added", output_index=index, item=copy.deepcopy(item)),
-            self._event("response.output_item.done", output_index=index, item=copy.deepcopy(item)),
+            self._event("response.output_item.added", output_index=index, item=_json_copy(item)),
+            self._event("response.output_item.done", output_index=index, item=_json_copy(item)),
         ]
 
     # ---- results ------------------------------------------------------------------------------
@@ -270,13 +280,13 @@ class ResponseBuilder:
             "status": self.status,
             "completed_at": self._completed_at,
             "background": False,
-            "error": copy.deepcopy(self._error),
-            "incomplete_details": copy.deepcopy(self._incomplete_details),
+            "error": _json_copy(self._error),
+            "incomplete_details": _json_copy(self._incomplete_details),
             "instructions": request.instructions,
             "max_output_tokens": request.max_output_tokens,
             "max_tool_calls": None,
             "model": self.model,
-            "output": copy.deepcopy(self._output),
+            "output": _json_copy(self._output),
             "parallel_tool_calls": request.parallel_tool_calls,
             "previous_response_id": request.previous_response_id,
             "conversation": {"id": request.conversation} if request.conversation else None,
@@ -284,9 +294,9 @@ class ResponseBuilder:
             "service_tier": "default",
             "store": request.store,
             "temperature": request.temperature,
-            "text": copy.deepcopy(request.text),
-            "tool_choice": copy.deepcopy(request.tool_choice),
-            "tools": copy.deepcopy(request.tools),
+            "text": _json_copy(request.text),
+            "tool_choice": _json_copy(request.tool_choice),
+            "tools": _json_copy(request.tools),
             "top_p": request.top_p,
             "truncation": "disabled",
             "usage": self.usage(),
@@ -296,4 +306,4 @@ class ResponseBuilder:
 
     def transcript(self) -> list[dict[str, Any]]:
         """History handed in plus the chat messages this response produced."""
-        return copy.deepcopy(self._history + self._produced)
+        return _json_copy(self._history + self._produced)
