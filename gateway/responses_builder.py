@@ -88,6 +88,9 @@ class ResponseBuilder:
         self._produced: list[dict[str, Any]] = []  # chat messages this response added
         self._round: dict[str, Any] | None = None  # the assistant chat message being written
         self._round_has_results = False
+        # Text of the open message not yet joined into it and into the round's chat message: one
+        # join when something reads them, not a copy of the whole text so far per delta.
+        self._pending: list[str] = []
         self._usage: Usage | None = None
         self._finish_reason: str | None = None
         self._error: dict[str, Any] | None = None
@@ -148,6 +151,7 @@ class ResponseBuilder:
         return [*events, self._event("response.incomplete", response=self.response())]
 
     def _end(self, status: str) -> None:
+        self._sync()
         self.status = status
         if status == "completed":
             self._completed_at = int(time.time())
@@ -158,8 +162,20 @@ class ResponseBuilder:
 
     # ---- items --------------------------------------------------------------------------------
 
+    def _sync(self) -> None:
+        """Join the pending text into the open message item and the round's chat message (the two
+        places `_text` writes); every reader and every change of message or round calls this first."""
+        if not self._pending:
+            return
+        text = "".join(self._pending)
+        self._pending.clear()
+        assert self._round is not None and self._message_index is not None
+        self._round["content"] = (self._round["content"] or "") + text
+        self._output[self._message_index]["content"][0]["text"] += text
+
     def _assistant_message(self) -> dict[str, Any]:
         if self._round is None or self._round_has_results:
+            self._sync()
             self._round = {"role": "assistant", "content": None}
             self._round_has_results = False
             self._produced.append(self._round)
@@ -168,15 +184,14 @@ class ResponseBuilder:
     def _text(self, text: str) -> list[dict[str, Any]]:
         if not text:
             return []
-        chat = self._assistant_message()
-        chat["content"] = (chat["content"] or "") + text
+        self._assistant_message()
         events: list[dict[str, Any]] = []
         if self._message_index is None:
             events = self._open_message()
         index = self._message_index
         assert index is not None
         item = self._output[index]
-        item["content"][0]["text"] += text
+        self._pending.append(text)
         # One huge upstream delta becomes several events, as in chat streams, so no delta line is huge.
         events.extend(self._event(
             "response.output_text.delta", item_id=item["id"], output_index=index, content_index=0,
@@ -200,6 +215,7 @@ class ResponseBuilder:
         return events
 
     def _close_message(self, status: str) -> list[dict[str, Any]]:
+        self._sync()
         index, self._message_index = self._message_index, None
         if index is None:
             return []
@@ -240,6 +256,7 @@ class ResponseBuilder:
         return events
 
     def _function_output(self, call_id: str, output: str) -> list[dict[str, Any]]:
+        self._sync()
         self._produced.append({"role": "tool", "tool_call_id": call_id, "content": output})
         self._round_has_results = True
         item = {"id": new_id("fco"), "type": "function_call_output", "call_id": call_id, "output": output,
@@ -255,6 +272,7 @@ class ResponseBuilder:
 
     @property
     def output_text(self) -> str:
+        self._sync()
         return "".join(
             part["text"] for item in self._output if item["type"] == "message" for part in item["content"]
         )
@@ -272,6 +290,7 @@ class ResponseBuilder:
 
     def response(self) -> dict[str, Any]:
         """The response object as it stands (a fresh copy)."""
+        self._sync()
         request = self.request
         return {
             "id": self.id,
@@ -306,4 +325,5 @@ class ResponseBuilder:
 
     def transcript(self) -> list[dict[str, Any]]:
         """History handed in plus the chat messages this response produced."""
+        self._sync()
         return _json_copy(self._history + self._produced)

@@ -296,3 +296,22 @@ def test_every_stream_event_is_written_as_json_dumps_writes_it(text):
     assert any(event["type"] == "response.output_text.delta" for event in stream)
     for event in stream:
         assert event_json(event) == json.dumps(event, ensure_ascii=False)
+
+
+def test_many_small_deltas_add_up_in_every_place_the_text_shows():
+    first = [f"a{i} " for i in range(300)]
+    second = [f"b{i} " for i in range(300)]
+    builder, stream = run(
+        {"model": "m", "input": "hi", "stream": True},
+        [*map(TextDelta, first), ToolCallStarted("c1", "web_search", "{}", None),
+         ToolCallFinished("c1", "web_search", "found", True), *map(TextDelta, second), Usage(1, 2),
+         Finished("stop")],
+    )
+    check_with_sdk(stream)
+    done = [event["text"] for event in stream if event["type"] == "response.output_text.done"]
+    assert done == ["".join(first), "".join(second)]
+    assert builder.output_text == "".join(first) + "".join(second)
+    final = stream[-1]["response"]
+    assert [item["content"][0]["text"] for item in final["output"] if item["type"] == "message"] == done
+    assistant = [m["content"] for m in builder.transcript() if m["role"] == "assistant"]
+    assert assistant == done
