@@ -260,7 +260,9 @@ class ChatChunkEncoder:
             self._usage = event  # sent after the finish chunk, as OpenAI orders them
             return []
         if isinstance(event, Finished):
-            frames = [self._chunk({}, event.reason)]
+            # `_chunk({}, event.reason)` without building and dumping the dicts: the same bytes
+            frames = [self._prefix + '[{"index":0,"delta":{},"logprobs":null,"finish_reason":'
+                      + encode_basestring(event.reason) + "}]}"]
             if self.include_usage:
                 frames.append(self._prefix + '[],"usage":' + json.dumps(usage_object(self._usage)) + "}")
             return frames
