@@ -26,6 +26,8 @@ PASSTHROUGH = (
 
 #: What follows the text in a content chunk (see ChatChunkEncoder._content_chunk).
 CONTENT_TAIL = '},"logprobs":null,"finish_reason":null}]}'
+#: The choices of every stream's first chunk, `_chunk({"role": "assistant", "content": ""})` prebuilt.
+ROLE_CHOICES = '[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}'
 
 #: Longest text in one chunk: even fully escaped it keeps a `data:` line far below 64 KiB.
 MAX_DELTA_CHARS = 4096
@@ -233,11 +235,14 @@ class ChatChunkEncoder:
         return self._content_head + encode_basestring(text) + CONTENT_TAIL
 
     def start(self) -> str:
-        return self._chunk({"role": "assistant", "content": ""})
+        return self._prefix + ROLE_CHOICES
 
     def encode(self, event: object) -> list[str]:
         if isinstance(event, TextDelta):
-            return [self._content_chunk(piece) for piece in split_text(event.text)]
+            text = event.text
+            if len(text) <= MAX_DELTA_CHARS:  # the usual delta: no split_text and list building
+                return [self._content_head + encode_basestring(text) + CONTENT_TAIL] if text else []
+            return [self._content_chunk(piece) for piece in split_text(text)]
         if isinstance(event, ToolCallStarted):
             if self.inline_markers and event.marker:
                 return [self._chunk({"content": format_marker(event.marker)})]
@@ -255,7 +260,9 @@ class ChatChunkEncoder:
             self._usage = event  # sent after the finish chunk, as OpenAI orders them
             return []
         if isinstance(event, Finished):
-            frames = [self._chunk({}, event.reason)]
+            # `_chunk({}, event.reason)` without building and dumping the dicts: the same bytes
+            frames = [self._prefix + '[{"index":0,"delta":{},"logprobs":null,"finish_reason":'
+                      + encode_basestring(event.reason) + "}]}"]
             if self.include_usage:
                 frames.append(self._prefix + '[],"usage":' + json.dumps(usage_object(self._usage)) + "}")
             return frames

@@ -16,8 +16,9 @@ response produced), for storage: continuing from a stored response needs nothing
 
 from __future__ import annotations
 
-import copy
+import json
 import time
+from json.encoder import encode_basestring
 from typing import Any
 
 from gateway.chat_wire import split_text
@@ -33,6 +34,36 @@ from gateway.events import (
 from gateway.responses_wire import ResponsesRequest, new_id
 
 INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
+
+#: The text-delta event's keys, in the order `_text` builds them (the fast lane of `event_json`).
+TEXT_DELTA_KEYS = ("type", "sequence_number", "item_id", "output_index", "content_index", "delta", "logprobs")
+
+
+def _json_copy(value: Any) -> Any:
+    """A deep copy of JSON-shaped data (dicts, lists, scalars). All the builder copies is such
+    data, and copy.deepcopy's memo and dispatch made it most of the builder's time on a stream
+    (snapshots in `response.created`, `in_progress`, the item events and the final response)."""
+    if isinstance(value, dict):
+        return {key: _json_copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_json_copy(item) for item in value]
+    return value
+
+
+def event_json(event: dict[str, Any]) -> str:
+    """A stream event as `json.dumps(event, ensure_ascii=False)` writes it. The text delta, most of
+    a stream, is assembled from its parts: the same bytes at about a third of the cost (no
+    JSONEncoder and walk per event); any other event, or one of another shape, goes through json.dumps."""
+    if event.get("type") == "response.output_text.delta" and tuple(event) == TEXT_DELTA_KEYS:
+        _, seq, item_id, output_index, content_index, delta, logprobs = event.values()
+        if (type(item_id) is str and type(delta) is str and type(seq) is int and type(output_index) is int
+                and type(content_index) is int and logprobs == []):
+            return (
+                f'{{"type": "response.output_text.delta", "sequence_number": {seq}, '
+                f'"item_id": {encode_basestring(item_id)}, "output_index": {output_index}, '
+                f'"content_index": {content_index}, "delta": {encode_basestring(delta)}, "logprobs": []}}'
+            )
+    return json.dumps(event, ensure_ascii=False)
 
 
 class ResponseBuilder:
@@ -50,13 +81,16 @@ class ResponseBuilder:
         self.id = response_id or new_id("resp")
         self.created_at = int(time.time()) if created_at is None else created_at
         self.status = "in_progress"
-        self._history = copy.deepcopy(history)
+        self._history = _json_copy(history)
         self._output: list[dict[str, Any]] = []
         self._seq = 0
         self._message_index: int | None = None  # the open message item, if any
         self._produced: list[dict[str, Any]] = []  # chat messages this response added
         self._round: dict[str, Any] | None = None  # the assistant chat message being written
         self._round_has_results = False
+        # Text of the open message not yet joined into it and into the round's chat message: one
+        # join when something reads them, not a copy of the whole text so far per delta.
+        self._pending: list[str] = []
         self._usage: Usage | None = None
         self._finish_reason: str | None = None
         self._error: dict[str, Any] | None = None
@@ -75,7 +109,7 @@ class ResponseBuilder:
         snapshot = self.response()
         return [
             self._event("response.created", response=snapshot),
-            self._event("response.in_progress", response=copy.deepcopy(snapshot)),
+            self._event("response.in_progress", response=_json_copy(snapshot)),
         ]
 
     def feed(self, event: AgentEvent) -> list[dict[str, Any]]:
@@ -117,6 +151,7 @@ class ResponseBuilder:
         return [*events, self._event("response.incomplete", response=self.response())]
 
     def _end(self, status: str) -> None:
+        self._sync()
         self.status = status
         if status == "completed":
             self._completed_at = int(time.time())
@@ -127,8 +162,20 @@ class ResponseBuilder:
 
     # ---- items --------------------------------------------------------------------------------
 
+    def _sync(self) -> None:
+        """Join the pending text into the open message item and the round's chat message (the two
+        places `_text` writes); every reader and every change of message or round calls this first."""
+        if not self._pending:
+            return
+        text = "".join(self._pending)
+        self._pending.clear()
+        assert self._round is not None and self._message_index is not None
+        self._round["content"] = (self._round["content"] or "") + text
+        self._output[self._message_index]["content"][0]["text"] += text
+
     def _assistant_message(self) -> dict[str, Any]:
         if self._round is None or self._round_has_results:
+            self._sync()
             self._round = {"role": "assistant", "content": None}
             self._round_has_results = False
             self._produced.append(self._round)
@@ -137,15 +184,14 @@ class ResponseBuilder:
     def _text(self, text: str) -> list[dict[str, Any]]:
         if not text:
             return []
-        chat = self._assistant_message()
-        chat["content"] = (chat["content"] or "") + text
+        self._assistant_message()
         events: list[dict[str, Any]] = []
         if self._message_index is None:
             events = self._open_message()
         index = self._message_index
         assert index is not None
         item = self._output[index]
-        item["content"][0]["text"] += text
+        self._pending.append(text)
         # One huge upstream delta becomes several events, as in chat streams, so no delta line is huge.
         events.extend(self._event(
             "response.output_text.delta", item_id=item["id"], output_index=index, content_index=0,
@@ -160,15 +206,16 @@ class ResponseBuilder:
         self._output.append(item)
         self._message_index = index
         part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-        events = [self._event("response.output_item.added", output_index=index, item=copy.deepcopy(item))]
+        events = [self._event("response.output_item.added", output_index=index, item=_json_copy(item))]
         item["content"].append(part)
         events.append(self._event(
             "response.content_part.added", item_id=item["id"], output_index=index, content_index=0,
-            part=copy.deepcopy(part),
+            part=_json_copy(part),
         ))
         return events
 
     def _close_message(self, status: str) -> list[dict[str, Any]]:
+        self._sync()
         index, self._message_index = self._message_index, None
         if index is None:
             return []
@@ -179,8 +226,8 @@ class ResponseBuilder:
             self._event("response.output_text.done", item_id=item["id"], output_index=index,
                         content_index=0, text=part["text"], logprobs=[]),
             self._event("response.content_part.done", item_id=item["id"], output_index=index,
-                        content_index=0, part=copy.deepcopy(part)),
-            self._event("response.output_item.done", output_index=index, item=copy.deepcopy(item)),
+                        content_index=0, part=_json_copy(part)),
+            self._event("response.output_item.done", output_index=index, item=_json_copy(item)),
         ]
 
     def _function_call(self, call_id: str, name: str, arguments: str) -> list[dict[str, Any]]:
@@ -193,7 +240,7 @@ class ResponseBuilder:
                 "arguments": "", "status": "in_progress"}
         index = len(self._output)
         self._output.append(item)
-        events.append(self._event("response.output_item.added", output_index=index, item=copy.deepcopy(item)))
+        events.append(self._event("response.output_item.added", output_index=index, item=_json_copy(item)))
         if arguments:
             events.append(self._event(
                 "response.function_call_arguments.delta", item_id=item["id"], output_index=index,
@@ -205,10 +252,11 @@ class ResponseBuilder:
             "response.function_call_arguments.done", item_id=item["id"], output_index=index,
             arguments=arguments,
         ))
-        events.append(self._event("response.output_item.done", output_index=index, item=copy.deepcopy(item)))
+        events.append(self._event("response.output_item.done", output_index=index, item=_json_copy(item)))
         return events
 
     def _function_output(self, call_id: str, output: str) -> list[dict[str, Any]]:
+        self._sync()
         self._produced.append({"role": "tool", "tool_call_id": call_id, "content": output})
         self._round_has_results = True
         item = {"id": new_id("fco"), "type": "function_call_output", "call_id": call_id, "output": output,
@@ -216,14 +264,15 @@ class ResponseBuilder:
         index = len(self._output)
         self._output.append(item)
         return [
-            self._event("response.output_item.added", output_index=index, item=copy.deepcopy(item)),
-            self._event("response.output_item.done", output_index=index, item=copy.deepcopy(item)),
+            self._event("response.output_item.added", output_index=index, item=_json_copy(item)),
+            self._event("response.output_item.done", output_index=index, item=_json_copy(item)),
         ]
 
     # ---- results ------------------------------------------------------------------------------
 
     @property
     def output_text(self) -> str:
+        self._sync()
         return "".join(
             part["text"] for item in self._output if item["type"] == "message" for part in item["content"]
         )
@@ -241,6 +290,7 @@ class ResponseBuilder:
 
     def response(self) -> dict[str, Any]:
         """The response object as it stands (a fresh copy)."""
+        self._sync()
         request = self.request
         return {
             "id": self.id,
@@ -249,13 +299,13 @@ class ResponseBuilder:
             "status": self.status,
             "completed_at": self._completed_at,
             "background": False,
-            "error": copy.deepcopy(self._error),
-            "incomplete_details": copy.deepcopy(self._incomplete_details),
+            "error": _json_copy(self._error),
+            "incomplete_details": _json_copy(self._incomplete_details),
             "instructions": request.instructions,
             "max_output_tokens": request.max_output_tokens,
             "max_tool_calls": None,
             "model": self.model,
-            "output": copy.deepcopy(self._output),
+            "output": _json_copy(self._output),
             "parallel_tool_calls": request.parallel_tool_calls,
             "previous_response_id": request.previous_response_id,
             "conversation": {"id": request.conversation} if request.conversation else None,
@@ -263,9 +313,9 @@ class ResponseBuilder:
             "service_tier": "default",
             "store": request.store,
             "temperature": request.temperature,
-            "text": copy.deepcopy(request.text),
-            "tool_choice": copy.deepcopy(request.tool_choice),
-            "tools": copy.deepcopy(request.tools),
+            "text": _json_copy(request.text),
+            "tool_choice": _json_copy(request.tool_choice),
+            "tools": _json_copy(request.tools),
             "top_p": request.top_p,
             "truncation": "disabled",
             "usage": self.usage(),
@@ -275,4 +325,5 @@ class ResponseBuilder:
 
     def transcript(self) -> list[dict[str, Any]]:
         """History handed in plus the chat messages this response produced."""
-        return copy.deepcopy(self._history + self._produced)
+        self._sync()
+        return _json_copy(self._history + self._produced)

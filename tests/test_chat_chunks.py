@@ -44,3 +44,29 @@ def test_text_delta_chunk_is_byte_identical_to_a_compact_json_dump(text):
                 "system_fingerprint": None,
                 "choices": [{"index": 0, "delta": {"content": text}, "logprobs": None, "finish_reason": None}]}
     assert frame == json.dumps(expected, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_role_chunk_is_byte_identical_to_a_compact_json_dump():
+    encoder = ChatChunkEncoder("m", include_usage=False, inline_markers=True)
+    expected = {"id": encoder.id, "object": "chat.completion.chunk", "created": encoder.created, "model": "m",
+                "system_fingerprint": None,
+                "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                             "finish_reason": None}]}
+    assert encoder.start() == json.dumps(expected, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_a_delta_longer_than_the_cut_is_split_into_several_chunks():
+    encoder = ChatChunkEncoder("m", include_usage=False, inline_markers=True)
+    text = "x" * 4096 + "y" * 10
+    frames = encoder.encode(TextDelta(text))
+    assert [json.loads(f)["choices"][0]["delta"]["content"] for f in frames] == ["x" * 4096, "y" * 10]
+
+
+@pytest.mark.parametrize("reason", ["stop", "length", "tool_calls", "content_filter"])
+def test_finish_chunk_is_byte_identical_to_a_compact_json_dump(reason):
+    encoder = ChatChunkEncoder("m", include_usage=False, inline_markers=True)
+    [frame] = encoder.encode(Finished(reason))
+    expected = {"id": encoder.id, "object": "chat.completion.chunk", "created": encoder.created, "model": "m",
+                "system_fingerprint": None,
+                "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": reason}]}
+    assert frame == json.dumps(expected, ensure_ascii=False, separators=(",", ":"))

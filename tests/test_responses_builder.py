@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from gateway.events import ClientToolCall, Finished, TextDelta, ToolCallFinished, ToolCallStarted, Usage
-from gateway.responses_builder import ResponseBuilder
+from gateway.responses_builder import ResponseBuilder, event_json
 from gateway.responses_wire import parse_responses_request
 
 EVENTS = TypeAdapter(ResponseStreamEvent)
@@ -283,3 +284,34 @@ def test_previous_response_id_is_echoed(previous: str | None) -> None:
         body["previous_response_id"] = previous
     _, stream = run(body, [TextDelta("y"), Finished("stop")])
     assert check_with_sdk(stream).previous_response_id == previous
+
+
+@pytest.mark.parametrize("text", ['tok0 ', 'quote " backslash \\ /', 'new\nline\t\x00', 'é 中文 😀 \u2028',
+                                  "lone \ud800 surrogate", "x" * 5000])
+def test_every_stream_event_is_written_as_json_dumps_writes_it(text):
+    _, stream = run({"model": "m", "input": "hi", "stream": True},
+                    [TextDelta(text), ToolCallStarted("c1", "web_search", '{"q": "é"}', None),
+                     ToolCallFinished("c1", "web_search", "found", True), TextDelta(text), Usage(3, 4),
+                     Finished("stop")])
+    assert any(event["type"] == "response.output_text.delta" for event in stream)
+    for event in stream:
+        assert event_json(event) == json.dumps(event, ensure_ascii=False)
+
+
+def test_many_small_deltas_add_up_in_every_place_the_text_shows():
+    first = [f"a{i} " for i in range(300)]
+    second = [f"b{i} " for i in range(300)]
+    builder, stream = run(
+        {"model": "m", "input": "hi", "stream": True},
+        [*map(TextDelta, first), ToolCallStarted("c1", "web_search", "{}", None),
+         ToolCallFinished("c1", "web_search", "found", True), *map(TextDelta, second), Usage(1, 2),
+         Finished("stop")],
+    )
+    check_with_sdk(stream)
+    done = [event["text"] for event in stream if event["type"] == "response.output_text.done"]
+    assert done == ["".join(first), "".join(second)]
+    assert builder.output_text == "".join(first) + "".join(second)
+    final = stream[-1]["response"]
+    assert [item["content"][0]["text"] for item in final["output"] if item["type"] == "message"] == done
+    assistant = [m["content"] for m in builder.transcript() if m["role"] == "assistant"]
+    assert assistant == done

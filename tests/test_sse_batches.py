@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from gateway.sse import KEEPALIVE, batched_with_keepalive, with_keepalive
+from gateway.sse import KEEPALIVE, LastBatch, batched_with_keepalive, with_keepalive
 
 
 class Source:
@@ -68,3 +68,27 @@ async def test_stopping_early_closes_the_source():
     assert await anext(events) == "a"
     await events.aclose()
     assert source.closed
+
+
+async def test_the_last_batch_of_a_clean_end_is_marked_as_last():
+    source = Source(["a", 0.02, "b", "c"])
+    batches = await collect(batched_with_keepalive(source.run(), interval=5))
+    assert batches == [["a"], ["b", "c"]]
+    assert [isinstance(b, LastBatch) for b in batches] == [False, True]
+
+
+async def test_a_failing_source_never_yields_a_last_batch():
+    source = Source(["a", 0.02, "b", ValueError("boom")])
+    seen = []
+    with pytest.raises(ValueError, match="boom"):
+        async for batch in batched_with_keepalive(source.run(), interval=5):
+            seen.append(batch)
+    assert seen == [["a"], ["b"]]
+    assert not any(isinstance(b, LastBatch) for b in seen)
+
+
+async def test_first_alone_hands_out_the_first_item_before_the_rest_of_its_burst():
+    source = Source(["a", "b", "c", 0.02, "d"])
+    batches = await collect(batched_with_keepalive(source.run(), interval=5, first_alone=True))
+    assert batches == [["a"], ["b", "c"], ["d"]]
+    assert isinstance(batches[-1], LastBatch)

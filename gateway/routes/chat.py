@@ -14,7 +14,7 @@ from gateway.agent import AgentRequest
 from gateway.chat_wire import ChatChunkEncoder, ChatCompletionBuilder, parse_chat_request
 from gateway.errors import GatewayError
 from gateway.runs import run_timeout_error, run_to_end
-from gateway.sse import Keepalive, SSEWriter, batched_with_keepalive
+from gateway.sse import Keepalive, LastBatch, SSEWriter, batched_with_keepalive
 from gateway.validation import read_json_object
 
 log = logging.getLogger("agent_gateway.chat")
@@ -50,8 +50,12 @@ async def _stream(request: web.Request, agent_request: AgentRequest, encoder: Ch
     sse = SSEWriter(request)
     did_work = False
     # Events come in batches (whatever the agent produced meanwhile) so that a burst leaves in one
-    # write, not one syscall per chunk; a batch never waits for more, so nothing is delayed.
-    events = batched_with_keepalive(request.app[appkeys.AGENT].run(agent_request), settings.keepalive_interval)
+    # write, not one syscall per chunk; a batch never waits for more, so nothing is delayed. The
+    # first event leaves alone (the first token is not held behind the rest of its burst), and the
+    # last batch leaves with `[DONE]` and the end of the body.
+    events = batched_with_keepalive(request.app[appkeys.AGENT].run(agent_request), settings.keepalive_interval,
+                                    first_alone=True)
+    tail: list[str] = []  # the last batch's frames, sent with [DONE] and the end of the body
     try:
         async with contextlib.aclosing(events), asyncio.timeout(settings.run_timeout):
             async for batch in events:
@@ -64,7 +68,10 @@ async def _stream(request: web.Request, agent_request: AgentRequest, encoder: Ch
                         did_work = True
                         frames.append(encoder.start())
                     frames += encoder.encode(item)
-                await sse.data_many(frames)
+                if isinstance(batch, LastBatch):
+                    tail = frames
+                else:
+                    await sse.data_many(frames)
     except (ConnectionResetError, ConnectionError):
         log.info("client went away mid-stream; agent run cancelled")
         return sse.response
@@ -76,7 +83,7 @@ async def _stream(request: web.Request, agent_request: AgentRequest, encoder: Ch
         # the last frames leave with the end of the body: one write, not three
         if not did_work:
             return await sse.finish(encoder.start(), "[DONE]")
-        return await sse.finish("[DONE]")
+        return await sse.finish(*tail, "[DONE]")
     return await sse.finish()
 
 

@@ -19,10 +19,10 @@ from gateway import appkeys, json_out
 from gateway.agent import AgentRequest
 from gateway.errors import GatewayError, InvalidRequestError, NotFoundError
 from gateway.events import TextDelta, ToolCallStarted
-from gateway.responses_builder import ResponseBuilder
+from gateway.responses_builder import ResponseBuilder, event_json
 from gateway.responses_wire import ResponsesRequest, parse_responses_request
 from gateway.runs import run_timeout_error, run_to_end
-from gateway.sse import Keepalive, SSEWriter, with_keepalive
+from gateway.sse import Keepalive, SSEWriter, batched_with_keepalive
 from gateway.store import ResponseStore, StoredResponse
 from gateway.validation import read_json_object
 
@@ -104,23 +104,29 @@ async def _stream(
     store = app[appkeys.STORE]
     sse = SSEWriter(request)
 
-    async def send(events: list[dict[str, Any]]) -> None:
-        for event in events:
-            await sse.data(_dumps(event), event=event["type"])
+    def named(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+        return [(event["type"], event_json(event)) for event in events]
 
     started = did_work = False
-    events = with_keepalive(app[appkeys.AGENT].run(agent_request), settings.keepalive_interval)
+    # As in chat: the agent's events in batches, each batch's stream events in one write, the
+    # first event on its own so the first token is not held behind the rest of its burst.
+    batches = batched_with_keepalive(app[appkeys.AGENT].run(agent_request), settings.keepalive_interval,
+                                     first_alone=True)
     try:
-        async with contextlib.aclosing(events), asyncio.timeout(settings.run_timeout):
-            async for item in events:
+        async with contextlib.aclosing(batches), asyncio.timeout(settings.run_timeout):
+            async for batch in batches:
+                out: list[dict[str, Any]] = []
                 if not started:
                     started = True
-                    await send(builder.start())
-                if isinstance(item, Keepalive):
+                    out = builder.start()
+                if isinstance(batch, Keepalive):
+                    await sse.events_many(named(out))
                     await sse.comment()
                     continue
-                did_work = did_work or isinstance(item, TextDelta | ToolCallStarted)
-                await send(builder.feed(item))
+                for item in batch:
+                    did_work = did_work or isinstance(item, TextDelta | ToolCallStarted)
+                    out += builder.feed(item)
+                await sse.events_many(named(out))
         final = builder.finish()
     except (ConnectionResetError, ConnectionError, asyncio.CancelledError) as exc:
         log.info("client went away mid-stream; storing what was produced as incomplete")
@@ -140,9 +146,10 @@ async def _stream(
     if not started:
         final = builder.start() + final
     await _save(store, parsed, builder)
-    with contextlib.suppress(ConnectionError):
-        await send(final)
-    return await sse.finish()
+    # the closing events leave with the end of the body, in one write
+    with contextlib.suppress(ConnectionError, RuntimeError):
+        await sse.finish(events=named(final))
+    return sse.response
 
 
 @routes.get("/v1/responses/{response_id}")
