@@ -191,17 +191,20 @@ class UpstreamClient:
                     # Some servers ignore stream=true; accept a whole completion as one chunk.
                     yield _completion_as_chunk(await self._read_json(response))
                     return
-                async for frames in sse_batches(response.next_piece):
-                    for frame in frames:
-                        chunk = load_text_delta(frame)  # the fast lane: most frames end here
-                        if chunk is None:
-                            if is_done(frame):
-                                await _finish_body(response)
-                                return
-                            chunk = _checked_frame(frame)
+                # closed here, not left to the loop's finaliser hook (a task and a wake-up per
+                # stream), when the stream returns at [DONE]
+                async with contextlib.aclosing(sse_batches(response.next_piece)) as batches:
+                    async for frames in batches:
+                        for frame in frames:
+                            chunk = load_text_delta(frame)  # the fast lane: most frames end here
                             if chunk is None:
-                                continue
-                        yield chunk
+                                if is_done(frame):
+                                    await _finish_body(response)
+                                    return
+                                chunk = _checked_frame(frame)
+                                if chunk is None:
+                                    continue
+                            yield chunk
         except HttpFault as exc:
             raise self._fault(exc) from exc
 
