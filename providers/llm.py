@@ -196,11 +196,11 @@ class UpstreamClient:
                 async with contextlib.aclosing(sse_batches(response.next_piece)) as batches:
                     async for frames in batches:
                         for frame in frames:
+                            if is_done(frame):  # before JSON: a refused parse raises, which is dear
+                                await _finish_body(response)
+                                return
                             chunk = load_text_delta(frame)  # the fast lane: most frames end here
                             if chunk is None:
-                                if is_done(frame):
-                                    await _finish_body(response)
-                                    return
                                 chunk = _checked_frame(frame)
                                 if chunk is None:
                                     continue
@@ -282,6 +282,8 @@ def _completion_as_chunk(data: dict[str, Any]) -> dict[str, Any]:
 async def _finish_body(response: Response) -> None:
     """Read what follows `[DONE]` (normally only the chunked-encoding terminator, a few bytes behind)
     so the connection can be reused; a server that keeps talking is left to be closed as before."""
+    if response.release_if_ended():  # the usual case: the terminator came with [DONE]
+        return
     drained = 0
     with contextlib.suppress(TimeoutError, HttpFault):
         async with asyncio.timeout(DRAIN_SECONDS):

@@ -304,6 +304,15 @@ class Response:
         self.release()
         return tail
 
+    def release_if_ended(self) -> bool:
+        """When the whole reply has arrived, drop what is unread and release the connection for
+        reuse (True); False while the server is still sending."""
+        if not self._conn.complete or self._done:
+            return False
+        self._conn.take()
+        self.release()
+        return True
+
     def release(self) -> None:
         """Back to the pool if the whole reply was read and the server allows it; closed otherwise."""
         if self._done:

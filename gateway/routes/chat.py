@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -13,7 +12,7 @@ from gateway import appkeys, json_out
 from gateway.agent import AgentRequest
 from gateway.chat_wire import ChatChunkEncoder, ChatCompletionBuilder, parse_chat_request
 from gateway.errors import GatewayError
-from gateway.runs import run_timeout_error, run_to_end
+from gateway.runs import Deadline, run_timeout_error, run_to_end
 from gateway.sse import Keepalive, LastBatch, SSEWriter, batched_with_keepalive
 from gateway.validation import read_json_object
 
@@ -57,7 +56,7 @@ async def _stream(request: web.Request, agent_request: AgentRequest, encoder: Ch
                                     first_alone=True)
     tail: list[str] = []  # the last batch's frames, sent with [DONE] and the end of the body
     try:
-        async with contextlib.aclosing(events), asyncio.timeout(settings.run_timeout):
+        async with contextlib.aclosing(events), Deadline(settings.run_timeout):
             async for batch in events:
                 if isinstance(batch, Keepalive):
                     await sse.comment()

@@ -21,7 +21,7 @@ from gateway.errors import GatewayError, InvalidRequestError, NotFoundError
 from gateway.events import TextDelta, ToolCallStarted
 from gateway.responses_builder import ResponseBuilder, event_json
 from gateway.responses_wire import ResponsesRequest, parse_responses_request
-from gateway.runs import run_timeout_error, run_to_end
+from gateway.runs import Deadline, run_timeout_error, run_to_end
 from gateway.sse import Keepalive, SSEWriter, batched_with_keepalive
 from gateway.store import ResponseStore, StoredResponse
 from gateway.validation import read_json_object
@@ -113,7 +113,7 @@ async def _stream(
     batches = batched_with_keepalive(app[appkeys.AGENT].run(agent_request), settings.keepalive_interval,
                                      first_alone=True)
     try:
-        async with contextlib.aclosing(batches), asyncio.timeout(settings.run_timeout):
+        async with contextlib.aclosing(batches), Deadline(settings.run_timeout):
             async for batch in batches:
                 out: list[dict[str, Any]] = []
                 if not started:
