@@ -173,6 +173,11 @@ class Agent:
                 chunks = self.upstream.stream(payload)
                 async with contextlib.aclosing(chunks):
                     async for chunk in chunks:
+                        if isinstance(chunk, str):  # a plain text delta (see UpstreamClient.stream)
+                            if chunk:
+                                text_parts.append(chunk)
+                                yield TextDelta(chunk)
+                            continue
                         if chunk.get("usage"):
                             round_usage = chunk["usage"]
                         for choice in chunk.get("choices") or ():

@@ -22,7 +22,7 @@ from gateway.errors import (
     UpstreamTimeoutError,
 )
 from providers import jsontext
-from providers.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta, sse_batches
+from providers.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta, plain_text, sse_batches
 from providers.upstream_http import (
     ConnectFault,
     ConnectTimeout,
@@ -181,8 +181,10 @@ class UpstreamClient:
             raise UpstreamError("the upstream model returned a completion of an unexpected shape")
         return data
 
-    async def stream(self, payload: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
-        """A streaming chat completion; yields each parsed `chat.completion.chunk`."""
+    async def stream(self, payload: dict[str, Any]) -> AsyncGenerator[dict[str, Any] | str, None]:
+        """A streaming chat completion; yields each parsed `chat.completion.chunk`, except that the
+        usual one (one choice, nothing but text, not finished) is handed over as its text alone
+        ("" when it has none): the consumer then skips probing a dict for what it cannot hold."""
         body = json_out.dumps({**payload, "model": await self.model(), "stream": True,
                                "stream_options": {"include_usage": True}}, ensure_ascii=True)
         try:
@@ -200,11 +202,13 @@ class UpstreamClient:
                                 await _finish_body(response)
                                 return
                             chunk = load_text_delta(frame)  # the fast lane: most frames end here
-                            if chunk is None:
-                                chunk = _checked_frame(frame)
-                                if chunk is None:
-                                    continue
-                            yield chunk
+                            if chunk is not None:
+                                text = plain_text(chunk)
+                                yield chunk if text is None else text
+                                continue
+                            chunk = _checked_frame(frame)
+                            if chunk is not None:
+                                yield chunk
         except HttpFault as exc:
             raise self._fault(exc) from exc
 

@@ -8,7 +8,7 @@ way exactly as before, so results never depend on whether orjson is installed.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from gateway.errors import UpstreamError
@@ -53,6 +53,15 @@ def load_text_delta(payload: bytes, fast: FastLoads | None = FAST_LOADS) -> dict
     return chunk if is_text_delta(chunk) else None
 
 
+def plain_text(chunk: dict[str, Any]) -> str | None:
+    """For a chunk `is_text_delta` accepted: its text ("" for none) when it has one choice and no
+    finish reason, the frame nearly every chunk of a stream is; None for any other shape."""
+    choices = chunk["choices"]
+    if len(choices) != 1 or choices[0].get("finish_reason") is not None:
+        return None
+    return choices[0]["delta"].get("content") or ""
+
+
 def is_text_delta(chunk: Any) -> bool:
     """A well-formed chunk holding at most text and a finish reason: no usage, tool calls or error.
     (A stricter, quicker `_well_formed(chunk, "delta")` for the frame a stream is made of.)"""
@@ -74,7 +83,7 @@ def is_text_delta(chunk: Any) -> bool:
     return True
 
 
-async def sse_batches(next_piece: Callable[[], Awaitable[bytes]]) -> AsyncIterator[list[bytes]]:
+async def sse_batches(next_piece: Callable[[], Awaitable[bytes]]) -> AsyncGenerator[list[bytes], None]:
     """The `data:` payloads of an SSE body (bytes after `data:`, unstripped), one per `data:` line
     (LLM servers send one JSON a line), tolerant of CRLF, comments and event lines; yielded as
     the list of lines each received piece completes, so the consumer pays one async step per
