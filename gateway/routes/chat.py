@@ -80,9 +80,11 @@ async def _stream(request: web.Request, agent_request: AgentRequest, encoder: Ch
         await _fail(sse, exc, did_work)
     else:
         # the last frames leave with the end of the body: one write, not three
-        if not did_work:
-            return await sse.finish(encoder.start(), "[DONE]")
-        return await sse.finish(*tail, "[DONE]")
+        try:
+            return await sse.finish(*(tail if did_work else [encoder.start()]), "[DONE]")
+        except ConnectionError:  # gone just before the end: as mid-stream, not an error to log
+            log.info("client went away at the end of the stream")
+            return sse.response
     return await sse.finish()
 
 
