@@ -18,6 +18,7 @@ import time
 
 from aiohttp import web
 
+from gateway.batched_log import BatchingStreamHandler
 from gateway.middlewares import Handler
 
 HEADER = "X-Request-Id"
@@ -123,8 +124,9 @@ class LogFormatter(logging.Formatter):
 
 
 def configure_logging(level: int = logging.INFO) -> None:
-    """Root logging for `serve`: one stderr handler whose lines carry the request id."""
-    handler = logging.StreamHandler()
+    """Root logging for `serve`: one stderr handler whose lines carry the request id, written in
+    batches off the request path (gateway/batched_log.py)."""
+    handler = BatchingStreamHandler()
     handler.setFormatter(LogFormatter(LOG_FORMAT))
     logging.basicConfig(level=level, handlers=[handler])  # as before, a no-op when root has handlers
     # LOG_FORMAT prints no thread or process fields; not collecting them for every record (the

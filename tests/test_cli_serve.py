@@ -21,8 +21,13 @@ async def test_serve_prints_url_and_answers(tmp_path, upstream):
                                     json={"messages": [{"role": "user", "content": "hi"}]}) as resp:
                 assert resp.status == 200
                 assert (await resp.json())["choices"][0]["message"]["content"] == "Hello from the fake model."
+                request_id = resp.headers["X-Request-Id"]
     finally:
         assert await gateway.stop() == 0
+    # the access line (written in batches off the request path) is on stderr by the time serve exits
+    assert gateway.proc.stderr is not None
+    err = (await gateway.proc.stderr.read()).decode()
+    assert f"INFO agent_gateway.access [{request_id}] POST /v1/chat/completions 200" in err
 
 
 async def test_loopback_without_key_warns_but_runs(tmp_path, upstream):
