@@ -85,7 +85,10 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.idle_since = 0.0
-        self._parser = httptools.HttpResponseParser(self)
+        # parser <-> protocol is a reference cycle: connection_lost breaks it (and the one with the
+        # transport), so a closed connection is freed at once rather than by the cyclic GC, which
+        # an idle gateway may not run for a long time (memory kept after a burst of streams)
+        self._parser: Any = httptools.HttpResponseParser(self)
         self._waiter: asyncio.Future[None] | None = None
         self._paused = False
         self._reset()
@@ -115,6 +118,8 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.received += len(data)
+        if self._parser is None:  # closed: nothing more is read
+            return
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -124,6 +129,8 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self._parser = None
+        self.transport = None
         self._pool.forget(self)
         if self.headers_done and not self.complete and self._reads_to_eof():
             self.complete = True  # a body framed by the connection's end has now ended
