@@ -301,3 +301,50 @@ async def test_a_slow_reader_of_a_large_body_gets_all_of_it(raw_server):
             await asyncio.sleep(0)
     assert bytes(got) == body
     await pool.close()
+
+
+@pytest.fixture
+def tls_ca(tmp_path: Any, monkeypatch: Any) -> Any:
+    """A throwaway CA that OpenSSL trusts through SSL_CERT_FILE, as a self-hoster's private CA would be."""
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    bundle = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(bundle))
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    return ca
+
+
+def test_https_upstreams_are_verified_and_spoken_to_over_tls(tls_ca):
+    import ssl
+
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls_ca.issue_cert("localhost").configure_cert(server_ctx)
+    seen: list[bytes] = []
+
+    async def scenario() -> None:
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            seen.append(await reader.readuntil(b"\r\n\r\n"))
+            writer.write(ok(b'{"tls": true}'))
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=server_ctx)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            pool = OriginPool(f"https://localhost:{port}/v1", connect_timeout=5, read_timeout=5)
+            async with await pool.request("GET", "/models") as response:
+                assert await response.read() == b'{"tls": true}'
+            await pool.close()
+            untrusted = OriginPool(f"https://127.0.0.1:{port}/v1", connect_timeout=5, read_timeout=5)
+            with pytest.raises(ConnectFault, match="TLS"):  # the certificate names localhost only
+                await untrusted.request("GET", "/models")
+            await untrusted.close()
+        finally:
+            server.close()
+            await server.wait_closed()
+
+    for loop in LOOPS.values():
+        with asyncio.Runner(loop_factory=loop) as runner:
+            runner.run(scenario())
+    assert seen[0].startswith(b"GET /v1/models HTTP/1.1\r\n")
+    assert b"\r\nHost: localhost:" in seen[0] and len(seen) == 2
