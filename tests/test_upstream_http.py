@@ -168,13 +168,18 @@ async def test_gzip_bodies_are_decoded(raw_server):
     await pool.close()
 
 
-@on_both_loops
-async def test_an_unrequested_content_encoding_is_a_protocol_fault(raw_server):
-    raw = await raw_server(lambda conn, n, req: ok(b"xx", extra=b"Content-Encoding: br\r\n"))
-    pool = pool_for(raw)
-    with pytest.raises(ProtocolFault, match="br"):
+async def request_fails(raw_server: Any, answer: bytes, fault: type[Exception], says: str, **kw: float) -> None:
+    """The server answers every request with `answer`: the request raises `fault` saying `says`."""
+    raw = await raw_server(lambda conn, n, req: answer)
+    pool = pool_for(raw, **kw)
+    with pytest.raises(fault, match=says):
         await pool.request("GET", "/models")
     await pool.close()
+
+
+@on_both_loops
+async def test_an_unrequested_content_encoding_is_a_protocol_fault(raw_server):
+    await request_fails(raw_server, ok(b"xx", extra=b"Content-Encoding: br\r\n"), ProtocolFault, "br")
 
 
 @on_both_loops
@@ -226,11 +231,7 @@ async def test_headers_without_a_body_time_out_and_close_the_connection(raw_serv
 
 @on_both_loops
 async def test_no_answer_at_all_times_out(raw_server):
-    raw = await raw_server(lambda conn, n, req: b"")
-    pool = pool_for(raw, read_timeout=0.2)
-    with pytest.raises(ReadTimeout):
-        await pool.request("GET", "/models")
-    await pool.close()
+    await request_fails(raw_server, b"", ReadTimeout, "read timeout", read_timeout=0.2)
 
 
 @on_both_loops
@@ -268,11 +269,7 @@ async def test_interim_100_continue_is_skipped(raw_server):
 
 @on_both_loops
 async def test_bytes_that_are_not_http_are_a_protocol_fault(raw_server):
-    raw = await raw_server(lambda conn, n, req: b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
-    pool = pool_for(raw)
-    with pytest.raises(ProtocolFault, match="not valid HTTP"):
-        await pool.request("GET", "/models")
-    await pool.close()
+    await request_fails(raw_server, b"SSH-2.0-OpenSSH_9.6\r\n\r\n", ProtocolFault, "not valid HTTP")
 
 
 @on_both_loops
