@@ -133,19 +133,6 @@ async def batched_with_keepalive(
             await closer()
 
 
-async def with_keepalive(source: AsyncIterator[T], interval: float) -> AsyncGenerator[T | Keepalive, None]:
-    """Yield the source's items one by one, and KEEPALIVE after every `interval` seconds without one
-    (see `batched_with_keepalive`, which this unpacks)."""
-    batches = batched_with_keepalive(source, interval)
-    async with contextlib.aclosing(batches):
-        async for batch in batches:
-            if isinstance(batch, Keepalive):
-                yield batch
-            else:
-                for item in batch:
-                    yield item
-
-
 class _EventStreamResponse(web.StreamResponse):
     """A StreamResponse whose headers leave with the first body write instead of a write of their
     own at `prepare()` (what aiohttp's `web.Response` does; on versions without the switch the

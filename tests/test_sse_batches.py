@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from gateway.sse import KEEPALIVE, LastBatch, batched_with_keepalive, with_keepalive
+from gateway.sse import KEEPALIVE, LastBatch, batched_with_keepalive
 
 
 class Source:
@@ -48,24 +48,24 @@ async def test_a_batch_is_capped_so_the_source_cannot_run_far_ahead():
 
 async def test_silence_yields_keepalives_without_losing_the_next_item():
     source = Source([0.25, "late"])
-    items = await collect(with_keepalive(source.run(), interval=0.1))
+    items = await collect(batched_with_keepalive(source.run(), interval=0.1))
     assert items[:2] == [KEEPALIVE, KEEPALIVE]
-    assert items[-1] == "late"
+    assert items[-1] == ["late"]
 
 
 async def test_a_source_failure_comes_after_the_items_before_it():
     source = Source(["a", 0.02, ValueError("boom")])
     seen = []
     with pytest.raises(ValueError, match="boom"):
-        async for item in with_keepalive(source.run(), interval=5):
-            seen.append(item)
-    assert seen == ["a"]
+        async for batch in batched_with_keepalive(source.run(), interval=5):
+            seen.append(batch)
+    assert seen == [["a"]]
 
 
 async def test_stopping_early_closes_the_source():
     source = Source(["a", 10.0, "never"])
-    events = with_keepalive(source.run(), interval=5)
-    assert await anext(events) == "a"
+    events = batched_with_keepalive(source.run(), interval=5)
+    assert await anext(events) == ["a"]
     await events.aclose()
     assert source.closed
 
