@@ -10,14 +10,14 @@ from aiohttp import web
 
 from gateway import appkeys
 from gateway.agent import Agent
-from gateway.cors import add_cors_headers, cors_preflight_middleware
+from gateway.cors import add_cors_headers
 from gateway.cors_policy import CorsPolicy
-from gateway.idempotency import idempotency_middleware
+from gateway.front_door import front_door
 from gateway.idempotency_store import IdempotencyCache, InMemoryIdempotencyCache
 from gateway.lifecycle import Lifecycle, RunLimiter
 from gateway.memory_release import MemoryReleaser
-from gateway.middlewares import MIDDLEWARES, add_security_headers
-from gateway.request_ids import add_request_id_header, request_id_middleware
+from gateway.middlewares import add_security_headers
+from gateway.request_ids import add_request_id_header
 from gateway.routes import chat, health, models, openapi, responses
 from gateway.settings import Settings
 from gateway.store import SQLiteResponseStore, StoreUnavailableError
@@ -34,10 +34,8 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
                idempotency: IdempotencyCache | None = None) -> web.Application:
     """Build the gateway. `tools` replaces the agent's default tool set (tests use their own);
     `idempotency` replaces the in-memory Idempotency-Key cache (tests pass one with a fake clock)."""
-    # request ids outermost (the access line sees the final status); preflights need no key and
-    # idempotency comes after auth, so only accepted credentials reach its cache
-    middlewares = [request_id_middleware, *MIDDLEWARES, cors_preflight_middleware, idempotency_middleware]
-    app = web.Application(middlewares=middlewares, client_max_size=settings.max_body_bytes)
+    # the order of the per-request steps lives in gateway/front_door.py
+    app = web.Application(middlewares=[front_door], client_max_size=settings.max_body_bytes)
     app[appkeys.SETTINGS] = settings
     app[appkeys.CORS_POLICY] = CorsPolicy.from_origins(settings.cors_origins)
     app[appkeys.STARTED_AT] = int(time.time())

@@ -22,7 +22,7 @@ from aiohttp import web
 from gateway import appkeys
 from gateway.cors_policy import CorsPolicy
 from gateway.errors import PermissionDeniedError
-from gateway.middlewares import Handler, error_response
+from gateway.middlewares import error_response
 
 ALLOW_METHODS = "GET, POST, DELETE, OPTIONS"
 # What OpenAI's SDKs (openai-python, openai-node) and browser apps send. The X-Stainless names come
@@ -51,11 +51,11 @@ def is_preflight(request: web.Request) -> bool:
             and "Access-Control-Request-Method" in request.headers)
 
 
-@web.middleware
-async def cors_preflight_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Answer browser preflights before routing (no key needed: browsers never send one here)."""
+def preflight_response(request: web.Request) -> web.Response | None:
+    """The answer to a browser preflight, before routing (no key needed: browsers never send one
+    here); None when the request is not a preflight."""
     if not is_preflight(request):
-        return await handler(request)
+        return None
     policy = policy_for(request)
     origin = request.headers["Origin"]
     if policy.grant(origin) is None:

@@ -92,13 +92,15 @@ def replay(reply: CachedReply) -> web.Response:
     return response
 
 
-@web.middleware
-async def idempotency_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Runs after auth, so only accepted credentials ever reach (or evict from) the cache."""
-    presented = request.headers.get(HEADER)
-    if presented is None or request.method != "POST" or request.path not in IDEMPOTENT_PATHS:
-        return await handler(request)
-    idempotency_key = _valid_key(presented)
+def wants_idempotency(request: web.Request) -> bool:
+    """A POST to a covered route that carries the header (whether the key is valid is checked later)."""
+    return request.method == "POST" and HEADER in request.headers and request.path in IDEMPOTENT_PATHS
+
+
+async def run_idempotent(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Serves a request that `wants_idempotency`: the kept reply, or the handler's, kept.
+    Called after auth, so only accepted credentials ever reach (or evict from) the cache."""
+    idempotency_key = _valid_key(request.headers[HEADER])
     raw = await request.read()  # aiohttp keeps the bytes: the handler reads the same body again
     if _is_stream(raw):
         return await handler(request)

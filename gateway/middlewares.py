@@ -1,4 +1,5 @@
-"""Middlewares and response hooks applied to every request: errors, headers, auth, limits."""
+"""The checks and renderings every request goes through: errors, headers, auth, limits.
+gateway/front_door.py calls them in order."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from gateway.errors import (
     PayloadTooLargeError,
     ServiceUnavailableError,
 )
+from gateway.lifecycle import Lifecycle
 
 log = logging.getLogger("agent_gateway")
 
@@ -34,7 +36,8 @@ def error_response(error: GatewayError) -> web.Response:
     )
 
 
-def _from_http_exception(exc: web.HTTPException) -> GatewayError:
+def from_http_exception(exc: web.HTTPException) -> GatewayError:
+    """aiohttp's own refusals (no route, wrong method, body too large) as the OpenAI envelope."""
     if exc.status == 404:
         return NotFoundError("no such route; the API lives under /v1 (e.g. /v1/chat/completions)")
     if exc.status == 405:
@@ -49,29 +52,15 @@ def _from_http_exception(exc: web.HTTPException) -> GatewayError:
     return error
 
 
-@web.middleware
-async def errors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Every failure leaves as the OpenAI error envelope, never a traceback or an HTML page."""
-    try:
-        return await handler(request)
-    except GatewayError as exc:
-        return error_response(exc)
-    except web.HTTPException as exc:
-        if exc.status < 400:
-            raise
-        return error_response(_from_http_exception(exc))
-    except (ConnectionResetError, ConnectionError):
-        raise
-    except Exception:
-        log.exception("unhandled error on %s %s", request.method, request.path)
-        return error_response(GatewayError("internal error; see the gateway's log", code="internal_error"))
+def internal_error(request: web.Request) -> web.Response:
+    """An unexpected exception: logged with its traceback, answered without it."""
+    log.exception("unhandled error on %s %s", request.method, request.path)
+    return error_response(GatewayError("internal error; see the gateway's log", code="internal_error"))
 
 
-@web.middleware
-async def admission_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+def admit(request: web.Request) -> Lifecycle:
     """The checks before routing, in this order: not shutting down (503), declared body size
-    (413), key (401). An admitted request counts as in flight until its handler returns.
-    (One middleware, not three: each layer is a coroutine frame per request.)"""
+    (413), key (401). The caller must `leave()` the returned lifecycle once the request is done."""
     app = request.app
     lifecycle = app[appkeys.LIFECYCLE]
     if lifecycle.draining:
@@ -80,10 +69,7 @@ async def admission_middleware(request: web.Request, handler: Handler) -> web.St
     check_body_size(request, settings.max_body_bytes)
     check_key(request, settings.api_key)
     lifecycle.enter()
-    try:
-        return await handler(request)
-    finally:
-        lifecycle.leave()
+    return lifecycle
 
 
 def check_body_size(request: web.Request, limit: int) -> None:
@@ -116,5 +102,3 @@ def add_security_headers(response: web.StreamResponse) -> None:
     """Part of the response-prepare hook (app.py): JSON, errors and streams alike."""
     response.headers.update(SECURITY_HEADERS)
 
-
-MIDDLEWARES = [errors_middleware, admission_middleware]

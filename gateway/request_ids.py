@@ -19,7 +19,6 @@ import time
 from aiohttp import web
 
 from gateway.batched_log import BatchingStreamHandler
-from gateway.middlewares import Handler
 
 HEADER = "X-Request-Id"
 _SANE_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
@@ -46,41 +45,26 @@ def current_request_id() -> str | None:
     return _CURRENT.get()
 
 
-@web.middleware
-async def request_id_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Outermost middleware: picks the id and writes the access line with the final status.
+def begin_request(request: web.Request) -> str:
+    """Picks the request's id and makes it current for the request's task.
 
     aiohttp serves each request in its own task, and the response is prepared later in that same
-    task, so the value is deliberately not reset here: the prepare hook below still needs it, and
-    it vanishes with the task.
-    """
+    task, so the value is deliberately never reset: the prepare hook still needs it, and it
+    vanishes with the task."""
     request_id = choose_request_id(request.headers.get(HEADER))
     _CURRENT.set(request_id)
-    started = time.perf_counter()
-    status: int | str = "-"
-    try:
-        response = await handler(request)
-        status = response.status
-        return response
-    except web.HTTPException as exc:
-        status = exc.status
-        raise
-    except asyncio.CancelledError:
-        status = "cancelled"
-        raise
-    except ConnectionError:
-        status = "disconnected"
-        raise
-    finally:
-        # no timing arithmetic or record when the access log is off
-        if access_log.isEnabledFor(logging.INFO):
-            elapsed_ms = (time.perf_counter() - started) * 1000
-            # Written once this task step ends: a returned reply is sent right after the
-            # middlewares, so its bytes leave before the line is formatted and written (~15 us
-            # less latency per reply). call_soon runs it in a copy of this context, so the record
-            # still carries the request id.
-            asyncio.get_running_loop().call_soon(access_log.info, "%s %s %s %.0fms id=%s", request.method,
-                                                 request.path, status, elapsed_ms, request_id)
+    return request_id
+
+
+def log_access(request: web.Request, request_id: str, status: int | str, started: float) -> None:
+    """The access line: method, path, final status, duration and id; never headers, query or body."""
+    if access_log.isEnabledFor(logging.INFO):  # no timing arithmetic or record when it is off
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        # Written once this task step ends: a returned reply is sent right after the middleware,
+        # so its bytes leave before the line is formatted and written (~15 us less latency per
+        # reply). call_soon runs it in a copy of this context, so the record carries the id.
+        asyncio.get_running_loop().call_soon(access_log.info, "%s %s %s %.0fms id=%s", request.method,
+                                             request.path, status, elapsed_ms, request_id)
 
 
 def add_request_id_header(response: web.StreamResponse) -> None:

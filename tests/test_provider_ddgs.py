@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -58,7 +60,10 @@ def calls(tmp_path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def test_without_the_library_it_is_unavailable_with_an_install_hint(tmp_path: Path):
+def test_without_the_library_it_is_unavailable_with_an_install_hint(tmp_path: Path, monkeypatch):
+    # where the `ddgs` extra is installed, hide it: this is about a machine without it
+    monkeypatch.setattr(sys, "path", [p for p in sys.path
+                                      if importlib.machinery.PathFinder.find_spec("ddgs", [p]) is None])
     provider = DdgsProvider({"PYTHONPATH": str(tmp_path / "empty")})
     assert not provider.is_available()
     assert provider.unavailable_reason() == (
