@@ -25,7 +25,7 @@ import aiohttp
 from bench import processes, scenarios, wrk
 from bench.scenarios import Bench, Budget, Row
 
-SCENARIOS = ("chat", "stream", "tool", "responses", "memory", "floor")
+SCENARIOS = ("chat", "conversation", "stream", "tool", "responses", "memory", "floor")
 
 
 def machine() -> dict[str, str]:
@@ -100,6 +100,8 @@ async def main_async(args: argparse.Namespace) -> int:
             print(f"[{name}]", flush=True)
             if name == "chat":
                 await scenarios.non_streaming(bench)
+            elif name == "conversation":
+                await scenarios.conversation(bench)
             elif name == "stream":
                 await scenarios.streaming(bench)
             elif name == "tool":

@@ -76,6 +76,26 @@ def chat_body(stream: bool, text: str = "Say hello.", tools: list[dict] | None =
     return json.dumps(body).encode()
 
 
+def conversation_body(stream: bool, turns: int = 12) -> bytes:
+    """A chat as a frontend sends it after a few turns (~32 KB): a system prompt, then user
+    questions and long markdown answers with code, backticks and numbers, each sent back whole,
+    as Open WebUI and LibreChat do. The small bodies above hide per-byte costs; this shows them."""
+    answer = (
+        "Here is how the retry loop works in version 3.11.7, measured on 2024-05-17:\n\n"
+        "```python\nfor attempt in range(5):\n    delay = min(30, 0.5 * 2 ** attempt)  # 1800 ms cap\n"
+        "    response = await client.post(url, json=payload, timeout=12.5)\n```\n\n"
+        "The `delay` doubles each time; with `max_retries=5` the worst case waits 15.5 s. "
+        "Status codes 408, 409, 429 and 5xx are retried; the others return at once. "
+    ) * 6
+    messages: list[dict] = [{"role": "system", "content": "You are a careful assistant. " * 20}]
+    for turn in range(turns):
+        messages.append({"role": "user", "content": f"Question {turn + 1}: how does the retry loop behave "
+                                                    f"when the upstream answers 429 after {turn * 250} ms?"})
+        messages.append({"role": "assistant", "content": answer})
+    messages.append({"role": "user", "content": "Say hello."})
+    return json.dumps({"model": "bench-model", "messages": messages, "stream": stream}).encode()
+
+
 def _check(result: LoadResult, label: str, bench: Bench) -> None:
     if result.errors:
         bench.say(f"{label}: {result.errors} error(s): {'; '.join(result.error_samples)}")
@@ -130,6 +150,27 @@ async def non_streaming(bench: Bench) -> None:
             bench.rows.append(Row(scenario, "p99", direct.p99 * MS, gateway.p99 * MS, "ms", generator))
             if generator == "wrk" or concurrency == 1:
                 bench.rows.append(_cpu_row(scenario, direct, gateway))
+
+
+async def conversation(bench: Bench) -> None:
+    """The ~32 KB chat history a frontend sends after a dozen turns, at c=1: what the per-byte
+    work (reading, checking and re-encoding the messages) adds. No target in the issue; shown so
+    a per-byte cost cannot hide behind the tiny bodies above."""
+    size = len(conversation_body(stream=False)) // 1024
+    scenario = f"chat, {size} KB history, c=1"
+    for generator in ["python"] + (["wrk"] if bench.use_wrk else []):
+        body = conversation_body(stream=False)
+        direct = await _measure(bench, bench.chat_url(False), body, 1, generator=generator)
+        gateway = await _measure(bench, bench.chat_url(True), body, 1, generator=generator)
+        note = "; ".join(filter(None, [f"added {(gateway.p50 - direct.p50) * MS:.3f} ms", _errors(direct, gateway)]))
+        bench.rows += [Row(scenario, "p50", direct.p50 * MS, gateway.p50 * MS, "ms", generator, note=note),
+                       _cpu_row(scenario, direct, gateway)]
+    body = conversation_body(stream=True)
+    direct = await _measure(bench, bench.chat_url(False), body, 1, stream=True)
+    gateway = await _measure(bench, bench.chat_url(True), body, 1, stream=True)
+    added = (gateway.ttfb_p50 - direct.ttfb_p50) * MS
+    bench.rows.append(Row(f"stream, {size} KB history, c=1", "TTFB p50", direct.ttfb_p50 * MS, gateway.ttfb_p50 * MS,
+                          "ms", "python", note=f"added {added:.3f} ms"))
 
 
 def _errors(direct: LoadResult, gateway: LoadResult) -> str:

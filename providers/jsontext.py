@@ -24,7 +24,11 @@ try:  # optional (agent-gateway[fast]); checked once here, never required
 except ImportError:  # pragma: no cover - depends on the environment
     _orjson_loads = None  # type: ignore[assignment]
 
-_LONG_INTEGER = re.compile(rb"\d{19}")  # may not fit 64 bits: orjson would make it a float
+# 19 digits in a row: an integer that may not fit 64 bits, which orjson would read as a float.
+# Found by mapping every digit to b"1" and looking for 19 of them: both steps run in C at under a
+# ns per byte, where the regex `\d{19}` took ~9 ns per byte (264 us on a 32 KB chat body).
+_DIGITS_AS_ONES = bytes.maketrans(b"0123456789", b"1111111111")
+_LONG_DIGIT_RUN = b"1" * 19
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -45,9 +49,14 @@ def scrub_surrogates(value: Any) -> Any:
     return value
 
 
+def has_long_integer(data: bytes) -> bool:
+    """Whether `data` holds 19 or more digits in a row (a translated copy lives for the check)."""
+    return _LONG_DIGIT_RUN in data.translate(_DIGITS_AS_ONES)
+
+
 def loads(data: bytes | str) -> Any:
     """`json.loads`' result, plus the surrogate scrub only when the text contains a `\\ud...` escape."""
-    if _orjson_loads is not None and type(data) is bytes and not _LONG_INTEGER.search(data):
+    if _orjson_loads is not None and type(data) is bytes and not has_long_integer(data):
         try:
             return _orjson_loads(data)  # it refuses lone surrogates: what it returns needs no scrub
         except ValueError:  # orjson.JSONDecodeError: not JSON, or JSON only the stdlib reads

@@ -49,6 +49,13 @@ async def test_markers_in_returned_history_do_not_reach_the_model(client, upstre
     assert assistant == {"role": "assistant", "content": "Green."}
 
 
+async def test_history_with_code_but_no_markers_reaches_the_model_unchanged(client, upstream):
+    answer = "Use `retry()`:\n```python\nretry(5)\n```\n`🔍` alone is not a marker line: `x`🔍 neither."
+    history = [*USER, {"role": "assistant", "content": answer}, {"role": "user", "content": "And then?"}]
+    await client.post("/v1/chat/completions", json={"messages": history})
+    assert upstream.requests[-1]["messages"][-2] == {"role": "assistant", "content": answer}
+
+
 async def test_several_calls_in_one_round_run_in_parallel(make_client, upstream):
     slow = LookupTool(delay=0.2)
     client = await make_client(tools=[slow])

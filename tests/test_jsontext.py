@@ -20,6 +20,8 @@ SAME_AS_STDLIB = [
     '{"text": "caf\u00e9 \u2603 \\ud83d\\ude00"}'.encode(),
     b'{"nul": "\\u0000"}',
     b'[1, 2.5, null, true, "x"]',
+    b'{"content": "' + b"long text 12 " * 2000 + b'", "seed": 99999999999999999999}',  # big int after text
+    b'{"id": "12345678901234567890", "n": 1}',  # 20 digits inside a string: read the same either way
 ]
 
 
@@ -49,3 +51,15 @@ def test_what_the_stdlib_refuses_is_refused_with_its_error(text):
         json.loads(text)
     with pytest.raises(type(expected.value)):
         jsontext.loads(text)
+
+
+@pytest.mark.parametrize(("text", "long"), [
+    (b"1234567890123456789", True),  # 19 digits
+    (b'{"n": -12345678901234567890}', True),
+    (b"123456789012345678", False),  # 18
+    (b"123456789.0123456789", False),  # 9 + 10 digits, split by a point
+    (b"1" * 18 + b"x" + b"2" * 18, False),
+    (b"", False),
+])
+def test_long_integer_runs_are_found_exactly(text, long):
+    assert jsontext.has_long_integer(text) is long
