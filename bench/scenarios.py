@@ -350,6 +350,16 @@ async def memory(bench: Bench, idle_fresh: float) -> None:
         bench.rows.append(Row(scenario, f"{2 + bench.budget.settle_seconds:g} s after they closed", None, later,
                               "MiB", "-", "near idle", later <= idle * 1.2 + 5,
                               "after the upstream keep-alive (30 s) let the idle connections go"))
+    # The same burst again: memory kept after the first is reused, so a bounded high-water mark
+    # shows as no growth here, and a leak as a second step up.
+    again = await _open_streams(bench, bench.chat_url(True), body, n, bench.gateway)
+    await asyncio.sleep(2)
+    second = bench.gateway.rss_mb()
+    first = later if later is not None else after
+    bench.rows.append(Row(scenario, "2 s after a second burst", None, second, "MiB", "-", "no growth",
+                          second <= first + 3 and again["opened"] == n and not again["errors"],
+                          f"{second - first:+.1f} MiB on the first burst's figure; peak {again['peak']:.1f} MiB, "
+                          f"{again['opened']}/{n} open, {again['errors']} error(s)"))
 
 
 async def _open_streams(bench: Bench, url: str, body: bytes, n: int, server: Process) -> dict[str, float]:
