@@ -191,6 +191,21 @@ async def test_lru_bound_evicts_the_least_recently_used(make_client: Any, upstre
             await sdk.responses.retrieve(b.id)
 
 
+async def test_a_conversation_whose_head_was_evicted_starts_afresh(make_client: Any, upstream: Any) -> None:
+    client = await make_client(tools=[], max_stored_responses=2)
+    upstream.queue(*(text(answer) for answer in ("A1", "A2", "O", "A3", "U", "G", "A4")))
+    async with sdk_for(client) as sdk:
+        await sdk.responses.create(model="m", input="Q1", conversation="kept")
+        await sdk.responses.create(model="m", input="Q2", conversation="kept")
+        await sdk.responses.create(model="m", input="other")  # evicts Q1's response
+        await sdk.responses.create(model="m", input="Q3", conversation="kept")
+        assert [c for _, c in conversation_sent(upstream)] == ["Q1", "A1", "Q2", "A2", "Q3"]
+        await sdk.responses.create(model="m", input="unrelated")
+        await sdk.responses.create(model="m", input="again")  # evicts the head (Q3's response)
+        await sdk.responses.create(model="m", input="Q4", conversation="kept")
+        assert conversation_sent(upstream) == [("user", "Q4")]
+
+
 async def test_store_false_is_not_kept(sdk: AsyncOpenAI) -> None:
     reply = await sdk.responses.create(model="m", input="x", store=False)
     assert reply.store is False
