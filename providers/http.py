@@ -11,11 +11,14 @@ gateway's ~51 MiB, and providers are built at start-up whether or not a request 
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 from providers.web import ProviderError
 
 if TYPE_CHECKING:
+    import ssl
+
     import httpx
 
 DEFAULT_SECONDS = 30.0
@@ -36,13 +39,24 @@ def http_timeout(seconds: float) -> httpx.Timeout:
     return httpx.Timeout(seconds, connect=min(10.0, seconds))
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The verified TLS context all provider clients share: httpx's own default (certifi's CAs, or
+    SSL_CERT_FILE / SSL_CERT_DIR when set), built on the first client. A context per client loaded
+    the CA bundle again for each provider used: ~0.8 MiB and ~18 ms apiece."""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
 def new_client(timeout: httpx.Timeout | float = DEFAULT_SECONDS) -> httpx.AsyncClient:
     """A pooled client; a number of seconds becomes `http_timeout(seconds)`."""
     import httpx
 
     if isinstance(timeout, int | float):
         timeout = http_timeout(timeout)
-    return httpx.AsyncClient(timeout=timeout, follow_redirects=False, headers={"User-Agent": "agent-gateway"})
+    return httpx.AsyncClient(timeout=timeout, follow_redirects=False, verify=tls_context(),
+                             headers={"User-Agent": "agent-gateway"})
 
 
 def _service_detail(body: Any) -> str | None:
