@@ -136,6 +136,38 @@ async def test_a_concurrent_burst_of_puts_loses_nothing(tmp_path: Path) -> None:
             assert await store.get(rid) is not None
 
 
+
+async def test_concurrent_puts_end_as_if_put_one_by_one(tmp_path: Path) -> None:
+    # 60 puts at once (as 60 concurrent Responses requests): they are written in groups, and the
+    # store ends exactly as if they had been put one by one, in the order they were called
+    async with SQLiteResponseStore(tmp_path / "r.db", max_responses=25) as store:
+        ids = [f"resp_{n:02d}" for n in range(60)]
+        await asyncio.gather(*(store.put(record(rid, conversation=f"c{n % 4}")) for n, rid in enumerate(ids)))
+        assert await store.count() == 25
+        kept = [rid for rid in ids if await store.get(rid, touch=False) is not None]
+        assert kept == ids[-25:]
+        for name in range(4):
+            head = await store.conversation_head(f"c{name}", touch=False)
+            assert head is not None and head.id == ids[-4 + name]
+
+
+async def test_a_failed_group_fails_each_of_its_puts_with_its_own_503(tmp_path: Path) -> None:
+    path = tmp_path / "responses.db"
+    async with SQLiteResponseStore(path, max_responses=10, busy_timeout=0.1) as store:
+        other = sqlite3.connect(path, isolation_level=None)
+        try:
+            other.execute("BEGIN EXCLUSIVE")
+            outcomes = await asyncio.gather(*(store.put(record(f"resp_{n}")) for n in range(5)),
+                                            return_exceptions=True)
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert all(isinstance(outcome, StoreUnavailableError) and outcome.status == 503 for outcome in outcomes)
+        assert len({id(outcome) for outcome in outcomes}) == 5
+        assert await store.count() == 0
+        await asyncio.gather(*(store.put(record(f"resp_{n}")) for n in range(5)))
+        assert await store.count() == 5
+
 _WRITER = textwrap.dedent(
     """
     import asyncio, sys
