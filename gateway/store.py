@@ -210,6 +210,9 @@ class SQLiteResponseStore(ResponseStore):
         return db
 
     async def close(self) -> None:
+        if self._writer is not None:
+            # puts already accepted are written (or fail) before the connection goes
+            await asyncio.wait([self._writer])
         async with self._lock:
             self._closed = True
             db, self._db = self._db, None

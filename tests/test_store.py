@@ -293,3 +293,15 @@ async def test_a_store_that_failed_to_open_recovers_once_the_file_is_fixed(tmp_p
         await store.close()
     with pytest.raises(StoreUnavailableError, match="closed"):
         await store.count()
+
+
+async def test_close_lets_puts_already_made_finish_durably(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    store = SQLiteResponseStore(path, max_responses=100)
+    await store.open()
+    puts = [asyncio.ensure_future(store.put(record(f"resp_{n}"))) for n in range(20)]
+    await asyncio.sleep(0)  # the puts are queued; the first group is being written
+    await store.close()
+    assert all(put.done() and put.exception() is None for put in puts)
+    async with SQLiteResponseStore(path, max_responses=100) as reopened:
+        assert await reopened.count() == 20
