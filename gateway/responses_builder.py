@@ -66,6 +66,10 @@ def event_json(event: dict[str, Any]) -> str:
     return json.dumps(event, ensure_ascii=False)
 
 
+def _same(value: Any) -> Any:
+    return value
+
+
 class ResponseBuilder:
     def __init__(
         self,
@@ -75,8 +79,15 @@ class ResponseBuilder:
         history: list[dict[str, Any]],
         response_id: str | None = None,
         created_at: int | None = None,
+        events: bool = True,
     ) -> None:
+        """`events=False` when nobody reads the stream events (a request without `stream`): the
+        builder keeps the same state but skips the snapshots the events would carry (the
+        `response.created` / `in_progress` / final response and a copy of each item)."""
         self.request = request
+        self._events = events
+        # an event's item is copied so later changes to the item do not reach an event not yet sent
+        self._snapshot = _json_copy if events else _same
         self.model = model
         self.id = response_id or new_id("resp")
         self.created_at = int(time.time()) if created_at is None else created_at
@@ -106,6 +117,8 @@ class ResponseBuilder:
 
     def start(self) -> list[dict[str, Any]]:
         """`response.created` (with `output: []`) and `response.in_progress`."""
+        if not self._events:
+            return []
         snapshot = self.response()
         return [
             self._event("response.created", response=snapshot),
@@ -113,18 +126,24 @@ class ResponseBuilder:
         ]
 
     def feed(self, event: AgentEvent) -> list[dict[str, Any]]:
-        """Take one agent event; return the stream events it produces (possibly none)."""
+        """Take one agent event; return the stream events it produces (possibly none; always
+        none with `events=False`)."""
         if isinstance(event, TextDelta):
-            return self._text(event.text)
-        if isinstance(event, ToolCallStarted | ClientToolCall):
-            return self._function_call(event.call_id, event.name, event.arguments)
-        if isinstance(event, ToolCallFinished):
-            return self._function_output(event.call_id, event.output)
+            produced = self._text(event.text)
+        elif isinstance(event, ToolCallStarted | ClientToolCall):
+            produced = self._function_call(event.call_id, event.name, event.arguments)
+        elif isinstance(event, ToolCallFinished):
+            produced = self._function_output(event.call_id, event.output)
+        else:
+            self._note(event)
+            return []
+        return produced if self._events else []
+
+    def _note(self, event: AgentEvent) -> None:
         if isinstance(event, Usage):
             self._usage = event
         elif isinstance(event, Finished):
             self._finish_reason = event.reason
-        return []
 
     def finish(self) -> list[dict[str, Any]]:
         """End normally: `response.completed`, or `response.incomplete` when the model stopped on
@@ -135,20 +154,23 @@ class ResponseBuilder:
         if reason:
             self._incomplete_details = {"reason": reason}
         self._end(status)
-        return [*events, self._event(f"response.{status}", response=self.response())]
+        return self._ending(events, f"response.{status}")
 
     def fail(self, message: str, code: str = "server_error") -> list[dict[str, Any]]:
         """End with an error after the stream started: `response.failed`."""
         events = self._close_message("incomplete")
         self._error = {"code": code, "message": message}
         self._end("failed")
-        return [*events, self._event("response.failed", response=self.response())]
+        return self._ending(events, "response.failed")
 
     def interrupt(self) -> list[dict[str, Any]]:
         """End because the client went away: an `incomplete` response with what was produced."""
         events = self._close_message("incomplete")
         self._end("incomplete")
-        return [*events, self._event("response.incomplete", response=self.response())]
+        return self._ending(events, "response.incomplete")
+
+    def _ending(self, events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+        return [*events, self._event(kind, response=self.response())] if self._events else []
 
     def _end(self, status: str) -> None:
         self._sync()
@@ -206,11 +228,11 @@ class ResponseBuilder:
         self._output.append(item)
         self._message_index = index
         part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-        events = [self._event("response.output_item.added", output_index=index, item=_json_copy(item))]
+        events = [self._event("response.output_item.added", output_index=index, item=self._snapshot(item))]
         item["content"].append(part)
         events.append(self._event(
             "response.content_part.added", item_id=item["id"], output_index=index, content_index=0,
-            part=_json_copy(part),
+            part=self._snapshot(part),
         ))
         return events
 
@@ -226,8 +248,8 @@ class ResponseBuilder:
             self._event("response.output_text.done", item_id=item["id"], output_index=index,
                         content_index=0, text=part["text"], logprobs=[]),
             self._event("response.content_part.done", item_id=item["id"], output_index=index,
-                        content_index=0, part=_json_copy(part)),
-            self._event("response.output_item.done", output_index=index, item=_json_copy(item)),
+                        content_index=0, part=self._snapshot(part)),
+            self._event("response.output_item.done", output_index=index, item=self._snapshot(item)),
         ]
 
     def _function_call(self, call_id: str, name: str, arguments: str) -> list[dict[str, Any]]:
@@ -240,7 +262,7 @@ class ResponseBuilder:
                 "arguments": "", "status": "in_progress"}
         index = len(self._output)
         self._output.append(item)
-        events.append(self._event("response.output_item.added", output_index=index, item=_json_copy(item)))
+        events.append(self._event("response.output_item.added", output_index=index, item=self._snapshot(item)))
         if arguments:
             events.append(self._event(
                 "response.function_call_arguments.delta", item_id=item["id"], output_index=index,
@@ -252,7 +274,7 @@ class ResponseBuilder:
             "response.function_call_arguments.done", item_id=item["id"], output_index=index,
             arguments=arguments,
         ))
-        events.append(self._event("response.output_item.done", output_index=index, item=_json_copy(item)))
+        events.append(self._event("response.output_item.done", output_index=index, item=self._snapshot(item)))
         return events
 
     def _function_output(self, call_id: str, output: str) -> list[dict[str, Any]]:
@@ -264,8 +286,8 @@ class ResponseBuilder:
         index = len(self._output)
         self._output.append(item)
         return [
-            self._event("response.output_item.added", output_index=index, item=_json_copy(item)),
-            self._event("response.output_item.done", output_index=index, item=_json_copy(item)),
+            self._event("response.output_item.added", output_index=index, item=self._snapshot(item)),
+            self._event("response.output_item.done", output_index=index, item=self._snapshot(item)),
         ]
 
     # ---- results ------------------------------------------------------------------------------

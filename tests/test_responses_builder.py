@@ -315,3 +315,34 @@ def test_many_small_deltas_add_up_in_every_place_the_text_shows():
     assert [item["content"][0]["text"] for item in final["output"] if item["type"] == "message"] == done
     assistant = [m["content"] for m in builder.transcript() if m["role"] == "assistant"]
     assert assistant == done
+
+
+@pytest.mark.parametrize("end", ["finish", "fail", "interrupt"])
+def test_without_events_the_response_and_transcript_are_the_same(end: str) -> None:
+    # a request without `stream` builds no events, and must end with exactly what a stream would
+    body = {"input": "find it", "tools": [{"type": "function", "name": "lookup", "parameters": {}}]}
+    agent_events = [
+        TextDelta("Looking "), ToolCallStarted("call_1", "web_search", '{"query": "otters"}', "🔍 otters"),
+        ToolCallFinished("call_1", "web_search", '{"success": true}', True), TextDelta("Found "), TextDelta("it."),
+        ClientToolCall("call_2", "lookup", '{"term": "x"}'), Usage(10, 5), Finished("tool_calls"),
+    ]
+    streamed, stream = run(body, agent_events, end)
+    request = parse_responses_request(body)
+    quiet = ResponseBuilder(request, model="agent-gateway", history=request.messages, events=False,
+                            response_id=streamed.id, created_at=streamed.created_at)
+    produced = quiet.start()
+    for event in agent_events:
+        produced += quiet.feed(event)
+    produced += getattr(quiet, end)() if end != "fail" else quiet.fail("upstream went away")
+    assert stream and produced == []
+
+    def without_ids(value: Any) -> Any:  # item ids are random per builder; the clock may tick between
+        text = json.dumps({**value, "completed_at": value["completed_at"] is not None}, sort_keys=True)
+        for builder in (streamed, quiet):
+            for item in builder.response()["output"]:
+                text = text.replace(item["id"], "ID")
+        return json.loads(text)
+
+    streamed_response, quiet_response = streamed.response(), quiet.response()
+    assert without_ids(quiet_response) == without_ids(streamed_response)
+    assert quiet.transcript() == streamed.transcript()

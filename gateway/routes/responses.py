@@ -77,7 +77,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         params=parsed.upstream_params(), stream=parsed.stream, instructions=parsed.instructions,
     )
     builder = ResponseBuilder(parsed, model=parsed.model or settings.model_name,
-                              history=agent_request.messages)
+                              history=agent_request.messages, events=parsed.stream)
     with app[appkeys.LIMITER].slot():
         if parsed.stream:
             return await _stream(request, parsed, agent_request, builder)
