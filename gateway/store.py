@@ -138,8 +138,9 @@ class SQLiteResponseStore(ResponseStore):
 
     Why FULL and not NORMAL: with WAL, NORMAL already survives a killed process (kill -9), but a
     power loss or OS crash can roll back the last commits, and those were already acknowledged to
-    clients that may chain on them. FULL fsyncs the WAL at each commit; one fsync per agent run
-    (which takes seconds anyway) is a cost worth paying for "nothing acknowledged is lost".
+    clients that may chain on them. FULL fsyncs the WAL at each commit; at most one fsync per agent
+    run (which takes seconds anyway; concurrent puts share one, see `put`) is a cost worth paying
+    for "nothing acknowledged is lost".
 
     One connection, used only by the store's one thread: each operation is a plain function that
     runs a whole explicit transaction there, so operations never interleave and the event loop
