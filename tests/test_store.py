@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,18 @@ def record(rid: str, conversation: str | None = None, text: str = "hi") -> Store
         input_items=[{"id": f"msg_{rid}", "type": "message", "role": "user", "content": text}],
         conversation=conversation,
     )
+
+
+@contextlib.contextmanager
+def locked_by_another_connection(path: Path) -> Iterator[None]:
+    """The database held under an exclusive lock by another connection (another process would)."""
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        other.execute("BEGIN EXCLUSIVE")
+        yield
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
 
 
 @pytest.fixture
@@ -154,14 +168,9 @@ async def test_concurrent_puts_end_as_if_put_one_by_one(tmp_path: Path) -> None:
 async def test_a_failed_group_fails_each_of_its_puts_with_its_own_503(tmp_path: Path) -> None:
     path = tmp_path / "responses.db"
     async with SQLiteResponseStore(path, max_responses=10, busy_timeout=0.1) as store:
-        other = sqlite3.connect(path, isolation_level=None)
-        try:
-            other.execute("BEGIN EXCLUSIVE")
+        with locked_by_another_connection(path):
             outcomes = await asyncio.gather(*(store.put(record(f"resp_{n}")) for n in range(5)),
                                             return_exceptions=True)
-        finally:
-            other.execute("ROLLBACK")
-            other.close()
         assert all(isinstance(outcome, StoreUnavailableError) and outcome.status == 503 for outcome in outcomes)
         assert len({id(outcome) for outcome in outcomes}) == 5
         assert await store.count() == 0
@@ -257,14 +266,8 @@ async def test_read_only_database_file_is_a_503_store_unavailable(tmp_path: Path
 async def test_a_database_locked_by_another_process_is_a_503(tmp_path: Path) -> None:
     path = tmp_path / "responses.db"
     async with SQLiteResponseStore(path, max_responses=10, busy_timeout=0.1) as store:
-        other = sqlite3.connect(path, isolation_level=None)
-        try:
-            other.execute("BEGIN EXCLUSIVE")
-            with pytest.raises(StoreUnavailableError) as caught:
-                await store.put(record("resp_1"))
-        finally:
-            other.execute("ROLLBACK")
-            other.close()
+        with locked_by_another_connection(path), pytest.raises(StoreUnavailableError) as caught:
+            await store.put(record("resp_1"))
         assert "locked" in caught.value.message
         await store.put(record("resp_1"))  # usable again once the lock is gone
         assert await store.count() == 1
