@@ -360,6 +360,30 @@ async def memory(bench: Bench, idle_fresh: float) -> None:
                           second <= first + 3 and again["opened"] == n and not again["errors"],
                           f"{second - first:+.1f} MiB on the first burst's figure; peak {again['peak']:.1f} MiB, "
                           f"{again['opened']}/{n} open, {again['errors']} error(s)"))
+    await _floor_burst(bench, body, n)
+
+
+async def _floor_burst(bench: Bench, body: bytes, n: int) -> None:
+    """The same burst through the bare floor relay (aiohttp's low-level server and the gateway's
+    own client, no gateway logic): what the stack itself keeps after one."""
+    relay = await processes.start("floor relay (lean)", ["-m", "bench.floor_proxy", "--upstream", bench.fake.url],
+                                  processes.clean_env({}))
+    try:
+        await asyncio.sleep(0.5)
+        idle = relay.rss_mb()
+        burst = await _open_streams(bench, f"{relay.url}/v1/chat/completions", body, n, relay)
+        await asyncio.sleep(2)
+        after = relay.rss_mb()
+    finally:
+        await relay.stop()
+    scenario = "memory (VmRSS), floor relay"
+    bench.rows += [
+        Row(scenario, "idle", None, idle, "MiB", "-"),
+        Row(scenario, f"{n} open streams (peak)", None, burst["peak"], "MiB", "python",
+            note=f"{burst['opened']}/{n} open, {burst['errors']} error(s)"),
+        Row(scenario, "2 s after they closed", None, after, "MiB", "-", "near idle", after <= idle * 1.2 + 5,
+            "the bare relay: what aiohttp's server, our client and CPython's allocator keep"),
+    ]
 
 
 async def _open_streams(bench: Bench, url: str, body: bytes, n: int, server: Process) -> dict[str, float]:
