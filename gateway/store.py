@@ -229,8 +229,11 @@ class SQLiteResponseStore(ResponseStore):
         self._last_tick = max(time.time_ns() // 1000, self._last_tick + 1)
         return self._last_tick
 
-    async def _transaction(self, body: Callable[[sqlite3.Connection], T], *, write: bool) -> T:
-        """Runs `body` in one transaction on the store's thread; any SQLite fault is a 503."""
+    async def _transaction(self, body: Callable[[sqlite3.Connection], T], *, write: bool,
+                           durable: bool = True) -> T:
+        """Runs `body` in one transaction on the store's thread; any SQLite fault is a 503.
+        `durable=False` commits without waiting for the disk (synchronous=NORMAL for this one
+        transaction): for writes whose loss in a power cut harms nothing, like a read's LRU touch."""
         async with self._lock:
             if self._db is None and not self._closed:
                 # Opening failed at startup (say, a locked or read-only file): try again now, so a
@@ -240,7 +243,7 @@ class SQLiteResponseStore(ResponseStore):
             if db is None:
                 raise StoreUnavailableError("The response store is closed.")
         try:
-            return await self._in_thread(functools.partial(_run_transaction, db, body, write))
+            return await self._in_thread(functools.partial(_run_transaction, db, body, write, durable))
         except sqlite3.Error as exc:
             raise self._fail(exc) from exc
 
@@ -333,7 +336,9 @@ class SQLiteResponseStore(ResponseStore):
 
     async def get(self, response_id: str, *, touch: bool = True) -> StoredResponse | None:
         tick = self._tick() if touch else None
-        return await self._transaction(lambda db: self._get(db, response_id, tick), write=touch)
+        # the touch only orders eviction: not worth an fsync per read (a chained request reads
+        # its previous response, then writes its own durably anyway)
+        return await self._transaction(lambda db: self._get(db, response_id, tick), write=touch, durable=False)
 
     async def delete(self, response_id: str) -> bool:
         def body(db: sqlite3.Connection) -> bool:
@@ -350,7 +355,7 @@ class SQLiteResponseStore(ResponseStore):
             row = db.execute("SELECT response_id FROM conversations WHERE name = ?", (name,)).fetchone()
             return None if row is None else self._get(db, row[0], tick)
 
-        return await self._transaction(body, write=touch)
+        return await self._transaction(body, write=touch, durable=False)
 
     async def count(self) -> int:
         row = await self._transaction(lambda db: db.execute("SELECT COUNT(*) FROM responses").fetchone(),
@@ -368,19 +373,26 @@ def _from_json_text(text: str | bytes) -> Any:
     return jsontext.loads(text.encode() if isinstance(text, str) else text)
 
 
-def _run_transaction(db: sqlite3.Connection, body: Callable[[sqlite3.Connection], T], write: bool) -> T:
+def _run_transaction(db: sqlite3.Connection, body: Callable[[sqlite3.Connection], T], write: bool,
+                     durable: bool = True) -> T:
     """On the store's thread: BEGIN, `body`, COMMIT; ROLLBACK if anything fails."""
-    # IMMEDIATE takes the write lock up front, so a writer never fails mid-transaction on a lock
-    # upgrade (busy_timeout covers the wait instead).
-    db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+    if not durable:
+        db.execute("PRAGMA synchronous = NORMAL")  # WAL: still atomic and consistent, not fsynced
     try:
-        result = body(db)
-        db.execute("COMMIT")
-    except BaseException:
-        if db.in_transaction:
-            try:
-                db.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
-        raise
+        # IMMEDIATE takes the write lock up front, so a writer never fails mid-transaction on a
+        # lock upgrade (busy_timeout covers the wait instead).
+        db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        try:
+            result = body(db)
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                try:
+                    db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+            raise
+    finally:
+        if not durable:
+            db.execute("PRAGMA synchronous = FULL")
     return result
