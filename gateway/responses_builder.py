@@ -346,6 +346,8 @@ class ResponseBuilder:
         }
 
     def transcript(self) -> list[dict[str, Any]]:
-        """History handed in plus the chat messages this response produced."""
+        """History handed in plus the chat messages this response produced. A new list of the
+        builder's own message dicts, not copies: for encoding at once (the store does, in `put`),
+        not for keeping and changing. A deep copy here was half the builder's work on a long chain."""
         self._sync()
-        return _json_copy(self._history + self._produced)
+        return [*self._history, *self._produced]
