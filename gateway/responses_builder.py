@@ -92,7 +92,10 @@ class ResponseBuilder:
         self.id = response_id or new_id("resp")
         self.created_at = int(time.time()) if created_at is None else created_at
         self.status = "in_progress"
-        self._history = _json_copy(history)
+        # A list of its own, sharing the message dicts: nothing changes a message once parsed (the
+        # agent copies on write, see agent._clean_message), and a deep copy of a long chain's
+        # history was the builder's largest cost per request.
+        self._history = list(history)
         self._output: list[dict[str, Any]] = []
         self._seq = 0
         self._message_index: int | None = None  # the open message item, if any
