@@ -83,7 +83,9 @@ def _clean_message(message: dict[str, Any]) -> dict[str, Any]:
         return message
     content = message.get("content")
     if isinstance(content, str):
-        return {**message, "content": strip_markers(content)}
+        stripped = strip_markers(content)
+        # most answers hold no marker: the message itself, not a copy per message per turn
+        return message if stripped is content else {**message, "content": stripped}
     if isinstance(content, list):
         parts = [
             {**p, "text": strip_markers(p["text"])} if isinstance(p, dict) and isinstance(p.get("text"), str) else p
