@@ -66,10 +66,6 @@ def event_json(event: dict[str, Any]) -> str:
     return json.dumps(event, ensure_ascii=False)
 
 
-def _same(value: Any) -> Any:
-    return value
-
-
 class ResponseBuilder:
     def __init__(
         self,
@@ -86,8 +82,6 @@ class ResponseBuilder:
         `response.created` / `in_progress` / final response and a copy of each item)."""
         self.request = request
         self._events = events
-        # an event's item is copied so later changes to the item do not reach an event not yet sent
-        self._snapshot = _json_copy if events else _same
         self.model = model
         self.id = response_id or new_id("resp")
         self.created_at = int(time.time()) if created_at is None else created_at
@@ -112,6 +106,11 @@ class ResponseBuilder:
         self._completed_at: int | None = None
 
     # ---- stream events ------------------------------------------------------------------------
+
+    def _snapshot(self, value: Any) -> Any:
+        """What an event carries of an item: a copy, so later changes to the item do not reach an
+        event not yet sent; the item itself when no event is sent."""
+        return _json_copy(value) if self._events else value
 
     def _event(self, kind: str, **fields: Any) -> dict[str, Any]:
         event = {"type": kind, "sequence_number": self._seq, **fields}
