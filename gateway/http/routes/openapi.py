@@ -11,7 +11,7 @@ routes = web.RouteTableDef()
 
 def openapi_document() -> bytes:
     """The document's bytes, read from the installed package (no import-time loading)."""
-    return resources.files("gateway").joinpath("openapi.json").read_bytes()
+    return resources.files("gateway.http").joinpath("openapi.json").read_bytes()
 
 
 @routes.get("/openapi.json")
