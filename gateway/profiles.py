@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from gateway.errors import AgentGatewayError
 from gateway.settings import SettingsError, load_settings, profile_dir, validate_profile_name
 
 #: The default profile keeps the documented default port; new profiles count up from the next one.
@@ -21,7 +22,7 @@ FIRST_PROFILE_PORT = 8643
 KEY_PREFIX = "sk-ag-"
 
 
-class ProfileError(Exception):
+class ProfileError(AgentGatewayError):
     """A profile operation cannot go ahead; the message says why in one sentence."""
 
 

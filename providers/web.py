@@ -22,12 +22,14 @@ from abc import ABC
 from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any
 
+from providers.errors import AgentGatewayError
+
 Envelope = dict[str, Any]
 #: What a provider method returns: the envelope, or (for `async def` methods) an awaitable of it.
 Result = Envelope | Awaitable[Envelope]
 
 
-class ProviderError(Exception):
+class ProviderError(AgentGatewayError):
     """A provider failure worth one clear sentence to the model and the log."""
 
 

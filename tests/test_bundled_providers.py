@@ -23,7 +23,8 @@ def _manifest(dirname: str) -> dict[str, Any]:
 
 
 def _variables(manifest: dict[str, Any]) -> list[str]:
-    return list(manifest.get("requires_env") or []) + list(manifest.get("optional_env") or [])
+    declared = [item["name"] for item in manifest.get("env") or []]
+    return declared + [name for name in manifest.get("requires_env") or [] if name not in declared]
 
 
 @pytest.mark.parametrize("dirname", PAID_AND_KEYLESS_API_PROVIDERS)

@@ -54,7 +54,7 @@ def settings_for(home: Path, enabled: str = "", **env: str):
     environ = dict(env)
     if enabled:
         environ["PLUGINS_ENABLED"] = enabled
-    return load_settings(home, environ=environ)
+    return load_settings(home, environ=environ).plugin_settings()
 
 
 def user_root(home: Path) -> Path:
@@ -74,7 +74,7 @@ def test_bundled_plugins_load_without_errors(tmp_path: Path):
 
 def test_bundled_providers_read_keys_from_the_profile_env(tmp_path: Path):
     (tmp_path / ".env").write_text("SEARXNG_URL=http://127.0.0.1:9\n")
-    registry = load_registry(load_settings(tmp_path, environ={}))
+    registry = load_registry(load_settings(tmp_path, environ={}).plugin_settings())
     assert registry.get("searxng").is_available()
     assert registry.select("search").provider.name == "searxng"
 
