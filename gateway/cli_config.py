@@ -185,7 +185,8 @@ def run_get(args: argparse.Namespace) -> int:
         secret = option.secret
     elif kind == "env":
         value = files.environ.get(args.key, files.dotenv.get(args.key, ""))
-        secret = False
+        declared = plugin_variables(directory).get(args.key)
+        secret = declared is not None and declared.secret
     else:
         value = config_view.format_value(lookup_dotted(files.config, args.key))
         secret = False

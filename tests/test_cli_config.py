@@ -172,3 +172,5 @@ async def test_a_third_party_plugins_declared_variables_are_known_to_config(tmp_
     assert rows["MYSEARCH_CREDENTIAL"] == ["cre...QRST", ".env"]
     assert rows["MYSEARCH_ENDPOINT"] == ["http://127.0.0.1:9", ".env"]
     assert "MYSEARCH" not in checked  # no "is not a variable agent-gateway knows" warning
+    code, got, _ = await cli(tmp_path, "config", "get", "MYSEARCH_CREDENTIAL")
+    assert code == 0 and got.strip() == "cre...QRST"
