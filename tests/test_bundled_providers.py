@@ -68,7 +68,7 @@ def test_docs_list_every_variable_of_the_provider(dirname: str) -> None:
 
 
 def test_bundled_plugins_declare_the_provider_variables_config_has_always_known() -> None:
-    from gateway.envvars import plugin_variables
+    from gateway.config.envvars import plugin_variables
 
     declared = plugin_variables()
     assert set(declared) == {

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from gateway.envvars import PROCESS_ONLY, known_variables, plugin_variables
-from gateway.settings import OPTIONS, load_settings
+from gateway.config.envvars import PROCESS_ONLY, known_variables, plugin_variables
+from gateway.config.settings import OPTIONS, load_settings
 from tests.gateway_process import REPO
 
 ASSIGNMENT = re.compile(r"^#?\s*([A-Z][A-Z0-9_]*)=(.*)$")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.settings import load_settings
+from gateway.config.settings import load_settings
 from providers.loader import load_registry
 
 REPO = Path(__file__).resolve().parents[1]
@@ -294,7 +294,7 @@ def install_package(site: Path, dist: str, package: str, manifest: str | None, p
 def test_an_entry_point_package_may_declare_variables_and_a_rank_in_its_plugin_yaml(
     tmp_path: Path, site_dir: Path
 ):
-    from gateway.envvars import known_variables
+    from gateway.config.envvars import known_variables
 
     with_manifest, without = f"agw_ep_{uuid.uuid4().hex[:6]}", f"agw_ep_{uuid.uuid4().hex[:6]}"
     install_package(site_dir, "agw_pip_declared", with_manifest, "name: pipdeclared\nkind: backend\n"
