@@ -1,30 +1,45 @@
-"""Typed errors, rendered as the OpenAI error envelope by one middleware.
+"""The exception tree of the whole distribution, and the typed errors one middleware renders.
 
-    GatewayError                      500 server_error
-    ├── InvalidRequestError           400 invalid_request_error
-    │   ├── NotFoundError             404
-    │   ├── ConflictError             409
-    │   ├── UnprocessableError        422
-    │   ├── RequestTimeoutError       408 (+ Connection: close)
-    │   └── PayloadTooLargeError      413
-    ├── AuthenticationError           401 (code invalid_api_key)
-    ├── PermissionDeniedError         403
-    ├── RateLimitError                429 rate_limit_exceeded (+ Retry-After)
-    ├── UpstreamError                 502 upstream_error
-    ├── ServiceUnavailableError       503 service_unavailable (+ Retry-After)
-    └── UpstreamTimeoutError          504 timeout
+    AgentGatewayError                 (providers/errors.py) the one root: gateway/, providers/, plugins/
+    ├── GatewayError                  500 server_error: rendered as the OpenAI error envelope
+    │   ├── InvalidRequestError       400 invalid_request_error
+    │   │   ├── NotFoundError         404
+    │   │   ├── ConflictError         409
+    │   │   ├── UnprocessableError    422
+    │   │   │   └── IdempotencyKeyReusedError  (idempotency_store) same key, different request
+    │   │   ├── RequestTimeoutError   408 (+ Connection: close)
+    │   │   └── PayloadTooLargeError  413
+    │   ├── AuthenticationError       401 (code invalid_api_key)
+    │   ├── PermissionDeniedError     403
+    │   ├── RateLimitError            429 rate_limit_exceeded (+ Retry-After)
+    │   ├── UpstreamError             502 upstream_error
+    │   ├── ServiceUnavailableError   503 service_unavailable (+ Retry-After)
+    │   │   └── StoreUnavailableError (store) the store cannot read or write
+    │   └── UpstreamTimeoutError      504 timeout
+    ├── ProviderError                 (providers/web.py) a web provider's failure: the tool's failure envelope
+    │   ├── HTTPStatusError           (providers/http.py) the service answered an HTTP error
+    │   └── BlockedUrlError           (providers/urlsafety.py) a URL the gateway will not fetch
+    ├── PluginLoadError               (providers/errors.py) a plugin cannot load: reported, the rest load
+    ├── DuplicateProviderError        (providers/registry.py; also a ValueError) a provider name is taken
+    ├── SettingsError                 (settings; also a ValueError) a bad setting: serve refuses to start
+    ├── ProfileError                  (profiles) a profile command cannot go ahead: exit 1
+    └── UsageError                    (cli_config) a bad key or value on the command line: exit 2
 
-Every error carries `message`, `param` and `code`; the class fixes `status` and `type`.
+Every GatewayError carries `message`, `param` and `code`; the class fixes `status` and `type`.
+The classes outside GatewayError never reach a client as such: the CLI prints them, the web tools
+turn them into failure envelopes, the app factory logs them.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from providers.errors import AgentGatewayError as AgentGatewayError  # the root, re-exported
+
 _CLASS_DEFAULT: Any = object()
 
 
-class GatewayError(Exception):
+class GatewayError(AgentGatewayError):
     status: int = 500
     type: str = "server_error"
     code: str | None = None

@@ -6,10 +6,12 @@
     user        <profile>/plugins/web/<name>/      only when <name> is in plugins.enabled; imported
                                                    by file path under a unique module name
 
-A folder plugin has `plugin.yaml` (`name`, `kind: backend`, `provides_web_providers`,
-`requires_env`, `description`) and an `__init__.py` defining `register(ctx)`. A plugin that fails to
-load is logged and recorded in `registry.load_errors`; the others keep working. Called by the app
-factory and the CLI, never at import time.
+A folder plugin has `plugin.yaml` (see providers/manifest.py: name, variables, automatic-choice
+rank) and an `__init__.py` defining `register(ctx)`. An entry-point plugin may ship a plugin.yaml in
+the package holding its entry point; without one it declares no variables and is ranked last. A
+plugin that fails to load is logged and recorded in `registry.load_errors`; the others keep
+working. Called by the app factory and the CLI, never at import time: the loader reads only a
+`PluginSettings`, which the gateway builds from its own settings.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from gateway.config.settings import Settings
+from providers.errors import PluginLoadError as PluginLoadError  # its home before errors.py
+from providers.manifest import MANIFEST_NAME, Manifest, read_manifest
+from providers.plugin_settings import PluginSettings
 from providers.registry import DuplicateProviderError, Origin, PluginContext, PluginInfo, ProviderRegistry
 
 log = logging.getLogger(__name__)
@@ -37,11 +39,7 @@ ENTRY_POINT_GROUP = "agent_gateway.plugins"
 BUNDLED_PACKAGE = "plugins.web"
 
 
-class PluginLoadError(Exception):
-    """A plugin could not be loaded; the message is the reason shown to the user."""
-
-
-def load_registry(settings: Settings) -> ProviderRegistry:
+def load_registry(settings: PluginSettings) -> ProviderRegistry:
     registry = ProviderRegistry.from_settings(settings)
     _load_bundled(registry, settings)
     _load_entry_points(registry, settings)
@@ -49,23 +47,54 @@ def load_registry(settings: Settings) -> ProviderRegistry:
     return registry
 
 
-def read_manifest(folder: Path) -> dict[str, Any]:
-    path = folder / "plugin.yaml"
-    if not path.is_file():
-        raise PluginLoadError(f"missing {path.name} in {folder}")
+def plugin_manifests(plugins_dir: Path | None = None) -> list[Manifest]:
+    """What every plugin declares, read without importing any plugin: the bundled ones, each folder
+    in `<plugins_dir>/web/` (enabled or not: `config set` may come before `plugins enable`) and each
+    installed entry-point plugin that ships a plugin.yaml. An unreadable manifest is skipped here;
+    loading the plugin reports it."""
+    found: list[tuple[Path, str]] = [(folder / MANIFEST_NAME, folder.name) for folder in _bundled_folders()]
+    if plugins_dir is not None and (plugins_dir / "web").is_dir():
+        found.extend((folder / MANIFEST_NAME, folder.name)
+                     for folder in sorted((plugins_dir / "web").iterdir()) if folder.is_dir())
     try:
-        manifest = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise PluginLoadError(f"cannot read {path}: {str(exc).splitlines()[0]}") from exc
-    if not isinstance(manifest, dict):
-        raise PluginLoadError(f"{path} must hold a mapping")
-    kind = manifest.get("kind", "backend")
-    if kind != "backend":
-        raise PluginLoadError(f"{path}: kind {kind!r} is not supported (expected 'backend')")
-    return manifest
+        entry_points = _entry_points()
+    except Exception:  # noqa: BLE001 - a broken installed distribution is reported by load_registry
+        entry_points = []
+    for entry_point in entry_points:
+        path = entry_point_manifest(entry_point.module)
+        if path is not None:
+            found.append((path, entry_point.name))
+    manifests = []
+    for path, name in found:
+        try:
+            manifests.append(read_manifest(path, name))
+        except PluginLoadError:
+            continue
+    return manifests
 
 
-def user_plugin_dir(settings: Settings) -> Path:
+def entry_point_manifest(module: str) -> Path | None:
+    """The plugin.yaml in the package that holds an entry point's module, found without importing it.
+
+    `pkg.sub` looks in `pkg/sub/` when that is a package, else in `pkg/`; a lone top-level module
+    has none (its folder is site-packages, nobody's own)."""
+    top, *rest = module.split(".")
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for root in spec.submodule_search_locations:
+        folder = Path(root).joinpath(*rest)
+        if not folder.is_dir():
+            folder = folder.parent
+        if (folder / MANIFEST_NAME).is_file():
+            return folder / MANIFEST_NAME
+    return None
+
+
+def user_plugin_dir(settings: PluginSettings) -> Path:
     return settings.plugins_dir / "web"
 
 
@@ -74,16 +103,31 @@ def bundled_plugin_dir() -> Path:
     return Path(next(iter(package.__path__)))
 
 
+def _bundled_folders() -> list[Path]:
+    return sorted(p for p in bundled_plugin_dir().iterdir() if (p / "__init__.py").is_file())
+
+
+def _entry_points() -> list[importlib.metadata.EntryPoint]:
+    """Installed entry points of our group, each once (a distribution seen twice on sys.path)."""
+    seen: set[tuple[str, str]] = set()
+    unique = []
+    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if (entry_point.name, entry_point.value) not in seen:
+            seen.add((entry_point.name, entry_point.value))
+            unique.append(entry_point)
+    return unique
+
+
 # -- the three sources -------------------------------------------------------------------------
-def _load_bundled(registry: ProviderRegistry, settings: Settings) -> None:
-    for folder in sorted(p for p in bundled_plugin_dir().iterdir() if (p / "__init__.py").is_file()):
+def _load_bundled(registry: ProviderRegistry, settings: PluginSettings) -> None:
+    for folder in _bundled_folders():
         def importer(folder: Path = folder) -> types.ModuleType:
             return importlib.import_module(f"{BUNDLED_PACKAGE}.{folder.name}")
 
         _load_folder(registry, settings, folder, "bundled", importer)
 
 
-def _load_user(registry: ProviderRegistry, settings: Settings) -> None:
+def _load_user(registry: ProviderRegistry, settings: PluginSettings) -> None:
     root = user_plugin_dir(settings)
     for name in settings.plugins_enabled:
         folder = root / name
@@ -99,19 +143,19 @@ def _load_user(registry: ProviderRegistry, settings: Settings) -> None:
                 registry.plugins.append(PluginInfo(folder.name, "user", str(folder), enabled=False))
 
 
-def _load_entry_points(registry: ProviderRegistry, settings: Settings) -> None:
+def _load_entry_points(registry: ProviderRegistry, settings: PluginSettings) -> None:
     try:
-        entry_points = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+        entry_points = _entry_points()
     except Exception as exc:  # noqa: BLE001 - a broken installed distribution must not stop the gateway
         registry.record_error(ENTRY_POINT_GROUP, f"cannot list entry points: {exc}")
         return
-    seen: set[tuple[str, str]] = set()
     for entry_point in entry_points:
-        if (entry_point.name, entry_point.value) in seen:
-            continue
-        seen.add((entry_point.name, entry_point.value))
         info = PluginInfo(entry_point.name, "entry point", entry_point.value)
         try:
+            path = entry_point_manifest(entry_point.module)
+            if path is not None:
+                info.manifest = read_manifest(path, entry_point.name)
+                info.description = info.manifest.description
             loaded = entry_point.load()
             register = getattr(loaded, "register", None) if isinstance(loaded, types.ModuleType) else loaded
             if not callable(register):
@@ -125,25 +169,24 @@ def _load_entry_points(registry: ProviderRegistry, settings: Settings) -> None:
 # -- shared steps ------------------------------------------------------------------------------
 def _load_folder(
     registry: ProviderRegistry,
-    settings: Settings,
+    settings: PluginSettings,
     folder: Path,
     origin: Origin,
     importer: Callable[[], types.ModuleType],
 ) -> None:
     info = PluginInfo(folder.name, origin, str(folder))
     try:
-        manifest = read_manifest(folder)
-        info.name = str(manifest.get("name") or folder.name)
-        info.description = str(manifest.get("description") or "")
+        manifest = read_manifest(folder / MANIFEST_NAME, folder.name)
+        info.name, info.description, info.manifest = manifest.name, manifest.description, manifest
         module = importer()
         register = getattr(module, "register", None)
         if not callable(register):
             raise PluginLoadError(f"{folder}/__init__.py defines no register(ctx) function")
         _register(registry, settings, info, register)
-        declared = manifest.get("provides_web_providers") or []
-        if set(declared) != set(info.providers):
+        if set(manifest.provides) != set(info.providers):
             log.warning(
-                "plugin %s declares providers %s but registered %s", info.name, declared, info.providers
+                "plugin %s declares providers %s but registered %s", info.name, list(manifest.provides),
+                info.providers,
             )
     except Exception as exc:  # noqa: BLE001 - any plugin failure is reported, not raised
         _fail(registry, info, exc)
@@ -151,13 +194,19 @@ def _load_folder(
 
 
 def _register(
-    registry: ProviderRegistry, settings: Settings, info: PluginInfo, register: Callable[..., Any]
+    registry: ProviderRegistry, settings: PluginSettings, info: PluginInfo, register: Callable[..., Any]
 ) -> None:
     ctx = PluginContext(settings, info.name, info.origin)
     register(ctx)
+    manifest = info.manifest
     for provider in ctx.pending:
         try:
-            registry.add(provider, plugin=info.name, origin=info.origin)
+            registry.add(
+                provider, plugin=info.name, origin=info.origin,
+                auto_order=manifest.auto_order if manifest else None,
+                index_only_extract=(manifest.extract_role == "index-only"
+                                    if manifest and manifest.extract_role else None),
+            )
             info.providers.append(provider.name)
         except DuplicateProviderError as exc:
             registry.record_error(info.name, str(exc))

@@ -4,8 +4,11 @@ Selection for a capability ("search", "extract" or "crawl"; crawl follows the ex
 
 1. the capability's own backend (`web.search_backend`, `web.extract_backend`);
 2. else `web.backend`, but only for capabilities that provider supports;
-3. else the first *available* provider supporting the capability, in AUTO_ORDER (keyed services
-   first because they answer best, keyless ones last), then unknown third-party providers in load order.
+3. else the first *available* provider supporting the capability, in automatic order: by the
+   `auto_order` rank its plugin.yaml declares (lower first; the bundled keyed services come first
+   because they answer best, keyless ones last), then the unranked providers in load order. For
+   extract and crawl, providers whose plugin declares `extract_role: index-only` (they read only pages
+   of their own index) come after every general fetcher.
 
 A provider named in configuration is never silently replaced: if it is unavailable, the selection
 carries the reason ("tavily: set TAVILY_API_KEY") and the tool reports it to the model.
@@ -19,10 +22,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from providers.errors import AgentGatewayError
+from providers.plugin_settings import PluginSettings
 from providers.web import WebSearchProvider
 
 if TYPE_CHECKING:
-    from gateway.config.settings import Settings
+    from providers.manifest import Manifest
 
 log = logging.getLogger(__name__)
 
@@ -30,19 +35,9 @@ Capability = Literal["search", "extract", "crawl"]
 Origin = Literal["bundled", "entry point", "user"]
 CAPABILITIES: tuple[str, ...] = ("search", "extract", "crawl")
 
-#: Automatic choice order when nothing is configured. Keyed services first, keyless last.
-AUTO_ORDER: tuple[str, ...] = (
-    "tavily", "exa", "firecrawl", "parallel", "perplexity", "xai",
-    "brave-free", "searxng", "keenable", "ddgs", "fetch",
-)
-
-#: Providers that read pages only from their own index (others answer "not indexed"): chosen
-#: automatically for extract/crawl only after every general fetcher. Keenable is also keyless,
-#: so without this it would take extract from `fetch` in a zero-configuration setup.
-INDEX_ONLY_EXTRACT: frozenset[str] = frozenset({"keenable"})
 
 
-class DuplicateProviderError(ValueError):
+class DuplicateProviderError(AgentGatewayError, ValueError):
     """A provider name is already taken by another plugin."""
 
 
@@ -76,6 +71,8 @@ class PluginInfo:
     enabled: bool = True
     providers: list[str] = field(default_factory=list)
     error: str | None = None
+    #: What its plugin.yaml declares (variables, rank); None without one (entry points may lack it).
+    manifest: Manifest | None = None
 
 
 def supports(provider: WebSearchProvider, capability: str) -> bool:
@@ -115,11 +112,13 @@ class ProviderRegistry:
         self.extract_backend = extract_backend
         self._providers: dict[str, WebSearchProvider] = {}
         self._origins: dict[str, tuple[str, Origin]] = {}
+        self._ranks: dict[str, int | None] = {}
+        self._index_only: set[str] = set()
         self.load_errors: list[LoadError] = []
         self.plugins: list[PluginInfo] = []
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> ProviderRegistry:
+    def from_settings(cls, settings: PluginSettings) -> ProviderRegistry:
         return cls(
             backend=settings.web_backend,
             search_backend=settings.web_search_backend,
@@ -127,8 +126,20 @@ class ProviderRegistry:
         )
 
     # -- filling ---------------------------------------------------------------------------
-    def add(self, provider: WebSearchProvider, *, plugin: str = "", origin: Origin = "bundled") -> None:
-        """Register a provider. A user plugin may replace a bundled provider; any other clash raises."""
+    def add(
+        self,
+        provider: WebSearchProvider,
+        *,
+        plugin: str = "",
+        origin: Origin = "bundled",
+        auto_order: int | None = None,
+        index_only_extract: bool | None = None,
+    ) -> None:
+        """Register a provider. A user plugin may replace a bundled provider (taking its place in the
+        automatic order unless it declares its own); any other clash raises.
+
+        `auto_order` and `index_only_extract` come from the plugin's plugin.yaml (`auto_order`,
+        `extract_role: index-only`); None means "not declared"."""
         name = provider.name
         taken = self._origins.get(name)
         if taken is not None:
@@ -138,8 +149,16 @@ class ProviderRegistry:
                     f"web provider {name!r} is already registered by {owner_origin} plugin {owner!r}"
                 )
             log.info("user plugin %r overrides bundled web provider %r", plugin, name)
+            auto_order = self._ranks.get(name) if auto_order is None else auto_order
+            if index_only_extract is None:
+                index_only_extract = name in self._index_only
         self._providers[name] = provider
         self._origins[name] = (plugin, origin)
+        self._ranks[name] = auto_order
+        if index_only_extract:
+            self._index_only.add(name)
+        else:
+            self._index_only.discard(name)
 
     def record_error(self, plugin: str, reason: str) -> None:
         log.error("web plugin %s failed to load: %s", plugin, reason)
@@ -147,10 +166,13 @@ class ProviderRegistry:
 
     # -- looking up ------------------------------------------------------------------------
     def providers(self) -> list[WebSearchProvider]:
-        """Every provider, in automatic selection order."""
-        known = [self._providers[name] for name in AUTO_ORDER if name in self._providers]
-        others = [p for name, p in self._providers.items() if name not in AUTO_ORDER]
-        return known + others
+        """Every provider, in automatic selection order: ranked ones by rank, then the rest, each
+        group in load order (sorting is stable)."""
+        def key(name: str) -> tuple[bool, int]:
+            rank = self._ranks.get(name)
+            return (rank is None, rank or 0)
+
+        return [self._providers[name] for name in sorted(self._providers, key=key)]
 
     def get(self, name: str) -> WebSearchProvider | None:
         return self._providers.get(name)
@@ -200,8 +222,8 @@ class ProviderRegistry:
         hints: list[str] = []
         ordered = self.providers()
         if capability != "search":
-            ordered = [p for p in ordered if p.name not in INDEX_ONLY_EXTRACT] + [
-                p for p in ordered if p.name in INDEX_ONLY_EXTRACT
+            ordered = [p for p in ordered if p.name not in self._index_only] + [
+                p for p in ordered if p.name in self._index_only
             ]
         for provider in ordered:
             if not supports(provider, capability):
@@ -235,11 +257,12 @@ class ProviderRegistry:
 class PluginContext:
     """What a plugin's `register(ctx)` receives.
 
-    Providers registered here are held back until `register` returns, so a plugin that fails
-    half-way leaves nothing behind.
+    `ctx.env` is the profile's environment, `ctx.config` its config.yaml, `ctx.settings` the
+    `PluginSettings` (tool timeout, private-URL policy, home, ...). Providers registered here are
+    held back until `register` returns, so a plugin that fails half-way leaves nothing behind.
     """
 
-    def __init__(self, settings: Settings, plugin: str, origin: Origin) -> None:
+    def __init__(self, settings: PluginSettings, plugin: str, origin: Origin) -> None:
         self.settings = settings
         self.env: Mapping[str, str] = settings.env
         self.plugin = plugin

@@ -3,6 +3,9 @@
 A plugin's `register(ctx)` builds provider instances and calls
 `ctx.register_web_search_provider(provider)`. `ctx.env` is the profile's environment (process
 environment over the profile's `.env`): read keys and base URLs from it, not from `os.environ`.
+`ctx.config` is the profile's config.yaml and `ctx.settings` a `providers.plugin_settings.PluginSettings`
+(tool timeout, private-URL policy, home). The plugin's plugin.yaml declares the variables it reads
+(providers/manifest.py).
 
 Every method may be a plain function or an `async def`; the gateway awaits coroutines and runs
 plain functions in a worker thread with a timeout. Results use fixed envelopes, built with the
@@ -22,12 +25,14 @@ from abc import ABC
 from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any
 
+from providers.errors import AgentGatewayError
+
 Envelope = dict[str, Any]
 #: What a provider method returns: the envelope, or (for `async def` methods) an awaitable of it.
 Result = Envelope | Awaitable[Envelope]
 
 
-class ProviderError(Exception):
+class ProviderError(AgentGatewayError):
     """A provider failure worth one clear sentence to the model and the log."""
 
 

@@ -16,7 +16,7 @@ from providers.loader import load_registry
 
 
 def _chosen(tmp_path: Path, environ: dict[str, str]) -> dict[str, str | None]:
-    registry = load_registry(load_settings(tmp_path, environ=environ))
+    registry = load_registry(load_settings(tmp_path, environ=environ).plugin_settings())
     picks = {}
     for capability in ("search", "extract", "crawl"):
         selection = registry.select(capability)

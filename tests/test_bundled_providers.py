@@ -23,7 +23,8 @@ def _manifest(dirname: str) -> dict[str, Any]:
 
 
 def _variables(manifest: dict[str, Any]) -> list[str]:
-    return list(manifest.get("requires_env") or []) + list(manifest.get("optional_env") or [])
+    declared = [item["name"] for item in manifest.get("env") or []]
+    return declared + [name for name in manifest.get("requires_env") or [] if name not in declared]
 
 
 @pytest.mark.parametrize("dirname", PAID_AND_KEYLESS_API_PROVIDERS)
@@ -64,6 +65,23 @@ def test_docs_list_every_variable_of_the_provider(dirname: str) -> None:
     assert f"`{dirname}`" in docs
     for var in _variables(_manifest(dirname)):
         assert f"`{var}`" in docs
+
+
+def test_bundled_plugins_declare_the_provider_variables_config_has_always_known() -> None:
+    from gateway.config.envvars import plugin_variables
+
+    declared = plugin_variables()
+    assert set(declared) == {
+        "SEARXNG_URL", "SEARXNG_LANGUAGE", "SEARXNG_TIMEOUT",
+        "BRAVE_SEARCH_API_KEY", "BRAVE_SEARCH_API_URL", "BRAVE_SEARCH_TIMEOUT",
+        "TAVILY_API_KEY", "TAVILY_API_URL", "EXA_API_KEY", "EXA_API_URL",
+        "FIRECRAWL_API_KEY", "FIRECRAWL_API_URL", "PARALLEL_API_KEY", "PARALLEL_API_URL",
+        "PERPLEXITY_API_KEY", "PERPLEXITY_API_URL", "KEENABLE_API_KEY", "KEENABLE_API_URL",
+        "XAI_API_KEY", "XAI_API_URL", "XAI_MODEL",
+        "DDGS_REGION", "DDGS_SAFESEARCH", "DDGS_BACKEND", "DDGS_TIMEOUT",
+    }
+    assert {name for name, var in declared.items() if var.secret} == {n for n in declared if n.endswith("_API_KEY")}
+    assert all(var.help for var in declared.values())
 
 
 def test_every_bundled_provider_has_tests_of_its_own() -> None:

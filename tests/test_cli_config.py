@@ -140,3 +140,37 @@ async def test_check_points_out_typos_in_the_profile_files(tmp_path):
     assert code == 0
     assert "API_SERVR_PORT in .env is not a variable agent-gateway knows; did you mean API_SERVER_PORT?" in out
     assert "did you mean web.extract_backend?" in out
+
+
+THIRD_PARTY_MANIFEST = """\
+name: mysearch
+kind: backend
+provides_web_providers: [mysearch]
+env:
+  - {name: MYSEARCH_CREDENTIAL, secret: true, help: MySearch credential}
+  - {name: MYSEARCH_ENDPOINT, help: MySearch base URL}
+"""
+
+
+async def test_a_third_party_plugins_declared_variables_are_known_to_config(tmp_path):
+    folder = tmp_path / "plugins" / "web" / "mysearch"
+    folder.mkdir(parents=True)
+    (folder / "plugin.yaml").write_text(THIRD_PARTY_MANIFEST)
+    (folder / "__init__.py").write_text("def register(ctx):\n    pass\n")
+    credential = "cred-0123456789abcdefQRST"
+    code, out, err = await cli(tmp_path, "config", "set", "MYSEARCH_CREDENTIAL", credential)
+    assert code == 0 and err == ""  # no "not a variable agent-gateway knows", no "did you mean"
+    assert credential not in out  # declared secret: not echoed
+    code, out, err = await cli(tmp_path, "config", "set", "MYSEARCH_ENDPOINT", "http://127.0.0.1:9")
+    assert code == 0 and err == "" and "= http://127.0.0.1:9" in out
+    typo = await cli(tmp_path, "config", "set", "MYSEARCH_ENDPIONT", "x")
+    assert typo[0] == 0 and "did you mean MYSEARCH_ENDPOINT?" in typo[2]
+    (tmp_path / ".env").write_text(f"MYSEARCH_CREDENTIAL={credential}\nMYSEARCH_ENDPOINT=http://127.0.0.1:9\n")
+    (code, listed, _), (_, checked, _) = await asyncio.gather(cli(tmp_path, "config", "list"),
+                                                              cli(tmp_path, "config", "check"))
+    rows = {line.split()[0]: line.split()[1:] for line in listed.splitlines() if line and not line.startswith("#")}
+    assert rows["MYSEARCH_CREDENTIAL"] == ["cre...QRST", ".env"]
+    assert rows["MYSEARCH_ENDPOINT"] == ["http://127.0.0.1:9", ".env"]
+    assert "MYSEARCH" not in checked  # no "is not a variable agent-gateway knows" warning
+    code, got, _ = await cli(tmp_path, "config", "get", "MYSEARCH_CREDENTIAL")
+    assert code == 0 and got.strip() == "cre...QRST"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from gateway.config.envvars import PROCESS_ONLY, PROVIDER_VARIABLES, known_variables
+from gateway.config.envvars import PROCESS_ONLY, known_variables, plugin_variables
 from gateway.config.settings import OPTIONS, load_settings
 from tests.gateway_process import REPO
 
@@ -42,14 +42,16 @@ def source_reads() -> dict[str, str]:
                     found.setdefault(name, str(path.relative_to(REPO)))
         for manifest in sorted((REPO / folder).rglob("plugin.yaml")):
             loaded = yaml.safe_load(manifest.read_text(encoding="utf-8")) or {}
-            for name in loaded.get("requires_env") or []:
+            declared = [item["name"] if isinstance(item, dict) else item for item in loaded.get("env") or []]
+            for name in [*(loaded.get("requires_env") or []), *declared]:
                 found.setdefault(name, str(manifest.relative_to(REPO)))
     return {name: where for name, where in found.items() if name not in NOT_OURS}
 
 
 def variables_the_code_reads() -> dict[str, str]:
     found = {o.env: "gateway/config/settings.py OPTIONS" for o in OPTIONS if o.env}
-    found.update({name: "gateway/config/envvars.py" for name in (*PROVIDER_VARIABLES, *PROCESS_ONLY)})
+    found.update({name: "a plugin.yaml env: list" for name in plugin_variables()})
+    found.update({name: "gateway/config/envvars.py" for name in PROCESS_ONLY})
     return {**source_reads(), **found}
 
 

@@ -54,7 +54,7 @@ def settings_for(home: Path, enabled: str = "", **env: str):
     environ = dict(env)
     if enabled:
         environ["PLUGINS_ENABLED"] = enabled
-    return load_settings(home, environ=environ)
+    return load_settings(home, environ=environ).plugin_settings()
 
 
 def user_root(home: Path) -> Path:
@@ -74,7 +74,7 @@ def test_bundled_plugins_load_without_errors(tmp_path: Path):
 
 def test_bundled_providers_read_keys_from_the_profile_env(tmp_path: Path):
     (tmp_path / ".env").write_text("SEARXNG_URL=http://127.0.0.1:9\n")
-    registry = load_registry(load_settings(tmp_path, environ={}))
+    registry = load_registry(load_settings(tmp_path, environ={}).plugin_settings())
     assert registry.get("searxng").is_available()
     assert registry.select("search").provider.name == "searxng"
 
@@ -137,6 +137,10 @@ def test_plugin_failing_inside_register_leaves_nothing_registered(tmp_path: Path
         (None, "missing plugin.yaml"),
         ("kind: frontend\n", "kind 'frontend' is not supported"),
         ("name: [unclosed\n", "cannot read"),
+        ("auto_order: first\n", "auto_order must be a whole number"),
+        ("extract_role: sometimes\n", "extract_role must be one of general, index-only"),
+        ("env: [mysearch_key]\n", "env names 'mysearch_key', which is not an UPPER_CASE variable name"),
+        ("env:\n  - {name: MYSEARCH_KEY, secret: maybe}\n", "secret must be true or false"),
     ],
 )
 def test_bad_manifests_are_reported(tmp_path: Path, manifest: str | None, reason: str):
@@ -149,6 +153,46 @@ def test_bad_manifests_are_reported(tmp_path: Path, manifest: str | None, reason
     assert registry.get("odd-search") is None
     [error] = registry.load_errors
     assert reason in error.reason
+
+
+def test_bundled_providers_come_in_the_documented_automatic_order(tmp_path: Path):
+    registry = load_registry(settings_for(tmp_path))
+    assert [p.name for p in registry.providers()] == [
+        "tavily", "exa", "firecrawl", "parallel", "perplexity", "xai",
+        "brave-free", "searxng", "keenable", "ddgs", "fetch",
+    ]
+
+
+def test_a_user_plugin_ranks_itself_with_auto_order(tmp_path: Path):
+    manifest = "name: {0}\nkind: backend\nprovides_web_providers: [{0}-search]\n"
+    write_plugin(user_root(tmp_path), "ranked", "ranked-search", manifest=manifest.format("ranked") + "auto_order: 5\n")
+    write_plugin(user_root(tmp_path), "plain", "plain-search", manifest=manifest.format("plain"))
+    registry = load_registry(settings_for(tmp_path, enabled="ranked,plain"))
+    names = [p.name for p in registry.providers()]
+    assert names[0] == "ranked-search" and names[-1] == "plain-search"
+    assert registry.select("search").provider.name == "ranked-search"
+
+
+def test_plugins_get_plugin_settings_not_the_gateway_settings(tmp_path: Path):
+    init = '''
+    from providers.web import WebSearchProvider
+
+    class Peek(WebSearchProvider):
+        name = "peek"
+
+    def register(ctx):
+        provider = Peek()
+        provider.seen = ctx.settings
+        ctx.register_web_search_provider(provider)
+    '''
+    write_plugin(user_root(tmp_path), "peek", "peek", init=init)
+    registry = load_registry(settings_for(tmp_path, enabled="peek", AGENT_TOOL_TIMEOUT="12",
+                                          WEB_ALLOW_PRIVATE_URLS="true", LLM_API_KEY="sk-upstream"))
+    seen = registry.get("peek").seen
+    assert type(seen).__name__ == "PluginSettings"
+    assert (seen.tool_timeout, seen.allow_private_urls, seen.home) == (12.0, True, tmp_path)
+    assert seen.env["LLM_API_KEY"] == "sk-upstream"  # the environment, as documented: not hidden
+    assert not hasattr(seen, "llm_api_key") and not hasattr(seen, "api_key")
 
 
 def test_enabled_plugin_without_a_folder_is_reported(tmp_path: Path):
@@ -233,6 +277,35 @@ def test_broken_entry_point_is_reported_and_cannot_take_a_bundled_name(tmp_path:
     assert reasons["broken"] == "ImportError: needs libfoo"
     assert "already registered by bundled plugin 'searxng'" in reasons["thief"]
     assert registry.origin("searxng") == ("searxng", "bundled")
+
+
+def install_package(site: Path, dist: str, package: str, manifest: str | None, provider: str) -> None:
+    """A distribution whose entry point is a package, optionally shipping a plugin.yaml.
+
+    Name the distribution without '-': importlib.metadata reads a dist-info folder's name up to the
+    first '-', so two hyphenated names starting alike would count as one distribution."""
+    install_distribution(site, dist, f"{package} = {package}", {})
+    (site / package).mkdir()
+    (site / package / "__init__.py").write_text(textwrap.dedent(EP_MODULE.format(provider=provider)))
+    if manifest is not None:
+        (site / package / "plugin.yaml").write_text(manifest)
+
+
+def test_an_entry_point_package_may_declare_variables_and_a_rank_in_its_plugin_yaml(
+    tmp_path: Path, site_dir: Path
+):
+    from gateway.config.envvars import known_variables
+
+    with_manifest, without = f"agw_ep_{uuid.uuid4().hex[:6]}", f"agw_ep_{uuid.uuid4().hex[:6]}"
+    install_package(site_dir, "agw_pip_declared", with_manifest, "name: pipdeclared\nkind: backend\n"
+                    "env:\n  - {name: PIPDECLARED_TOKEN, secret: true}\nauto_order: 1\n", "pip-declared")
+    install_package(site_dir, "agw_pip_bare", without, None, "pip-bare")
+    assert "PIPDECLARED_TOKEN" in known_variables()  # read without importing the package
+    assert with_manifest not in sys.modules
+    registry = load_registry(settings_for(tmp_path))
+    assert registry.load_errors == []
+    names = [p.name for p in registry.providers()]
+    assert names[0] == "pip-declared" and names[-1] == "pip-bare"
 
 
 def test_every_bundled_provider_has_its_own_test_module():

@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from types import SimpleNamespace
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from plugins.web.firecrawl import FirecrawlProvider, register
+from providers.plugin_settings import PluginSettings
 from tests import provider_cases as shared
 from tests.fakes.firecrawl import API_KEY, FirecrawlFake, firecrawl_fake  # noqa: F401 - fixture
 from tests.fakes.registry_ctx import RecordingContext
@@ -196,10 +197,10 @@ async def test_missing_key_and_url_make_it_unavailable_naming_both_variables() -
 
 
 async def test_a_registered_crawl_gives_up_before_the_gateway_tool_timeout(
-    firecrawl_fake: FirecrawlFake,  # noqa: F811
+    firecrawl_fake: FirecrawlFake, tmp_path: Path,  # noqa: F811
 ) -> None:
     firecrawl_fake.polls_before_done = 10_000
-    settings = SimpleNamespace(tool_timeout=6.0)  # leaves the crawl 1 s
+    settings = PluginSettings(home=tmp_path, profile_dir=tmp_path, tool_timeout=6.0)  # leaves the crawl 1 s
     ctx = RecordingContext({"FIRECRAWL_API_KEY": API_KEY, "FIRECRAWL_API_URL": firecrawl_fake.base_url}, settings)
     register(ctx)
     [registered] = ctx.providers

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config.settings import Settings
-from providers.registry import AUTO_ORDER, DuplicateProviderError, PluginContext, ProviderRegistry
+from providers.plugin_settings import PluginSettings
+from providers.registry import DuplicateProviderError, PluginContext, ProviderRegistry
 from providers.web import WebSearchProvider
 
 
@@ -52,11 +52,33 @@ def chosen(reg: ProviderRegistry, capability: str) -> str | None:
     return selection.provider.name if selection.provider else None
 
 
-def test_auto_order_puts_keyed_services_first_and_unknown_providers_last():
-    reg = registry(Stub("custom"), Stub("ddgs"), Stub("searxng"), Stub("tavily", extract=True), Stub("fetch"))
-    assert [p.name for p in reg.providers()] == ["tavily", "searxng", "ddgs", "fetch", "custom"]
-    assert AUTO_ORDER[0] == "tavily" and AUTO_ORDER[-1] == "fetch"
+def test_auto_order_follows_the_declared_ranks_and_puts_unranked_providers_last():
+    reg = ProviderRegistry()
+    ranks = {"custom": None, "ddgs": 100, "searxng": 80, "tavily": 10, "late": None, "fetch": 110}
+    for name, rank in ranks.items():
+        reg.add(Stub(name, extract=name == "tavily"), plugin=name, auto_order=rank)
+    assert [p.name for p in reg.providers()] == ["tavily", "searxng", "ddgs", "fetch", "custom", "late"]
     assert chosen(reg, "search") == "tavily"
+
+
+def test_index_only_extract_providers_come_after_every_general_fetcher():
+    reg = ProviderRegistry()
+    reg.add(Stub("keen", extract=True), plugin="keen", auto_order=1, index_only_extract=True)
+    reg.add(Stub("reader", search=False, extract=True), plugin="reader")
+    assert chosen(reg, "search") == "keen"
+    assert chosen(reg, "extract") == "reader"
+
+
+def test_a_user_plugin_replacing_a_bundled_provider_keeps_its_rank_unless_it_declares_one():
+    reg = ProviderRegistry()
+    reg.add(Stub("first"), plugin="first", auto_order=10)
+    reg.add(Stub("keen", extract=True), plugin="keen", auto_order=20, index_only_extract=True)
+    reg.add(Stub("reader", search=False, extract=True), plugin="reader", auto_order=30)
+    reg.add(Stub("keen", extract=True), plugin="my-keen", origin="user")
+    assert [p.name for p in reg.providers()] == ["first", "keen", "reader"]
+    assert chosen(reg, "extract") == "reader"
+    reg.add(Stub("first"), plugin="my-first", origin="user", auto_order=99)
+    assert [p.name for p in reg.providers()] == ["keen", "reader", "first"]
 
 
 def test_auto_selection_skips_unavailable_providers():
@@ -140,9 +162,11 @@ async def test_aclose_closes_every_provider_even_when_one_fails():
 
 
 def test_plugin_context_hands_out_env_and_rejects_non_providers(tmp_path: Path):
-    settings = Settings(home=tmp_path, profile=None, env={"SEARXNG_URL": "http://x"})
+    settings = PluginSettings(home=tmp_path, profile_dir=tmp_path, env={"SEARXNG_URL": "http://x"},
+                              config={"mine": {"depth": 2}})
     ctx = PluginContext(settings, "p", "user")
     assert ctx.env["SEARXNG_URL"] == "http://x"
+    assert ctx.config == {"mine": {"depth": 2}}
     assert ctx.settings is settings
     with pytest.raises(TypeError, match="expects a providers.web.WebSearchProvider"):
         ctx.register_web_search_provider(object())  # type: ignore[arg-type]

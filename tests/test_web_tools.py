@@ -240,7 +240,7 @@ async def test_web_search_reaches_searxng_through_the_registry(
     tmp_path: Path, searxng_server: FakeSearxng  # noqa: F811
 ):
     settings_ = load_settings(tmp_path, environ={"SEARXNG_URL": searxng_server.base_url})
-    registry = load_registry(settings_)
+    registry = load_registry(settings_.plugin_settings())
     search, _ = build_web_tools(registry, settings_)
     try:
         result = await run(search, query="otters", limit=2)
@@ -254,7 +254,7 @@ async def test_web_extract_of_a_loopback_url_fetches_nothing(
     tmp_path: Path, page_server: PageServer  # noqa: F811
 ):
     settings_ = load_settings(tmp_path, environ={})
-    registry = load_registry(settings_)
+    registry = load_registry(settings_.plugin_settings())
     _, extract = build_web_tools(registry, settings_)
     try:
         result = await run(extract, urls=[page_server.url + "/article"])

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from gateway.config import view as config_view
-from gateway.config.envvars import PROCESS_ONLY, is_secret_name, known_variables, nearest
+from gateway.config.envvars import PROCESS_ONLY, is_secret_name, known_names, nearest, plugin_variables
 from gateway.config.files import set_config_value, set_env_value, unset_config_value, unset_env_value
 from gateway.config.profiles import ProfileError, require_profile
 from gateway.config.settings import (
@@ -33,12 +33,13 @@ from gateway.config.settings import (
     read_config_yaml,
     read_dotenv,
 )
+from gateway.errors import AgentGatewayError
 
 ENV_KEY = re.compile(r"^[A-Z][A-Z0-9_]*$")
 CONFIG_KEY = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
 
 
-class UsageError(Exception):
+class UsageError(AgentGatewayError):
     """A bad key or value: exit 2 with this one line."""
 
 
@@ -131,13 +132,14 @@ def run_set(args: argparse.Namespace) -> int:
     kind = _kind(key)
     directory = _directory(args)
     option = config_view.find_option(key)
+    declared = plugin_variables(directory)
     if kind == "env":
         if key in PROCESS_ONLY:
             raise UsageError(f"{key} is read from the process environment only; export it in your shell instead")
         if option is not None:
             _validated(option, value)
-        elif key not in known_variables():
-            hint = nearest(key, known_variables())
+        elif key not in known_names(declared):
+            hint = nearest(key, known_names(declared))
             _warn(f"{key} is not a variable agent-gateway knows" + (f"; did you mean {hint}?" if hint else "")
                   + " (written anyway: plugins may read it)")
     else:
@@ -154,7 +156,7 @@ def run_set(args: argparse.Namespace) -> int:
             set_config_value(path, key, stored)
     except (ValueError, yaml.YAMLError) as exc:
         raise UsageError(f"cannot set {key} in {path}: {str(exc).splitlines()[0]}") from exc
-    secret = (option is not None and option.secret) or is_secret_name(key)
+    secret = (option is not None and option.secret) or is_secret_name(key) or (key in declared and declared[key].secret)
     print(f"set {key} in {path}" + ("" if secret else f" = {value.strip()}"))
     _note_shadowing(key, kind, option, directory)
     return 0
@@ -183,7 +185,8 @@ def run_get(args: argparse.Namespace) -> int:
         secret = option.secret
     elif kind == "env":
         value = files.environ.get(args.key, files.dotenv.get(args.key, ""))
-        secret = False
+        declared = plugin_variables(directory).get(args.key)
+        secret = declared is not None and declared.secret
     else:
         value = config_view.format_value(lookup_dotted(files.config, args.key))
         secret = False

@@ -18,7 +18,7 @@ ENABLED_KEY = "plugins.enabled"
 
 
 def tools_report(settings: Settings) -> str:
-    registry = load_registry(settings)
+    registry = load_registry(settings.plugin_settings())
     rows: list[tuple[str, ...]] = [("PROVIDER", "SEARCH", "EXTRACT", "CRAWL", "STATUS")]
     for provider in registry.providers():
         available, missing = availability(provider)
@@ -66,7 +66,7 @@ def plugins_command(settings: Settings, action: str, name: str | None = None) ->
     if action == "enable":
         if (bundled_plugin_dir() / name / "plugin.yaml").is_file():
             return 0, f"{name} is a bundled plugin and is always loaded\n"
-        folder = user_plugin_dir(settings) / name
+        folder = user_plugin_dir(settings.plugin_settings()) / name
         if not (folder / "__init__.py").is_file():
             return 1, f"no user plugin named {name!r}: expected {folder}/__init__.py\n"
         if name in current:
@@ -91,7 +91,7 @@ def _enabled_in_file(path: Path) -> list[str]:
 
 
 def _list(settings: Settings) -> str:
-    registry = load_registry(settings)
+    registry = load_registry(settings.plugin_settings())
     lines = []
     for info in registry.plugins:
         if info.error:

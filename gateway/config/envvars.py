@@ -1,67 +1,51 @@
 """Which variables agent-gateway knows, which of them are secrets, and how secrets are shown.
 
-Known = the settings table (gateway/settings.py OPTIONS) + every `requires_env` in the bundled
-plugins' plugin.yaml files + the provider variables below (the ones `.env.example` documents; a
-test keeps the two in step). `config set` warns about anything else, naming the nearest known one.
+Known = the settings table (gateway/config/settings.py OPTIONS) + what the plugins declare in their
+plugin.yaml (`env:` and `requires_env`; providers/manifest.py): the bundled plugins, the profile's
+own plugin folders and pip plugins that ship a plugin.yaml. Nothing here names a provider, so a
+third-party plugin's variables are as known as a bundled one's. `config set` warns about anything
+else, naming the nearest known one.
 """
 
 from __future__ import annotations
 
 import difflib
-import importlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-import yaml
-
 from gateway.config.settings import OPTIONS
+from providers.loader import plugin_manifests
+from providers.manifest import EnvVar
 
 #: Read from the process environment only (it decides where `.env` is, so it cannot live in one).
 PROCESS_ONLY: tuple[str, ...] = ("AGENT_GATEWAY_HOME",)
 
-#: Variables web providers read from the profile's environment, beyond their `requires_env`.
-PROVIDER_VARIABLES: tuple[str, ...] = (
-    "SEARXNG_URL", "SEARXNG_LANGUAGE", "SEARXNG_TIMEOUT",
-    "BRAVE_SEARCH_API_KEY", "BRAVE_SEARCH_API_URL", "BRAVE_SEARCH_TIMEOUT",
-    "TAVILY_API_KEY", "TAVILY_API_URL",
-    "EXA_API_KEY", "EXA_API_URL",
-    "FIRECRAWL_API_KEY", "FIRECRAWL_API_URL",
-    "PARALLEL_API_KEY", "PARALLEL_API_URL",
-    "PERPLEXITY_API_KEY", "PERPLEXITY_API_URL",
-    "KEENABLE_API_KEY", "KEENABLE_API_URL",
-    "XAI_API_KEY", "XAI_API_URL", "XAI_MODEL",
-    "DDGS_REGION", "DDGS_SAFESEARCH", "DDGS_BACKEND", "DDGS_TIMEOUT",
-)
-
 _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
-_BUNDLED_PACKAGE = "plugins.web"
 
 
-def bundled_plugin_manifests() -> list[Path]:
-    package = importlib.import_module(_BUNDLED_PACKAGE)
-    manifests: list[Path] = []
-    for root in package.__path__:
-        manifests.extend(sorted(Path(root).glob("*/plugin.yaml")))
-    return manifests
+def plugin_variables(profile_dir: Path | None = None) -> dict[str, EnvVar]:
+    """Every variable the plugins declare, by name, in the order they declare them (bundled first).
+
+    With `profile_dir`, the plugin folders under `<profile_dir>/plugins/web/` count too. A name two
+    plugins declare is secret if either says so."""
+    found: dict[str, EnvVar] = {}
+    for manifest in plugin_manifests(profile_dir / "plugins" if profile_dir is not None else None):
+        for var in manifest.variables:
+            seen = found.get(var.name)
+            if seen is None:
+                found[var.name] = var
+            elif var.secret and not seen.secret:
+                found[var.name] = EnvVar(var.name, True, seen.help or var.help)
+    return found
 
 
-def bundled_required_env() -> set[str]:
-    """Every `requires_env` of the bundled plugins; an unreadable manifest contributes nothing."""
-    names: set[str] = set()
-    for manifest in bundled_plugin_manifests():
-        try:
-            loaded = yaml.safe_load(manifest.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError):
-            continue
-        required = loaded.get("requires_env") if isinstance(loaded, dict) else None
-        if isinstance(required, list):
-            names.update(str(item) for item in required)
-    return names
+def known_names(declared: Mapping[str, EnvVar]) -> set[str]:
+    """The settings table's variables, the process-only ones and the given plugin declarations."""
+    return {o.env for o in OPTIONS if o.env} | set(PROCESS_ONLY) | set(declared)
 
 
-def known_variables() -> set[str]:
-    return ({o.env for o in OPTIONS if o.env} | set(PROVIDER_VARIABLES) | set(PROCESS_ONLY)
-            | bundled_required_env())
+def known_variables(profile_dir: Path | None = None) -> set[str]:
+    return known_names(plugin_variables(profile_dir))
 
 
 def nearest(name: str, candidates: Iterable[str]) -> str | None:

@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gateway.config.settings import SettingsError, load_settings, profile_dir, validate_profile_name
+from gateway.errors import AgentGatewayError
 
 #: The default profile keeps the documented default port; new profiles count up from the next one.
 FIRST_PROFILE_PORT = 8643
 KEY_PREFIX = "sk-ag-"
 
 
-class ProfileError(Exception):
+class ProfileError(AgentGatewayError):
     """A profile operation cannot go ahead; the message says why in one sentence."""
 
 

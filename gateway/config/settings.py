@@ -19,11 +19,14 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from gateway.errors import AgentGatewayError
+from providers.plugin_settings import PluginSettings
+
 PROFILE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 DEFAULT_MODEL_NAME = "agent-gateway"
 
 
-class SettingsError(ValueError):
+class SettingsError(AgentGatewayError, ValueError):
     """A setting has an invalid value; the message names the setting."""
 
 
@@ -219,6 +222,23 @@ class Settings:
     @property
     def plugins_dir(self) -> Path:
         return self.profile_dir / "plugins"
+
+    def plugin_settings(self) -> PluginSettings:
+        """The part plugins and the plugin loader see (`ctx.settings`), never the whole of this."""
+        return PluginSettings(
+            home=self.home,
+            profile_dir=self.profile_dir,
+            profile=self.profile,
+            env=self.env,
+            config=self.config,
+            tool_timeout=self.tool_timeout,
+            allow_private_urls=self.allow_private_urls,
+            max_extract_chars=self.max_extract_chars,
+            plugins_enabled=self.plugins_enabled,
+            web_backend=self.web_backend,
+            web_search_backend=self.web_search_backend,
+            web_extract_backend=self.web_extract_backend,
+        )
 
 
 def default_home(environ: Mapping[str, str]) -> Path:

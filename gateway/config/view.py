@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gateway.config.envvars import PROVIDER_VARIABLES, is_secret_name, known_variables, mask, nearest
+from gateway.config.envvars import is_secret_name, known_names, mask, nearest, plugin_variables
 from gateway.config.settings import (
     OPTIONS,
     OPTIONS_BY_ENV,
@@ -106,13 +106,16 @@ def entries(files: ProfileFiles, settings: Settings | None, reveal: bool = False
             value = "(profile name or agent-gateway)"
         name = display_name(option)
         rows.append(Entry(name, shown(name, format_value(value), option.secret, reveal), source))
-    # Variables beyond the settings table: provider keys and URLs, plugin variables.
+    # Variables beyond the settings table: what the plugins declare (provider keys and URLs), and
+    # whatever else the profile's .env sets.
+    declared = plugin_variables(files.directory)
     extra = {name for name in files.dotenv if name not in OPTIONS_BY_ENV}
-    extra |= {name for name in PROVIDER_VARIABLES if name in files.environ}
+    extra |= {name for name in declared if name in files.environ}
     for name in sorted(extra):
         source = "environment" if name in files.environ else ".env"
         value = files.environ.get(name, files.dotenv.get(name, ""))
-        rows.append(Entry(name, shown(name, value, False, reveal), source))
+        secret = name in declared and declared[name].secret
+        rows.append(Entry(name, shown(name, value, secret, reveal), source))
     option_env_names = set(OPTIONS_BY_ENV)
     for dotted, value in _leaves(files.config):
         if dotted in OPTIONS_BY_KEY or dotted in option_env_names:
@@ -124,7 +127,7 @@ def entries(files: ProfileFiles, settings: Settings | None, reveal: bool = False
 def unknown_names(files: ProfileFiles) -> list[str]:
     """Warnings for names in the profile's files that look like typos of known ones."""
     warnings = []
-    known = known_variables()
+    known = known_names(plugin_variables(files.directory))
     for name in files.dotenv:
         if name not in known:
             hint = nearest(name, known)
@@ -170,7 +173,7 @@ def web_provider_lines(settings: Settings) -> tuple[list[str], list[str]]:
         from providers.loader import load_registry
     except ImportError:
         return ["web providers: (provider registry not installed)"], []
-    registry = load_registry(settings)
+    registry = load_registry(settings.plugin_settings())
     lines, warnings = [], []
     try:
         for capability in ("search", "extract"):

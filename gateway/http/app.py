@@ -82,7 +82,7 @@ def _agent_ctx(tools: Iterable[AgentTool] | None) -> Callable[[web.Application],
         registry: ProviderRegistry | None = None
         agent_tools = tools
         if agent_tools is None:
-            registry = load_registry(settings)
+            registry = load_registry(settings.plugin_settings())
             for error in registry.load_errors:
                 log.warning("web plugin %s failed to load: %s", error.plugin, error.reason)
             agent_tools = build_web_tools(registry, settings)
