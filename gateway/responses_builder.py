@@ -104,6 +104,7 @@ class ResponseBuilder:
         self._error: dict[str, Any] | None = None
         self._incomplete_details: dict[str, Any] | None = None
         self._completed_at: int | None = None
+        self._ending_seq: int | None = None  # the sequence number of the ending event, once made
 
     # ---- stream events ------------------------------------------------------------------------
 
@@ -159,7 +160,11 @@ class ResponseBuilder:
         return self._ending(events, f"response.{status}")
 
     def fail(self, message: str, code: str = "server_error") -> list[dict[str, Any]]:
-        """End with an error after the stream started: `response.failed`."""
+        """End with an error after the stream started: `response.failed`. After `finish()` (the
+        finished response could not be stored) the failure takes the place of the ending event,
+        with its sequence number: the ending was never sent."""
+        if self._ending_seq is not None:
+            self._seq = self._ending_seq
         events = self._close_message("incomplete")
         self._error = {"code": code, "message": message}
         self._end("failed")
@@ -172,13 +177,13 @@ class ResponseBuilder:
         return self._ending(events, "response.incomplete")
 
     def _ending(self, events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+        self._ending_seq = self._seq  # the events before it have taken theirs already
         return [*events, self._event(kind, response=self.response())] if self._events else []
 
     def _end(self, status: str) -> None:
         self._sync()
         self.status = status
-        if status == "completed":
-            self._completed_at = int(time.time())
+        self._completed_at = int(time.time()) if status == "completed" else None
         last = self._produced[-1] if self._produced else None
         # Keep the stored chat well-formed: a turn ends on an assistant message.
         if status != "failed" and (last is None or last["role"] == "tool"):

@@ -8,7 +8,6 @@ the `response.completed` event), so a client that chains at once always finds it
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from typing import Any
@@ -18,11 +17,11 @@ from aiohttp import web
 from gateway import appkeys, json_out
 from gateway.agent import AgentRequest
 from gateway.errors import GatewayError, InvalidRequestError, NotFoundError
-from gateway.events import TextDelta, ToolCallStarted
+from gateway.events import AgentEvent
 from gateway.responses_builder import ResponseBuilder, event_json
 from gateway.responses_wire import ResponsesRequest, parse_responses_request
-from gateway.runs import Deadline, run_timeout_error, run_to_end
-from gateway.sse import Keepalive, SSEWriter, batched_with_keepalive
+from gateway.runs import run_streamed, run_whole
+from gateway.sse import named_frames
 from gateway.store import ResponseStore, StoredResponse
 from gateway.validation import read_json_object
 
@@ -84,72 +83,74 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         return await _complete(request, parsed, agent_request, builder)
 
 
+class _ResponsesWhole:
+    def __init__(self, store: ResponseStore, parsed: ResponsesRequest, builder: ResponseBuilder) -> None:
+        self.store, self.parsed, self.builder = store, parsed, builder
+        self.feed = builder.feed
+        builder.start()
+
+    async def end(self) -> web.Response:
+        self.builder.finish()
+        await _save(self.store, self.parsed, self.builder)
+        return web.Response(body=json_out.dumps(self.builder.response()), content_type="application/json")
+
+
+def _named(events: list[dict[str, Any]]) -> bytes:
+    return named_frames([(event["type"], event_json(event)) for event in events])
+
+
+class _ResponsesStream:
+    """Responses events as `event:`/`data:` frames. The response is stored before the client can
+    learn it is done (before `response.completed`); a store that refuses it turns the ending into
+    `response.failed`, and an interrupted or failed response is stored as such."""
+
+    def __init__(self, store: ResponseStore, parsed: ResponsesRequest, builder: ResponseBuilder) -> None:
+        self.store, self.parsed, self.builder = store, parsed, builder
+        self._closing: list[dict[str, Any]] = []  # the end's frames bar its last, if the store refuses it
+
+    def begin(self) -> bytes:
+        return _named(self.builder.start())
+
+    def encode(self, events: list[AgentEvent]) -> bytes:
+        feed = self.builder.feed
+        return _named([out for event in events for out in feed(event)])
+
+    async def end(self) -> bytes:
+        final = self.builder.finish()
+        self._closing = final[:-1]
+        await _save(self.store, self.parsed, self.builder)
+        return _named(final)
+
+    async def fail(self, error: GatewayError) -> bytes:
+        code = "rate_limit_exceeded" if error.status == 429 else "server_error"
+        final = self._closing + self.builder.fail(error.message, code)
+        await self._save_quietly("failed")
+        return _named(final)
+
+    async def interrupted(self) -> None:
+        log.info("storing what was produced as incomplete")
+        self.builder.interrupt()
+        await self._save_quietly("interrupted")
+
+    async def _save_quietly(self, what: str) -> None:
+        # the stream has started (or the client is gone): a store fault can only be logged now
+        try:
+            await _save(self.store, self.parsed, self.builder)
+        except GatewayError as exc:
+            log.warning("the %s response %s was not stored: %s", what, self.builder.id, exc.message)
+
+
 async def _complete(
     request: web.Request, parsed: ResponsesRequest, agent_request: AgentRequest, builder: ResponseBuilder
 ) -> web.Response:
-    builder.start()
-    await run_to_end(request.app, agent_request, builder.feed)
-    builder.finish()
-    await _save(request.app[appkeys.STORE], parsed, builder)
-    return web.Response(body=json_out.dumps(builder.response()), content_type="application/json")
+    return await run_whole(request.app, agent_request, _ResponsesWhole(request.app[appkeys.STORE], parsed, builder))
 
 
 async def _stream(
     request: web.Request, parsed: ResponsesRequest, agent_request: AgentRequest, builder: ResponseBuilder
 ) -> web.StreamResponse:
-    """Like chat: headers wait for the first agent event (or keepalive tick), so a fault before any
-    output keeps its HTTP status; after that a fault is a `response.failed` event."""
-    app = request.app
-    settings = app[appkeys.SETTINGS]
-    store = app[appkeys.STORE]
-    sse = SSEWriter(request)
-
-    def named(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
-        return [(event["type"], event_json(event)) for event in events]
-
-    started = did_work = False
-    # As in chat: the agent's events in batches, each batch's stream events in one write, the
-    # first event on its own so the first token is not held behind the rest of its burst.
-    batches = batched_with_keepalive(app[appkeys.AGENT].run(agent_request), settings.keepalive_interval,
-                                     first_alone=True)
-    try:
-        async with contextlib.aclosing(batches), Deadline(settings.run_timeout):
-            async for batch in batches:
-                out: list[dict[str, Any]] = []
-                if not started:
-                    started = True
-                    out = builder.start()
-                if isinstance(batch, Keepalive):
-                    await sse.events_many(named(out))
-                    await sse.comment()
-                    continue
-                for item in batch:
-                    did_work = did_work or isinstance(item, TextDelta | ToolCallStarted)
-                    out += builder.feed(item)
-                await sse.events_many(named(out))
-        final = builder.finish()
-    except (ConnectionResetError, ConnectionError, asyncio.CancelledError) as exc:
-        log.info("client went away mid-stream; storing what was produced as incomplete")
-        builder.interrupt()
-        await _save(store, parsed, builder)
-        if isinstance(exc, asyncio.CancelledError):
-            raise
-        return sse.response
-    except (TimeoutError, GatewayError) as exc:
-        error = run_timeout_error(settings.run_timeout) if isinstance(exc, TimeoutError) else exc
-        if not sse.started:
-            if did_work:
-                error.should_retry = False
-            raise error from exc
-        log.warning("agent run failed mid-stream: %s", error.message)
-        final = builder.fail(error.message, "rate_limit_exceeded" if error.status == 429 else "server_error")
-    if not started:
-        final = builder.start() + final
-    await _save(store, parsed, builder)
-    # the closing events leave with the end of the body, in one write
-    with contextlib.suppress(ConnectionError, RuntimeError):
-        await sse.finish(events=named(final))
-    return sse.response
+    reply = _ResponsesStream(request.app[appkeys.STORE], parsed, builder)
+    return await run_streamed(request, agent_request, reply, log=log)
 
 
 @routes.get("/v1/responses/{response_id}")
