@@ -9,6 +9,8 @@ from typing import TypeVar
 
 from aiohttp import web
 
+from gateway.wakeup import Wakeup
+
 T = TypeVar("T")
 
 
@@ -26,39 +28,6 @@ class LastBatch(list[T]):
 
 #: Most items the source may run ahead of the consumer (back-pressure for a slow client).
 MAX_BATCH = 64
-
-
-class _Wakeup:
-    """One waiter at a time, woken by `set()` or by its timeout. A bare future and one timer per
-    wait: `asyncio.Event` plus `asyncio.timeout` (a Timeout object, a task-cancel on expiry) cost
-    several times that, and a stream waits once per batch."""
-
-    __slots__ = ("_loop", "_waiter")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._waiter: asyncio.Future[bool] | None = None
-
-    def set(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(True)
-
-    async def wait(self, timeout: float | None) -> bool:
-        """True when woken by `set()`, False when `timeout` seconds (if any) passed first."""
-        waiter = self._waiter = self._loop.create_future()
-        timer = self._loop.call_later(timeout, _expire, waiter) if timeout is not None else None
-        try:
-            return await waiter
-        finally:
-            if timer is not None:
-                timer.cancel()
-            self._waiter = None
-
-
-def _expire(waiter: asyncio.Future[bool]) -> None:
-    if not waiter.done():
-        waiter.set_result(False)
 
 
 async def batched_with_keepalive(
@@ -81,10 +50,9 @@ async def batched_with_keepalive(
     loop = asyncio.get_running_loop()
     items: list[T] = []
     ended: list[BaseException | None] = []  # [None] at the source's end, [exc] when it raised
-    wake = _Wakeup(loop)  # set by the producer: there is something to take
-    # set by the consumer: the producer may run ahead again (rarely waited on). Not an
-    # asyncio.Event: its waiter deque alone is ~0.7 KB, held by every open stream.
-    room = _Wakeup(loop)
+    wake = Wakeup(loop)  # set by the producer: there is something to take
+    # set by the consumer: the producer may run ahead again (rarely waited on)
+    room = Wakeup(loop)
 
     async def produce() -> None:
         try:
