@@ -18,19 +18,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable
-from typing import Protocol, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
 
 from gateway import appkeys
 from gateway.agent import AgentRequest
 from gateway.errors import GatewayError, UpstreamTimeoutError
-from gateway.events import AgentEvent, ToolCallStarted
+from gateway.events import AgentEvent, Finished, ToolCallStarted
 from gateway.sse import KEEPALIVE_FRAME, Keepalive, LastBatch, SSEWriter, batched_with_keepalive
 
 log = logging.getLogger("agent_gateway.runs")
 R = TypeVar("R", covariant=True)
+#: The chat messages a turn added, as the agent keeps them (`Finished.messages`, `AgentRun.messages`).
+Messages = Sequence[dict[str, Any]]
 
 
 def run_timeout_error(seconds: float) -> UpstreamTimeoutError:
@@ -59,8 +61,9 @@ class WholeReply(Protocol[R]):
 
     def feed(self, event: AgentEvent) -> object: ...
 
-    async def end(self) -> R:
-        """The reply after a clean run; may raise GatewayError (e.g. the store refused it)."""
+    async def end(self, messages: Messages) -> R:
+        """The reply after a clean run, given the turn's transcript; may raise GatewayError (e.g.
+        the store refused it)."""
         ...
 
 
@@ -73,16 +76,18 @@ class StreamReply(Protocol):
 
     def encode(self, events: list[AgentEvent]) -> bytes: ...
 
-    async def end(self) -> bytes:
-        """The closing frames after a clean run; may raise GatewayError (e.g. the store refused
-        the finished response), after which `fail` is called instead."""
+    async def end(self, messages: Messages) -> bytes:
+        """The closing frames after a clean run, given the turn's transcript; may raise
+        GatewayError (e.g. the store refused the finished response), after which `fail` is
+        called instead."""
         ...
 
-    async def fail(self, error: GatewayError) -> bytes:
-        """The closing frames after a failure once the stream has started. Must not raise."""
+    async def fail(self, error: GatewayError, messages: Messages) -> bytes:
+        """The closing frames after a failure once the stream has started, given what the turn
+        had added by then. Must not raise."""
         ...
 
-    async def interrupted(self) -> None:
+    async def interrupted(self, messages: Messages) -> None:
         """The client went away (or the server is shutting down) mid-stream. Must not raise."""
         ...
 
@@ -97,13 +102,17 @@ async def run_whole(app: web.Application, agent_request: AgentRequest, reply: Wh
     """Run one turn for a non-streamed reply. A failure anywhere, the reply's own `end` included
     (a tool ran, then the store failed), is an HTTP error; after work it says `x-should-retry: false`."""
     settings = app[appkeys.SETTINGS]
+    agent_run = app[appkeys.AGENT].run(agent_request)
     worked = False
+    finished: Finished | None = None
     try:
         async with asyncio.timeout(settings.run_timeout):
-            async for event in app[appkeys.AGENT].run(agent_request):
+            async for event in agent_run.events:
                 worked = worked or isinstance(event, ToolCallStarted)
+                if isinstance(event, Finished):
+                    finished = event
                 reply.feed(event)
-        return await reply.end()
+        return await reply.end(finished.messages if finished else agent_run.messages)
     except TimeoutError as exc:
         raise _no_retry_after_work(run_timeout_error(settings.run_timeout), worked) from exc
     except GatewayError as exc:
@@ -132,8 +141,9 @@ async def run_streamed(request: web.Request, agent_request: AgentRequest, reply:
     # write, not one syscall per event; a batch never waits for more, so nothing is delayed. The
     # first event leaves alone (the first token is not held behind the rest of its burst), and the
     # last batch leaves with the closing frames and the end of the body.
-    batches = batched_with_keepalive(app[appkeys.AGENT].run(agent_request), settings.keepalive_interval,
-                                     first_alone=True)
+    agent_run = app[appkeys.AGENT].run(agent_request)
+    batches = batched_with_keepalive(agent_run.events, settings.keepalive_interval, first_alone=True)
+    finished: Finished | None = None
     tail = b""
     error: GatewayError
     try:
@@ -143,6 +153,8 @@ async def run_streamed(request: web.Request, agent_request: AgentRequest, reply:
                     await sse.send(opening() + KEEPALIVE_FRAME)
                     continue
                 worked = worked or did_work(batch)
+                if isinstance(batch[-1], Finished):  # always the run's last event
+                    finished = batch[-1]
                 body = opening() + reply.encode(batch)
                 if isinstance(batch, LastBatch):
                     tail = body
@@ -150,7 +162,7 @@ async def run_streamed(request: web.Request, agent_request: AgentRequest, reply:
                     await sse.send(body)
     except (ConnectionError, asyncio.CancelledError) as exc:
         log.info("client went away mid-stream; agent run cancelled")
-        await reply.interrupted()
+        await reply.interrupted(agent_run.messages)
         if isinstance(exc, asyncio.CancelledError):
             raise
         return sse.response
@@ -160,7 +172,7 @@ async def run_streamed(request: web.Request, agent_request: AgentRequest, reply:
         error = exc
     else:
         try:
-            closing = await reply.end()
+            closing = await reply.end(finished.messages if finished else agent_run.messages)
         except GatewayError as exc:
             error = exc
         else:
@@ -168,7 +180,7 @@ async def run_streamed(request: web.Request, agent_request: AgentRequest, reply:
     if not sse.started:
         raise _no_retry_after_work(error, worked)
     log.warning("agent run failed mid-stream: %s", error.message)
-    return await _finish(sse, tail + await reply.fail(error), log)
+    return await _finish(sse, tail + await reply.fail(error, agent_run.messages), log)
 
 
 async def _finish(sse: SSEWriter, body: bytes, log: logging.Logger) -> web.StreamResponse:

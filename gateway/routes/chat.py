@@ -12,7 +12,7 @@ from gateway.agent import AgentRequest
 from gateway.chat_wire import ChatChunkEncoder, ChatCompletionBuilder, parse_chat_request
 from gateway.errors import GatewayError
 from gateway.events import AgentEvent
-from gateway.runs import run_streamed, run_whole
+from gateway.runs import Messages, run_streamed, run_whole
 from gateway.sse import frames
 from gateway.validation import read_json_object
 
@@ -41,7 +41,7 @@ class _ChatWhole:
         self.builder = ChatCompletionBuilder(model)
         self.feed = self.builder.add
 
-    async def end(self) -> web.Response:
+    async def end(self, messages: Messages) -> web.Response:
         return web.Response(body=json_out.dumps(self.builder.result()), content_type="application/json")
 
 
@@ -59,13 +59,13 @@ class _ChatStream:
         encode = self.encoder.encode
         return frames([frame for event in events for frame in encode(event)])
 
-    async def end(self) -> bytes:
+    async def end(self, messages: Messages) -> bytes:
         return DONE
 
-    async def fail(self, error: GatewayError) -> bytes:
+    async def fail(self, error: GatewayError, messages: Messages) -> bytes:
         return frames([json.dumps(error.envelope()), "[DONE]"])
 
-    async def interrupted(self) -> None:
+    async def interrupted(self, messages: Messages) -> None:
         return None
 
 

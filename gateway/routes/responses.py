@@ -20,7 +20,7 @@ from gateway.errors import GatewayError, InvalidRequestError, NotFoundError
 from gateway.events import AgentEvent
 from gateway.responses_builder import ResponseBuilder, event_json
 from gateway.responses_wire import ResponsesRequest, parse_responses_request
-from gateway.runs import run_streamed, run_whole
+from gateway.runs import Messages, run_streamed, run_whole
 from gateway.sse import named_frames
 from gateway.store import ResponseStore, StoredResponse
 from gateway.validation import read_json_object
@@ -53,17 +53,6 @@ async def _history(store: ResponseStore, parsed: ResponsesRequest) -> list[dict[
     return []
 
 
-async def _save(store: ResponseStore, parsed: ResponsesRequest, builder: ResponseBuilder) -> None:
-    if not parsed.store:
-        return
-    record = StoredResponse(
-        id=builder.id, created_at=builder.created_at, response=builder.response(),
-        transcript=builder.transcript(), input_items=parsed.input_items, conversation=parsed.conversation,
-    )
-    # Shielded: a client going away must not cancel the write halfway.
-    await asyncio.shield(store.put(record))
-
-
 @routes.post("/v1/responses")
 async def create_response(request: web.Request) -> web.StreamResponse:
     parsed = parse_responses_request(await read_json_object(request))
@@ -75,38 +64,65 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         messages=[*history, *parsed.messages], client_tools=parsed.chat_tools,
         params=parsed.upstream_params(), stream=parsed.stream, instructions=parsed.instructions,
     )
-    builder = ResponseBuilder(parsed, model=parsed.model or settings.model_name,
-                              history=agent_request.messages, events=parsed.stream)
+    builder = ResponseBuilder(parsed, model=parsed.model or settings.model_name, events=parsed.stream)
     with app[appkeys.LIMITER].slot():
         if parsed.stream:
-            return await _stream(request, parsed, agent_request, builder)
-        return await _complete(request, parsed, agent_request, builder)
-
-
-class _ResponsesWhole:
-    def __init__(self, store: ResponseStore, parsed: ResponsesRequest, builder: ResponseBuilder) -> None:
-        self.store, self.parsed, self.builder = store, parsed, builder
-        self.feed = builder.feed
+            reply = _ResponsesStream(store, parsed, builder, agent_request.messages)
+            return await run_streamed(request, agent_request, reply, log=log)
         builder.start()
-
-    async def end(self) -> web.Response:
-        self.builder.finish()
-        await _save(self.store, self.parsed, self.builder)
-        return web.Response(body=json_out.dumps(self.builder.response()), content_type="application/json")
+        return await run_whole(app, agent_request, _ResponsesWhole(store, parsed, builder, agent_request.messages))
 
 
 def _named(events: list[dict[str, Any]]) -> bytes:
     return named_frames([(event["type"], event_json(event)) for event in events])
 
 
-class _ResponsesStream:
+def _ending_on_assistant(messages: Messages) -> list[dict[str, Any]]:
+    """A kept turn ends on an assistant message (what a chat upstream expects after tool
+    results). The agent's finished turns always do; one the client cut short may not."""
+    if not messages or messages[-1]["role"] == "tool":
+        return [*messages, {"role": "assistant", "content": ""}]
+    return list(messages)
+
+
+class _Reply:
+    """What both kinds of Responses reply share: the builder, and storing the response."""
+
+    def __init__(self, store: ResponseStore, parsed: ResponsesRequest, builder: ResponseBuilder,
+                 history: list[dict[str, Any]]) -> None:
+        self.store, self.parsed, self.builder, self.history = store, parsed, builder, history
+
+    async def save(self, messages: Messages) -> None:
+        """Store the response as the builder has it, with the conversation so far: the history
+        the turn continued and the transcript the agent kept of it."""
+        if not self.parsed.store:
+            return
+        builder, parsed = self.builder, self.parsed
+        record = StoredResponse(
+            id=builder.id, created_at=builder.created_at, response=builder.response(),
+            transcript=[*self.history, *messages], input_items=parsed.input_items,
+            conversation=parsed.conversation,
+        )
+        # Shielded: a client going away must not cancel the write halfway.
+        await asyncio.shield(self.store.put(record))
+
+
+class _ResponsesWhole(_Reply):
+    def feed(self, event: AgentEvent) -> object:
+        return self.builder.feed(event)
+
+    async def end(self, messages: Messages) -> web.Response:
+        self.builder.finish()
+        await self.save(_ending_on_assistant(messages))
+        return web.Response(body=json_out.dumps(self.builder.response()), content_type="application/json")
+
+
+class _ResponsesStream(_Reply):
     """Responses events as `event:`/`data:` frames. The response is stored before the client can
     learn it is done (before `response.completed`); a store that refuses it turns the ending into
     `response.failed`, and an interrupted or failed response is stored as such."""
 
-    def __init__(self, store: ResponseStore, parsed: ResponsesRequest, builder: ResponseBuilder) -> None:
-        self.store, self.parsed, self.builder = store, parsed, builder
-        self._closing: list[dict[str, Any]] = []  # the end's frames bar its last, if the store refuses it
+    _closing: tuple[dict[str, Any], ...] = ()  # the end's events bar its last, if the store refuses it
 
     def begin(self) -> bytes:
         return _named(self.builder.start())
@@ -115,42 +131,29 @@ class _ResponsesStream:
         feed = self.builder.feed
         return _named([out for event in events for out in feed(event)])
 
-    async def end(self) -> bytes:
+    async def end(self, messages: Messages) -> bytes:
         final = self.builder.finish()
-        self._closing = final[:-1]
-        await _save(self.store, self.parsed, self.builder)
+        self._closing = tuple(final[:-1])
+        await self.save(_ending_on_assistant(messages))
         return _named(final)
 
-    async def fail(self, error: GatewayError) -> bytes:
+    async def fail(self, error: GatewayError, messages: Messages) -> bytes:
         code = "rate_limit_exceeded" if error.status == 429 else "server_error"
-        final = self._closing + self.builder.fail(error.message, code)
-        await self._save_quietly("failed")
+        final = [*self._closing, *self.builder.fail(error.message, code)]
+        await self._save_quietly("failed", messages)
         return _named(final)
 
-    async def interrupted(self) -> None:
+    async def interrupted(self, messages: Messages) -> None:
         log.info("storing what was produced as incomplete")
         self.builder.interrupt()
-        await self._save_quietly("interrupted")
+        await self._save_quietly("interrupted", _ending_on_assistant(messages))
 
-    async def _save_quietly(self, what: str) -> None:
+    async def _save_quietly(self, what: str, messages: Messages) -> None:
         # the stream has started (or the client is gone): a store fault can only be logged now
         try:
-            await _save(self.store, self.parsed, self.builder)
+            await self.save(messages)
         except GatewayError as exc:
             log.warning("the %s response %s was not stored: %s", what, self.builder.id, exc.message)
-
-
-async def _complete(
-    request: web.Request, parsed: ResponsesRequest, agent_request: AgentRequest, builder: ResponseBuilder
-) -> web.Response:
-    return await run_whole(request.app, agent_request, _ResponsesWhole(request.app[appkeys.STORE], parsed, builder))
-
-
-async def _stream(
-    request: web.Request, parsed: ResponsesRequest, agent_request: AgentRequest, builder: ResponseBuilder
-) -> web.StreamResponse:
-    reply = _ResponsesStream(request.app[appkeys.STORE], parsed, builder)
-    return await run_streamed(request, agent_request, reply, log=log)
 
 
 @routes.get("/v1/responses/{response_id}")
