@@ -170,17 +170,32 @@ async def run_streamed(request: web.Request, agent_request: AgentRequest, reply:
         error = run_timeout_error(settings.run_timeout)
     except GatewayError as exc:
         error = exc
+    except Exception:
+        if not sse.started:
+            raise  # the front door answers it: a 500, the traceback in the log
+        error = _unexpected(log)
     else:
         try:
             closing = await reply.end(finished.messages if finished else agent_run.messages)
         except GatewayError as exc:
             error = exc
+        except Exception:
+            if not sse.started:
+                raise
+            error = _unexpected(log)
         else:
             return await _finish(sse, opening() + tail + closing, log)
     if not sse.started:
         raise _no_retry_after_work(error, worked)
     log.warning("agent run failed mid-stream: %s", error.message)
     return await _finish(sse, tail + await reply.fail(error, agent_run.messages), log)
+
+
+def _unexpected(log: logging.Logger) -> GatewayError:
+    """A bug, not a fault we know, after the first byte: logged with its traceback here (the
+    front door can no longer answer it), and it ends the stream like any failure."""
+    log.exception("unexpected error mid-stream")
+    return GatewayError("internal error; see the gateway's log", code="internal_error")
 
 
 async def _finish(sse: SSEWriter, body: bytes, log: logging.Logger) -> web.StreamResponse:

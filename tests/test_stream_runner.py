@@ -3,6 +3,7 @@ looks like once a stream has started (an error frame / `response.failed`, then a
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -10,7 +11,7 @@ import aiohttp
 import pytest
 
 from tests.fakes.tools import LookupTool
-from tests.fakes.upstream import error, text, tool_call
+from tests.fakes.upstream import Reply, error, text, tool_call
 from tests.helpers import assert_error_envelope, sse_frames
 
 ROUTES = {
@@ -96,8 +97,9 @@ async def test_a_store_failing_after_a_responses_stream_started_is_response_fail
     resp = await client.post("/v1/responses", json={"input": "x", "stream": True, "store": True})
     assert resp.status == 200 and resp.content_type == "text/event-stream"
     # read to the end with aiohttp's strict chunked parser: a second HTTP head inside the body
-    # ("HTTP/1.1 503 ...") would fail here as an illegal chunk header
-    raw = await resp.read()
+    # ("HTTP/1.1 503 ...") fails here as an illegal chunk header, or the read hangs
+    async with asyncio.timeout(10):
+        raw = await resp.read()
     frames = sse_frames(raw.decode())
     assert b"HTTP/1.1" not in raw
     names = [name for name, _ in frames]
@@ -146,3 +148,27 @@ async def test_a_whole_reply_cut_by_the_run_timeout_while_a_tool_ran_says_do_not
     assert resp.status == 504
     assert resp.headers["x-should-retry"] == "false"
     assert_error_envelope(await resp.json(), code="run_timeout")
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+@pytest.mark.parametrize("route", ["chat", "responses"])
+async def test_an_unexpected_fault_after_a_stream_started_is_an_error_frame_not_a_second_http_head(
+    client: Any, upstream: Any, route: str
+) -> None:
+    # a first good frame starts the stream; the next one nests past Python's recursion limit
+    upstream.queue(Reply(raw=b'data: {"choices": [{"delta": {"content": "ok"}}]}\n\ndata: ' + DEEP + b"\n\n",
+                         raw_content_type="text/event-stream"))
+    path, body = body_for(route, True)
+    resp = await client.post(path, json=body)
+    assert resp.status == 200 and resp.content_type == "text/event-stream"
+    async with asyncio.timeout(10):
+        raw = await resp.read()
+    assert b"HTTP/1.1" not in raw
+    frames = sse_frames(raw.decode())
+    if route == "chat":
+        assert frames[-1] == (None, "[DONE]")
+        assert_error_envelope(json.loads(frames[-2][1]))
+    else:
+        assert frames[-1][0] == "response.failed"

@@ -144,7 +144,6 @@ class _ResponsesStream(_Reply):
         return _named(final)
 
     async def interrupted(self, messages: Messages) -> None:
-        log.info("storing what was produced as incomplete")
         self.builder.interrupt()
         await self._save_quietly("interrupted", _ending_on_assistant(messages))
 
