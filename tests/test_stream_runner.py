@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import resource
+import sys
 from typing import Any
 
 import aiohttp
@@ -12,6 +14,7 @@ import pytest
 
 from tests.fakes.tools import LookupTool
 from tests.fakes.upstream import Reply, error, text, tool_call
+from tests.gateway_process import LISTENING, REPO, GatewayProcess, gateway_env
 from tests.helpers import assert_error_envelope, sse_frames
 
 ROUTES = {
@@ -113,6 +116,49 @@ async def test_a_store_failing_after_a_responses_stream_started_is_response_fail
     # the gateway is still serving on the same connection pool
     chat = await client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]})
     assert chat.status == 200
+
+
+async def test_a_full_disk_under_a_responses_stream_is_response_failed_and_a_clean_end(tmp_path, upstream):
+    """Issue 15's reproduction: a real gateway process whose file writes fail past 2 MB
+    (RLIMIT_FSIZE, as on a full disk), streamed stored responses until the store refuses one."""
+    limit = 2 * 1024 * 1024
+
+    def small_disk() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    upstream.default = text("an answer")
+    env = gateway_env(tmp_path, {"LLM_BASE_URL": upstream.base_url, "LLM_MODEL": "fake-model"})
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gateway", "serve", "--port", "0", env=env, cwd=str(REPO),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, preexec_fn=small_disk)
+    assert proc.stdout is not None
+    line = (await asyncio.wait_for(proc.stdout.readline(), 20)).decode()
+    match = LISTENING.search(line)
+    assert match, line
+    gateway = GatewayProcess(proc, match.group(1))
+    try:
+        endings = []
+        async with aiohttp.ClientSession() as session:
+            for _ in range(12):
+                body = {"input": "x" * 400_000, "stream": True, "store": True}
+                async with session.post(f"{gateway.base_url}/v1/responses", json=body) as resp:
+                    assert resp.status == 200
+                    async with asyncio.timeout(20):
+                        raw = await resp.read()  # strict chunked parsing: no second head inside
+                frames = sse_frames(raw.decode())
+                endings.append(frames[-1][0])
+                if endings[-1] == "response.failed":
+                    failed = json.loads(frames[-1][1])["response"]
+                    assert "response store" in failed["error"]["message"]
+                    break
+            assert endings[-1] == "response.failed", endings
+            assert set(endings[:-1]) <= {"response.completed"}
+            async with session.post(f"{gateway.base_url}/v1/chat/completions",
+                                    json={"messages": [{"role": "user", "content": "hi"}]}) as resp:
+                assert resp.status == 200
+        assert proc.returncode is None
+    finally:
+        await gateway.stop()
 
 
 async def test_a_store_failing_under_a_whole_reply_is_still_a_503(
