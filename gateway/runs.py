@@ -116,7 +116,8 @@ async def run_whole(app: web.Application, agent_request: AgentRequest, reply: Wh
     except TimeoutError as exc:
         raise _no_retry_after_work(run_timeout_error(settings.run_timeout), worked) from exc
     except GatewayError as exc:
-        raise _no_retry_after_work(exc, worked) from None
+        _no_retry_after_work(exc, worked)
+        raise
 
 
 async def run_streamed(request: web.Request, agent_request: AgentRequest, reply: StreamReply, *,
