@@ -1,0 +1,81 @@
+"""POST /v1/chat/completions: parse, run the agent, render chat objects or chunk streams."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from aiohttp import web
+
+from gateway.agent.events import AgentEvent
+from gateway.agent.loop import AgentRequest
+from gateway.errors import GatewayError
+from gateway.http import appkeys
+from gateway.http.runs import Messages, run_streamed, run_whole
+from gateway.http.sse import frames
+from gateway.wire import json_out
+from gateway.wire.chat import ChatChunkEncoder, ChatCompletionBuilder, parse_chat_request
+from gateway.wire.checks import read_json_object
+
+log = logging.getLogger("agent_gateway.chat")
+routes = web.RouteTableDef()
+
+
+@routes.post("/v1/chat/completions")
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    chat = parse_chat_request(await read_json_object(request))
+    settings = request.app[appkeys.SETTINGS]
+    agent_request = AgentRequest(
+        messages=chat.messages, client_tools=chat.client_tools, params=chat.params, stream=chat.stream
+    )
+    model = chat.model or settings.model_name
+    with request.app[appkeys.LIMITER].slot():
+        if chat.stream:
+            encoder = ChatChunkEncoder(model, include_usage=chat.include_usage,
+                                       inline_markers=settings.tool_progress == "inline")
+            return await _stream(request, agent_request, encoder)
+        return await _complete(request, agent_request, model)
+
+
+class _ChatWhole:
+    def __init__(self, model: str) -> None:
+        self.builder = ChatCompletionBuilder(model)
+        self.feed = self.builder.add
+
+    async def end(self, messages: Messages) -> web.Response:
+        return web.Response(body=json_out.dumps(self.builder.result()), content_type="application/json")
+
+
+class _ChatStream:
+    """Chat chunks as `data:` frames; a failure is an error frame (what openai-python raises
+    `APIError` on), and every stream ends with `[DONE]`."""
+
+    def __init__(self, encoder: ChatChunkEncoder) -> None:
+        self.encoder = encoder
+
+    def begin(self) -> bytes:
+        return frames([self.encoder.start()])
+
+    def encode(self, events: list[AgentEvent]) -> bytes:
+        encode = self.encoder.encode
+        return frames([frame for event in events for frame in encode(event)])
+
+    async def end(self, messages: Messages) -> bytes:
+        return DONE
+
+    async def fail(self, error: GatewayError, messages: Messages) -> bytes:
+        return frames([json.dumps(error.envelope()), "[DONE]"])
+
+    async def interrupted(self, messages: Messages) -> None:
+        return None
+
+
+DONE = frames(["[DONE]"])
+
+
+async def _complete(request: web.Request, agent_request: AgentRequest, model: str) -> web.Response:
+    return await run_whole(request.app, agent_request, _ChatWhole(model))
+
+
+async def _stream(request: web.Request, agent_request: AgentRequest, encoder: ChatChunkEncoder) -> web.StreamResponse:
+    return await run_streamed(request, agent_request, _ChatStream(encoder), log=log)
