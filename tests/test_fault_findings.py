@@ -9,7 +9,7 @@ from gateway.wire.responses_request import parse_responses_request
 
 def test_one_huge_text_delta_becomes_several_short_responses_delta_events():
     request = parse_responses_request({"input": "hi"})
-    builder = ResponseBuilder(request, model="m", history=request.messages)
+    builder = ResponseBuilder(request, model="m")
     events = builder.start() + builder.feed(TextDelta("y" * 10_000)) + builder.feed(Usage(1, 1))
     events += builder.feed(Finished("stop")) + builder.finish()
     deltas = [e["delta"] for e in events if e["type"] == "response.output_text.delta"]

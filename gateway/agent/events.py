@@ -3,12 +3,14 @@
 Order within one run: for each round, `TextDelta`s as the model writes, then for each call to one
 of the agent's own tools a `ToolCallStarted` and later its `ToolCallFinished` (calls within a round
 run in parallel; finished events come in call order). Calls to tools the *client* supplied come as
-`ClientToolCall`s and end the run. Last come one `Usage` (summed over rounds) and one `Finished`.
+`ClientToolCall`s and end the run. Last come one `Usage` (summed over rounds) and one `Finished`,
+which carries the turn's transcript.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +54,9 @@ class Usage:
 @dataclass(frozen=True, slots=True)
 class Finished:
     reason: str  # "stop" | "length" | "tool_calls" | "content_filter"
+    #: The chat messages this turn added (assistant, tool), in order, ending on an assistant
+    #: message: the agent's transcript of the turn, what a stored response continues from.
+    messages: tuple[dict[str, Any], ...] = ()
 
 
 AgentEvent = TextDelta | ToolCallStarted | ToolCallFinished | ClientToolCall | Usage | Finished

@@ -50,6 +50,37 @@ class AgentRequest:
     instructions: str | None = None
 
 
+class AgentRun:
+    """One turn of the agent: `events` to iterate, and the transcript the agent keeps of it.
+
+    The agent owns the transcript: `messages` is what this turn has added to the conversation so
+    far, in chat format (assistant messages, with their `tool_calls`, and `tool` results), the
+    text of a round still being written included. The last event, `Finished`, hands out the
+    whole of it; a run cut short (an error, the client gone) keeps what it had here.
+    """
+
+    __slots__ = ("events", "_messages", "_writing")
+
+    def __init__(self) -> None:
+        self.events: AsyncGenerator[AgentEvent, None]
+        self._messages: list[dict[str, Any]] = []
+        self._writing: list[str] | None = None  # the text parts of the round being written
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        if self._writing:
+            return [*self._messages, {"role": "assistant", "content": "".join(self._writing)}]
+        return list(self._messages)
+
+    def _write(self, parts: list[str]) -> None:
+        """A round begins: its text so far is `parts` (the agent's own list, appended to as it goes)."""
+        self._writing = parts
+
+    def _add(self, message: dict[str, Any]) -> None:
+        self._messages.append(message)
+        self._writing = None
+
+
 @dataclass
 class _ToolCall:
     id: str
@@ -136,10 +167,13 @@ class Agent:
             "sources you used as markdown links. If the tools fail, say so and answer as best you can."
         )
 
-    async def run(
-        self, request: AgentRequest, transcript: list[dict[str, Any]] | None = None
-    ) -> AsyncGenerator[AgentEvent, None]:
-        """Yield events for one turn; append the messages it adds (assistant, tool) to `transcript`."""
+    def run(self, request: AgentRequest) -> AgentRun:
+        """Start one turn: its events and the transcript it adds (see AgentRun)."""
+        turn = AgentRun()
+        turn.events = self._events(request, turn)
+        return turn
+
+    async def _events(self, request: AgentRequest, turn: AgentRun) -> AsyncGenerator[AgentEvent, None]:
         use_agent_tools = len(self.toolbox) > 0 and not is_background_task(request.messages)
         client_names = {t["function"]["name"] for t in request.client_tools}
         # A client tool with the same name as one of ours wins: the client asked for it explicitly.
@@ -150,7 +184,6 @@ class Agent:
         if request.instructions:
             conversation.append({"role": "system", "content": request.instructions})
         conversation.extend(_clean_message(m) for m in request.messages)
-        added = transcript if transcript is not None else []
 
         prompt_tokens = completion_tokens = 0
         finish = "stop"
@@ -167,6 +200,7 @@ class Agent:
                     payload["messages"] = [*conversation, {"role": "system", "content": FINAL_ROUND_NOTE}]
 
             text_parts: list[str] = []
+            turn._write(text_parts)
             calls: list[_ToolCall] = []
             round_finish: str | None = None
             round_usage: dict[str, Any] | None = None
@@ -218,7 +252,7 @@ class Agent:
 
             text = "".join(text_parts)
             if not calls:
-                added.append({"role": "assistant", "content": text})
+                turn._add({"role": "assistant", "content": text})
                 finish = round_finish if round_finish in ("length", "content_filter") else "stop"
                 break
 
@@ -226,7 +260,7 @@ class Agent:
             if client_calls:
                 # The turn ends here; calls to our own tools in the same round are dropped, since the
                 # client will continue the conversation without their results.
-                added.append(_assistant_with_calls(text, client_calls))
+                turn._add(_assistant_with_calls(text, client_calls))
                 for call in client_calls:
                     yield ClientToolCall(call.id, call.name, call.arguments)
                 finish = "tool_calls"
@@ -234,17 +268,17 @@ class Agent:
 
             assistant = _assistant_with_calls(text, calls)
             conversation.append(assistant)
-            added.append(assistant)
+            turn._add(assistant)
             async for event in self._run_tools(calls, use_agent_tools):
                 if isinstance(event, ToolCallFinished):
                     tool_message = {"role": "tool", "tool_call_id": event.call_id, "content": event.output}
                     conversation.append(tool_message)
-                    added.append(tool_message)
+                    turn._add(tool_message)
                 yield event
             rounds += 1
 
         yield Usage(prompt_tokens, completion_tokens)
-        yield Finished(finish)
+        yield Finished(finish, tuple(turn._messages))
 
     async def _run_tools(self, calls: list[_ToolCall], allowed: bool) -> AsyncGenerator[AgentEvent, None]:
         parsed: list[dict[str, Any] | str] = []

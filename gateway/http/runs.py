@@ -1,17 +1,38 @@
-"""Running the agent for a route: the parts both wire formats share."""
+"""Running the agent for a route: one loop for both wire formats, streamed or whole.
+
+A route hands the runner a *reply*, the part that knows its wire format: a `WholeReply` (collects
+events, renders one JSON object) or a `StreamReply` (turns events into SSE bytes). The runner owns
+everything else, the same for every route and mode: AGENT_RUN_TIMEOUT, batching and keepalives,
+when the status line leaves, what a failure looks like before and after it, the client going away,
+and `x-should-retry`.
+
+Before the first byte a failure is a real HTTP status with the OpenAI envelope. After it, every
+failure (the agent's, the run timeout, a store that refuses the finished response) becomes the
+reply's closing frames (chat: an error frame and `[DONE]`; Responses: `response.failed`) and a
+clean end of the chunked body; nothing raised after that point may reach the front door, which
+would write a second HTTP head into the open body.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from types import TracebackType
+import contextlib
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
 
-from gateway.agent.events import AgentEvent, ToolCallStarted
+from gateway.agent.events import AgentEvent, Finished, ToolCallStarted
 from gateway.agent.loop import AgentRequest
 from gateway.errors import GatewayError, UpstreamTimeoutError
 from gateway.http import appkeys
+from gateway.http.sse import KEEPALIVE_FRAME, Keepalive, LastBatch, SSEWriter, batched_with_keepalive
+
+log = logging.getLogger("agent_gateway.runs")
+R = TypeVar("R", covariant=True)
+#: The chat messages a turn added, as the agent keeps them (`Finished.messages`, `AgentRun.messages`).
+Messages = Sequence[dict[str, Any]]
 
 
 def run_timeout_error(seconds: float) -> UpstreamTimeoutError:
@@ -19,56 +40,169 @@ def run_timeout_error(seconds: float) -> UpstreamTimeoutError:
                                 code="run_timeout")
 
 
-class Deadline:
-    """`async with Deadline(seconds)`: `asyncio.timeout(seconds)` for a body that runs to its end
-    or is cut, with one `loop.call_later` handle and no rescheduling machinery (2.5 us against
-    5.9 us per use under uvloop, timeit). As with `asyncio.timeout`, expiry cancels the task and
-    the CancelledError leaves the block as TimeoutError; a cancellation from outside stays one.
+def did_work(events: Iterable[AgentEvent]) -> bool:
+    """The one rule for "a retry would repeat work": one of the agent's own tools was called.
+
+    A retry always repeats the model call; that is what a retry is for, and what a client that
+    retries pays for knowingly. What it must not repeat is what the gateway did on the client's
+    behalf: a web search or extract costs money, counts against the provider's rate limit and is
+    seen by third parties. So a failure after a `ToolCallStarted` says `x-should-retry: false`.
+
+    Text the model wrote is not work in this sense: in a whole reply the client never saw it (the
+    error replaces it), and in a stream it is already on the wire, past the status line, where no
+    header can be sent any more and the SDK does not retry anyway; there the failure is the error
+    frame. A call to a client tool runs nothing here: it ends the turn.
     """
-
-    __slots__ = ("_seconds", "_task", "_handle", "_cancelling", "_expired")
-
-    def __init__(self, seconds: float) -> None:
-        self._seconds = seconds
-        self._expired = False
-
-    async def __aenter__(self) -> None:
-        task = asyncio.current_task()
-        if task is None:
-            raise RuntimeError("Deadline must be used inside a task")
-        self._task = task
-        self._cancelling = task.cancelling()
-        self._handle = task.get_loop().call_later(self._seconds, self._expire)
-
-    def _expire(self) -> None:
-        self._expired = True
-        self._task.cancel()
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
-        self._handle.cancel()
-        # uncancel() balances our cancel(); anything above the count on entry came from outside
-        if self._expired and self._task.uncancel() <= self._cancelling and exc_type is asyncio.CancelledError:
-            raise TimeoutError from exc
+    return any(isinstance(event, ToolCallStarted) for event in events)
 
 
-async def run_to_end(app: web.Application, agent_request: AgentRequest,
-                     feed: Callable[[AgentEvent], object]) -> None:
-    """Run one turn for a non-streamed reply, handing each event to `feed`.
+class WholeReply(Protocol[R]):
+    """A non-streamed reply: takes every event, then renders (and, for Responses, stores) itself."""
 
-    Bounded by AGENT_RUN_TIMEOUT; a failure after a tool ran says `x-should-retry: false`, since an
-    SDK's automatic retry would run the tools (and their cost) again.
-    """
+    def feed(self, event: AgentEvent) -> object: ...
+
+    async def end(self, messages: Messages) -> R:
+        """The reply after a clean run, given the turn's transcript; may raise GatewayError (e.g.
+        the store refused it)."""
+        ...
+
+
+class StreamReply(Protocol):
+    """A streamed reply's wire format: every method returns the SSE bytes to send."""
+
+    def begin(self) -> bytes:
+        """The frames that open the stream, sent with the first write of any kind."""
+        ...
+
+    def encode(self, events: list[AgentEvent]) -> bytes: ...
+
+    async def end(self, messages: Messages) -> bytes:
+        """The closing frames after a clean run, given the turn's transcript; may raise
+        GatewayError (e.g. the store refused the finished response), after which `fail` is
+        called instead."""
+        ...
+
+    async def fail(self, error: GatewayError, messages: Messages) -> bytes:
+        """The closing frames after a failure once the stream has started, given what the turn
+        had added by then. Must not raise."""
+        ...
+
+    async def interrupted(self, messages: Messages) -> None:
+        """The client went away (or the server is shutting down) mid-stream. Must not raise."""
+        ...
+
+
+def _no_retry_after_work(error: GatewayError, worked: bool) -> GatewayError:
+    if worked:
+        error.should_retry = False
+    return error
+
+
+async def run_whole(app: web.Application, agent_request: AgentRequest, reply: WholeReply[R]) -> R:
+    """Run one turn for a non-streamed reply. A failure anywhere, the reply's own `end` included
+    (a tool ran, then the store failed), is an HTTP error; after work it says `x-should-retry: false`."""
     settings = app[appkeys.SETTINGS]
-    did_work = False
+    agent_run = app[appkeys.AGENT].run(agent_request)
+    worked = False
+    finished: Finished | None = None
     try:
-        async with Deadline(settings.run_timeout):
-            async for event in app[appkeys.AGENT].run(agent_request):
-                did_work = did_work or isinstance(event, ToolCallStarted)
-                feed(event)
+        async with asyncio.timeout(settings.run_timeout):
+            async for event in agent_run.events:
+                worked = worked or isinstance(event, ToolCallStarted)
+                if isinstance(event, Finished):
+                    finished = event
+                reply.feed(event)
+        return await reply.end(finished.messages if finished else agent_run.messages)
     except TimeoutError as exc:
-        raise run_timeout_error(settings.run_timeout) from exc
+        raise _no_retry_after_work(run_timeout_error(settings.run_timeout), worked) from exc
     except GatewayError as exc:
-        if did_work:
-            exc.should_retry = False
+        _no_retry_after_work(exc, worked)
         raise
+
+
+async def run_streamed(request: web.Request, agent_request: AgentRequest, reply: StreamReply, *,
+                       log: logging.Logger = log) -> web.StreamResponse:
+    """Run one turn as an SSE stream. Headers wait for the first event (or the first keepalive
+    tick), so a fault before any output still gets its real HTTP status; after that, faults are
+    the reply's closing frames and a clean end of body. `log`: the route's logger, so that a
+    mid-stream failure is logged under the route it happened on."""
+    app = request.app
+    settings = app[appkeys.SETTINGS]
+    sse = SSEWriter(request)
+    opened = worked = False
+
+    def opening() -> bytes:
+        nonlocal opened
+        if opened:
+            return b""
+        opened = True
+        return reply.begin()
+
+    # Events come in batches (whatever the agent produced meanwhile) so that a burst leaves in one
+    # write, not one syscall per event; a batch never waits for more, so nothing is delayed. The
+    # first event leaves alone (the first token is not held behind the rest of its burst), and the
+    # last batch leaves with the closing frames and the end of the body.
+    agent_run = app[appkeys.AGENT].run(agent_request)
+    batches = batched_with_keepalive(agent_run.events, settings.keepalive_interval, first_alone=True)
+    finished: Finished | None = None
+    tail = b""
+    error: GatewayError
+    try:
+        async with contextlib.aclosing(batches), asyncio.timeout(settings.run_timeout):
+            async for batch in batches:
+                if isinstance(batch, Keepalive):
+                    await sse.send(opening() + KEEPALIVE_FRAME)
+                    continue
+                worked = worked or did_work(batch)
+                if isinstance(batch[-1], Finished):  # always the run's last event
+                    finished = batch[-1]
+                body = opening() + reply.encode(batch)
+                if isinstance(batch, LastBatch):
+                    tail = body
+                else:
+                    await sse.send(body)
+    except (ConnectionError, asyncio.CancelledError) as exc:
+        log.info("client went away mid-stream; agent run cancelled")
+        await reply.interrupted(agent_run.messages)
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+        return sse.response
+    except TimeoutError:
+        error = run_timeout_error(settings.run_timeout)
+    except GatewayError as exc:
+        error = exc
+    except Exception:
+        if not sse.started:
+            raise  # the front door answers it: a 500, the traceback in the log
+        error = _unexpected(log)
+    else:
+        try:
+            closing = await reply.end(finished.messages if finished else agent_run.messages)
+        except GatewayError as exc:
+            error = exc
+        except Exception:
+            if not sse.started:
+                raise
+            error = _unexpected(log)
+        else:
+            return await _finish(sse, opening() + tail + closing, log)
+    if not sse.started:
+        raise _no_retry_after_work(error, worked)
+    log.warning("agent run failed mid-stream: %s", error.message)
+    return await _finish(sse, tail + await reply.fail(error, agent_run.messages), log)
+
+
+def _unexpected(log: logging.Logger) -> GatewayError:
+    """A bug, not a fault we know, after the first byte: logged with its traceback here (the
+    front door can no longer answer it), and it ends the stream like any failure."""
+    log.exception("unexpected error mid-stream")
+    return GatewayError("internal error; see the gateway's log", code="internal_error")
+
+
+async def _finish(sse: SSEWriter, body: bytes, log: logging.Logger) -> web.StreamResponse:
+    """The closing frames leave with the end of the chunked body, in one write."""
+    try:
+        await sse.finish(body)
+    except (ConnectionError, RuntimeError):  # gone just before the end: as mid-stream, not an error
+        log.info("client went away at the end of the stream")
+    return sse.response

@@ -9,6 +9,8 @@ from typing import TypeVar
 
 from aiohttp import web
 
+from gateway.wakeup import Wakeup
+
 T = TypeVar("T")
 
 
@@ -26,39 +28,6 @@ class LastBatch(list[T]):
 
 #: Most items the source may run ahead of the consumer (back-pressure for a slow client).
 MAX_BATCH = 64
-
-
-class _Wakeup:
-    """One waiter at a time, woken by `set()` or by its timeout. A bare future and one timer per
-    wait: `asyncio.Event` plus `asyncio.timeout` (a Timeout object, a task-cancel on expiry) cost
-    several times that, and a stream waits once per batch."""
-
-    __slots__ = ("_loop", "_waiter")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._waiter: asyncio.Future[bool] | None = None
-
-    def set(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(True)
-
-    async def wait(self, timeout: float | None) -> bool:
-        """True when woken by `set()`, False when `timeout` seconds (if any) passed first."""
-        waiter = self._waiter = self._loop.create_future()
-        timer = self._loop.call_later(timeout, _expire, waiter) if timeout is not None else None
-        try:
-            return await waiter
-        finally:
-            if timer is not None:
-                timer.cancel()
-            self._waiter = None
-
-
-def _expire(waiter: asyncio.Future[bool]) -> None:
-    if not waiter.done():
-        waiter.set_result(False)
 
 
 async def batched_with_keepalive(
@@ -81,10 +50,9 @@ async def batched_with_keepalive(
     loop = asyncio.get_running_loop()
     items: list[T] = []
     ended: list[BaseException | None] = []  # [None] at the source's end, [exc] when it raised
-    wake = _Wakeup(loop)  # set by the producer: there is something to take
-    # set by the consumer: the producer may run ahead again (rarely waited on). Not an
-    # asyncio.Event: its waiter deque alone is ~0.7 KB, held by every open stream.
-    room = _Wakeup(loop)
+    wake = Wakeup(loop)  # set by the producer: there is something to take
+    # set by the consumer: the producer may run ahead again (rarely waited on)
+    room = Wakeup(loop)
 
     async def produce() -> None:
         try:
@@ -143,12 +111,19 @@ class _EventStreamResponse(web.StreamResponse):
     _send_headers_immediately = False
 
 
-def _frames(payloads: list[str] | tuple[str, ...]) -> bytes:
+#: A comment line every SSE parser ignores: keeps proxies and clients from timing out a quiet stream.
+KEEPALIVE_FRAME = b": keepalive\n\n"
+
+
+def frames(payloads: list[str]) -> bytes:
+    """`data:` frames for `payloads`, in one string (nothing for none)."""
+    if not payloads:
+        return b""
     # one join instead of a formatted string per frame; payloads hold no newline (JSON, one line)
     return ("data: " + "\n\ndata: ".join(payloads) + "\n\n").encode("utf-8")
 
 
-def _named_frames(events: list[tuple[str, str]]) -> bytes:
+def named_frames(events: list[tuple[str, str]]) -> bytes:
     """`event:` + `data:` frames for (event name, payload) pairs, in one string."""
     return "".join([f"event: {name}\ndata: {payload}\n\n" for name, payload in events]).encode("utf-8")
 
@@ -174,35 +149,15 @@ class SSEWriter:
             self.started = True
             await self.response.prepare(self.request)
 
-    async def data(self, payload: str, event: str | None = None) -> None:
-        await self.start()
-        frame = f"event: {event}\ndata: {payload}\n\n" if event else f"data: {payload}\n\n"
-        await self.response.write(frame.encode("utf-8"))
-
-    async def data_many(self, payloads: list[str]) -> None:
-        if payloads:
+    async def send(self, body: bytes) -> None:
+        """Write frames built by `frames` / `named_frames` (the headers go with the first write)."""
+        if body:
             await self.start()
-            await self.response.write(_frames(payloads))
+            await self.response.write(body)
 
-    async def events_many(self, events: list[tuple[str, str]]) -> None:
-        """Frames with `event:` lines, (name, payload) pairs, in one write."""
-        if events:
-            await self.start()
-            await self.response.write(_named_frames(events))
-
-    async def comment(self, text: str = "keepalive") -> None:
+    async def finish(self, body: bytes = b"") -> web.StreamResponse:
+        """End the body; `body` (the closing frames) leaves in the same write as the end of the
+        chunked body. A client gone by then raises ConnectionError, as `send()` would."""
         await self.start()
-        await self.response.write(f": {text}\n\n".encode())
-
-    async def finish(self, *payloads: str, events: list[tuple[str, str]] | None = None) -> web.StreamResponse:
-        """End the body; `events` (name, payload pairs) and then `payloads` (e.g. the final
-        `[DONE]`) leave in the same write as the end of the chunked body. A client gone by then
-        raises ConnectionError, as `data()` would."""
-        await self.start()
-        if payloads or events:
-            body = (_named_frames(events) if events else b"") + (_frames(payloads) if payloads else b"")
-            await self.response.write_eof(body)
-            return self.response
-        with contextlib.suppress(ConnectionError, RuntimeError):
-            await self.response.write_eof()
+        await self.response.write_eof(body)
         return self.response

@@ -1,4 +1,4 @@
-"""Agent events -> a Responses API response object, its stream events and its transcript. Pure.
+"""Agent events -> a Responses API response object and its stream events. Pure.
 
 One builder per response. Feed it the agent's events; each call returns the stream events to send
 (dicts with `type` and a rising `sequence_number`), and `response()` is the response object at any
@@ -10,8 +10,8 @@ agent's own tools closes it and adds a `function_call` item and, once the tool r
 The common shape is therefore tool calls and their outputs first, then one message; a model that
 writes a preamble before calling tools yields a message before the calls too, as OpenAI does.
 
-`transcript()` is the conversation so far in chat format (the history handed in plus what this
-response produced), for storage: continuing from a stored response needs nothing else.
+The conversation in chat format, what a stored response is continued from, is not built here:
+the agent keeps it (`AgentRun`, `Finished.messages`).
 """
 
 from __future__ import annotations
@@ -72,7 +72,6 @@ class ResponseBuilder:
         request: ResponsesRequest,
         *,
         model: str,
-        history: list[dict[str, Any]],
         response_id: str | None = None,
         created_at: int | None = None,
         events: bool = True,
@@ -86,24 +85,18 @@ class ResponseBuilder:
         self.id = response_id or new_id("resp")
         self.created_at = int(time.time()) if created_at is None else created_at
         self.status = "in_progress"
-        # A list of its own, sharing the message dicts: nothing changes a message once parsed (the
-        # agent copies on write, see agent._clean_message), and a deep copy of a long chain's
-        # history was the builder's largest cost per request.
-        self._history = list(history)
         self._output: list[dict[str, Any]] = []
         self._seq = 0
         self._message_index: int | None = None  # the open message item, if any
-        self._produced: list[dict[str, Any]] = []  # chat messages this response added
-        self._round: dict[str, Any] | None = None  # the assistant chat message being written
-        self._round_has_results = False
-        # Text of the open message not yet joined into it and into the round's chat message: one
-        # join when something reads them, not a copy of the whole text so far per delta.
+        # Text of the open message not yet joined into it: one join when something reads it, not
+        # a copy of the whole text so far per delta.
         self._pending: list[str] = []
         self._usage: Usage | None = None
         self._finish_reason: str | None = None
         self._error: dict[str, Any] | None = None
         self._incomplete_details: dict[str, Any] | None = None
         self._completed_at: int | None = None
+        self._ending_seq: int | None = None  # the sequence number of the ending event, once made
 
     # ---- stream events ------------------------------------------------------------------------
 
@@ -159,7 +152,11 @@ class ResponseBuilder:
         return self._ending(events, f"response.{status}")
 
     def fail(self, message: str, code: str = "server_error") -> list[dict[str, Any]]:
-        """End with an error after the stream started: `response.failed`."""
+        """End with an error after the stream started: `response.failed`. After `finish()` (the
+        finished response could not be stored) the failure takes the place of the ending event,
+        with its sequence number: the ending was never sent."""
+        if self._ending_seq is not None:
+            self._seq = self._ending_seq
         events = self._close_message("incomplete")
         self._error = {"code": code, "message": message}
         self._end("failed")
@@ -172,43 +169,29 @@ class ResponseBuilder:
         return self._ending(events, "response.incomplete")
 
     def _ending(self, events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+        self._ending_seq = self._seq  # the events before it have taken theirs already
         return [*events, self._event(kind, response=self.response())] if self._events else []
 
     def _end(self, status: str) -> None:
         self._sync()
         self.status = status
-        if status == "completed":
-            self._completed_at = int(time.time())
-        last = self._produced[-1] if self._produced else None
-        # Keep the stored chat well-formed: a turn ends on an assistant message.
-        if status != "failed" and (last is None or last["role"] == "tool"):
-            self._produced.append({"role": "assistant", "content": ""})
+        self._completed_at = int(time.time()) if status == "completed" else None
 
     # ---- items --------------------------------------------------------------------------------
 
     def _sync(self) -> None:
-        """Join the pending text into the open message item and the round's chat message (the two
-        places `_text` writes); every reader and every change of message or round calls this first."""
+        """Join the pending text into the open message item; every reader and every change of
+        message calls this first."""
         if not self._pending:
             return
         text = "".join(self._pending)
         self._pending.clear()
-        assert self._round is not None and self._message_index is not None
-        self._round["content"] = (self._round["content"] or "") + text
+        assert self._message_index is not None
         self._output[self._message_index]["content"][0]["text"] += text
-
-    def _assistant_message(self) -> dict[str, Any]:
-        if self._round is None or self._round_has_results:
-            self._sync()
-            self._round = {"role": "assistant", "content": None}
-            self._round_has_results = False
-            self._produced.append(self._round)
-        return self._round
 
     def _text(self, text: str) -> list[dict[str, Any]]:
         if not text:
             return []
-        self._assistant_message()
         events: list[dict[str, Any]] = []
         if self._message_index is None:
             events = self._open_message()
@@ -256,10 +239,6 @@ class ResponseBuilder:
 
     def _function_call(self, call_id: str, name: str, arguments: str) -> list[dict[str, Any]]:
         events = self._close_message("completed")
-        chat = self._assistant_message()
-        chat.setdefault("tool_calls", []).append(
-            {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
-        )
         item = {"id": new_id("fc"), "type": "function_call", "call_id": call_id, "name": name,
                 "arguments": "", "status": "in_progress"}
         index = len(self._output)
@@ -280,9 +259,6 @@ class ResponseBuilder:
         return events
 
     def _function_output(self, call_id: str, output: str) -> list[dict[str, Any]]:
-        self._sync()
-        self._produced.append({"role": "tool", "tool_call_id": call_id, "content": output})
-        self._round_has_results = True
         item = {"id": new_id("fco"), "type": "function_call_output", "call_id": call_id, "output": output,
                 "status": "completed"}
         index = len(self._output)
@@ -346,10 +322,3 @@ class ResponseBuilder:
             "user": request.user,
             "metadata": dict(request.metadata),
         }
-
-    def transcript(self) -> list[dict[str, Any]]:
-        """History handed in plus the chat messages this response produced. A new list of the
-        builder's own message dicts, not copies: for encoding at once (the store does, in `put`),
-        not for keeping and changing. A deep copy here was half the builder's work on a long chain."""
-        self._sync()
-        return [*self._history, *self._produced]

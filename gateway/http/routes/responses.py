@@ -8,19 +8,18 @@ the `response.completed` event), so a client that chains at once always finds it
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from typing import Any
 
 from aiohttp import web
 
-from gateway.agent.events import TextDelta, ToolCallStarted
+from gateway.agent.events import AgentEvent
 from gateway.agent.loop import AgentRequest
 from gateway.errors import GatewayError, InvalidRequestError, NotFoundError
 from gateway.http import appkeys
-from gateway.http.runs import Deadline, run_timeout_error, run_to_end
-from gateway.http.sse import Keepalive, SSEWriter, batched_with_keepalive
+from gateway.http.runs import Messages, run_streamed, run_whole
+from gateway.http.sse import named_frames
 from gateway.store.sqlite import ResponseStore, StoredResponse
 from gateway.wire import json_out
 from gateway.wire.checks import read_json_object
@@ -55,17 +54,6 @@ async def _history(store: ResponseStore, parsed: ResponsesRequest) -> list[dict[
     return []
 
 
-async def _save(store: ResponseStore, parsed: ResponsesRequest, builder: ResponseBuilder) -> None:
-    if not parsed.store:
-        return
-    record = StoredResponse(
-        id=builder.id, created_at=builder.created_at, response=builder.response(),
-        transcript=builder.transcript(), input_items=parsed.input_items, conversation=parsed.conversation,
-    )
-    # Shielded: a client going away must not cancel the write halfway.
-    await asyncio.shield(store.put(record))
-
-
 @routes.post("/v1/responses")
 async def create_response(request: web.Request) -> web.StreamResponse:
     parsed = parse_responses_request(await read_json_object(request))
@@ -77,80 +65,95 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         messages=[*history, *parsed.messages], client_tools=parsed.chat_tools,
         params=parsed.upstream_params(), stream=parsed.stream, instructions=parsed.instructions,
     )
-    builder = ResponseBuilder(parsed, model=parsed.model or settings.model_name,
-                              history=agent_request.messages, events=parsed.stream)
+    builder = ResponseBuilder(parsed, model=parsed.model or settings.model_name, events=parsed.stream)
     with app[appkeys.LIMITER].slot():
         if parsed.stream:
-            return await _stream(request, parsed, agent_request, builder)
-        return await _complete(request, parsed, agent_request, builder)
+            reply = _ResponsesStream(store, parsed, builder, agent_request.messages)
+            return await run_streamed(request, agent_request, reply, log=log)
+        builder.start()
+        return await run_whole(app, agent_request, _ResponsesWhole(store, parsed, builder, agent_request.messages))
 
 
-async def _complete(
-    request: web.Request, parsed: ResponsesRequest, agent_request: AgentRequest, builder: ResponseBuilder
-) -> web.Response:
-    builder.start()
-    await run_to_end(request.app, agent_request, builder.feed)
-    builder.finish()
-    await _save(request.app[appkeys.STORE], parsed, builder)
-    return web.Response(body=json_out.dumps(builder.response()), content_type="application/json")
+def _named(events: list[dict[str, Any]]) -> bytes:
+    return named_frames([(event["type"], event_json(event)) for event in events])
 
 
-async def _stream(
-    request: web.Request, parsed: ResponsesRequest, agent_request: AgentRequest, builder: ResponseBuilder
-) -> web.StreamResponse:
-    """Like chat: headers wait for the first agent event (or keepalive tick), so a fault before any
-    output keeps its HTTP status; after that a fault is a `response.failed` event."""
-    app = request.app
-    settings = app[appkeys.SETTINGS]
-    store = app[appkeys.STORE]
-    sse = SSEWriter(request)
+def _ending_on_assistant(messages: Messages) -> list[dict[str, Any]]:
+    """A kept turn ends on an assistant message (what a chat upstream expects after tool
+    results). The agent's finished turns always do; one the client cut short may not."""
+    if not messages or messages[-1]["role"] == "tool":
+        return [*messages, {"role": "assistant", "content": ""}]
+    return list(messages)
 
-    def named(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
-        return [(event["type"], event_json(event)) for event in events]
 
-    started = did_work = False
-    # As in chat: the agent's events in batches, each batch's stream events in one write, the
-    # first event on its own so the first token is not held behind the rest of its burst.
-    batches = batched_with_keepalive(app[appkeys.AGENT].run(agent_request), settings.keepalive_interval,
-                                     first_alone=True)
-    try:
-        async with contextlib.aclosing(batches), Deadline(settings.run_timeout):
-            async for batch in batches:
-                out: list[dict[str, Any]] = []
-                if not started:
-                    started = True
-                    out = builder.start()
-                if isinstance(batch, Keepalive):
-                    await sse.events_many(named(out))
-                    await sse.comment()
-                    continue
-                for item in batch:
-                    did_work = did_work or isinstance(item, TextDelta | ToolCallStarted)
-                    out += builder.feed(item)
-                await sse.events_many(named(out))
-        final = builder.finish()
-    except (ConnectionResetError, ConnectionError, asyncio.CancelledError) as exc:
-        log.info("client went away mid-stream; storing what was produced as incomplete")
-        builder.interrupt()
-        await _save(store, parsed, builder)
-        if isinstance(exc, asyncio.CancelledError):
-            raise
-        return sse.response
-    except (TimeoutError, GatewayError) as exc:
-        error = run_timeout_error(settings.run_timeout) if isinstance(exc, TimeoutError) else exc
-        if not sse.started:
-            if did_work:
-                error.should_retry = False
-            raise error from exc
-        log.warning("agent run failed mid-stream: %s", error.message)
-        final = builder.fail(error.message, "rate_limit_exceeded" if error.status == 429 else "server_error")
-    if not started:
-        final = builder.start() + final
-    await _save(store, parsed, builder)
-    # the closing events leave with the end of the body, in one write
-    with contextlib.suppress(ConnectionError, RuntimeError):
-        await sse.finish(events=named(final))
-    return sse.response
+class _Reply:
+    """What both kinds of Responses reply share: the builder, and storing the response."""
+
+    def __init__(self, store: ResponseStore, parsed: ResponsesRequest, builder: ResponseBuilder,
+                 history: list[dict[str, Any]]) -> None:
+        self.store, self.parsed, self.builder, self.history = store, parsed, builder, history
+
+    async def save(self, messages: Messages) -> None:
+        """Store the response as the builder has it, with the conversation so far: the history
+        the turn continued and the transcript the agent kept of it."""
+        if not self.parsed.store:
+            return
+        builder, parsed = self.builder, self.parsed
+        record = StoredResponse(
+            id=builder.id, created_at=builder.created_at, response=builder.response(),
+            transcript=[*self.history, *messages], input_items=parsed.input_items,
+            conversation=parsed.conversation,
+        )
+        # Shielded: a client going away must not cancel the write halfway.
+        await asyncio.shield(self.store.put(record))
+
+
+class _ResponsesWhole(_Reply):
+    def feed(self, event: AgentEvent) -> object:
+        return self.builder.feed(event)
+
+    async def end(self, messages: Messages) -> web.Response:
+        self.builder.finish()
+        await self.save(_ending_on_assistant(messages))
+        return web.Response(body=json_out.dumps(self.builder.response()), content_type="application/json")
+
+
+class _ResponsesStream(_Reply):
+    """Responses events as `event:`/`data:` frames. The response is stored before the client can
+    learn it is done (before `response.completed`); a store that refuses it turns the ending into
+    `response.failed`, and an interrupted or failed response is stored as such."""
+
+    _closing: tuple[dict[str, Any], ...] = ()  # the end's events bar its last, if the store refuses it
+
+    def begin(self) -> bytes:
+        return _named(self.builder.start())
+
+    def encode(self, events: list[AgentEvent]) -> bytes:
+        feed = self.builder.feed
+        return _named([out for event in events for out in feed(event)])
+
+    async def end(self, messages: Messages) -> bytes:
+        final = self.builder.finish()
+        self._closing = tuple(final[:-1])
+        await self.save(_ending_on_assistant(messages))
+        return _named(final)
+
+    async def fail(self, error: GatewayError, messages: Messages) -> bytes:
+        code = "rate_limit_exceeded" if error.status == 429 else "server_error"
+        final = [*self._closing, *self.builder.fail(error.message, code)]
+        await self._save_quietly("failed", messages)
+        return _named(final)
+
+    async def interrupted(self, messages: Messages) -> None:
+        self.builder.interrupt()
+        await self._save_quietly("interrupted", _ending_on_assistant(messages))
+
+    async def _save_quietly(self, what: str, messages: Messages) -> None:
+        # the stream has started (or the client is gone): a store fault can only be logged now
+        try:
+            await self.save(messages)
+        except GatewayError as exc:
+            log.warning("the %s response %s was not stored: %s", what, self.builder.id, exc.message)
 
 
 @routes.get("/v1/responses/{response_id}")
