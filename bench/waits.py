@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 
-from gateway.wakeup import Wakeup
+from gateway.http.wakeup import Wakeup
 
 N = 50_000
 ROUNDS = 5

@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from aiohttp import web
 
-from gateway.wakeup import Wakeup
+from gateway.http.wakeup import Wakeup
 
 T = TypeVar("T")
 
