@@ -9,6 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from gateway.agent.web_fallback import chain_report
 from gateway.config.files import get_config_value, set_config_value
 from gateway.config.settings import Settings, load_settings
 from providers.loader import bundled_plugin_dir, load_registry, user_plugin_dir
@@ -40,6 +41,9 @@ def tools_report(settings: Settings) -> str:
             lines.append(f"  {capability}: {selection.provider.name}")
         else:
             lines.append(f"  {capability}: none ({selection.reason})")
+    chain_lines, chain_warnings = chain_report(registry, settings)
+    lines.extend(f"  {line.removeprefix('web ')}" for line in chain_lines)
+    lines.extend(f"  warning: {warning}" for warning in chain_warnings)
     if registry.load_errors:
         lines.append("")
         lines.append("Plugin load errors:")
