@@ -21,7 +21,7 @@ from gateway.http.cors_policy import CorsPolicy
 from gateway.http.lifecycle import Lifecycle, RunLimiter
 from gateway.http.memory_release import MemoryReleaser
 from gateway.http.middleware import front_door
-from gateway.http.routes import chat, health, models, openapi, responses
+from gateway.http.routes import chat, health, models, openapi, responses, web_status
 from gateway.store.idempotency import IdempotencyCache, InMemoryIdempotencyCache
 from gateway.store.sqlite import SQLiteResponseStore, StoreUnavailableError
 from gateway.upstream.client import UpstreamClient
@@ -49,7 +49,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     app.cleanup_ctx.append(_agent_ctx(tools))
     app.cleanup_ctx.append(_store_ctx)
     app.cleanup_ctx.append(_memory_release_ctx)
-    for module in (health, openapi, models, chat, responses):
+    for module in (health, openapi, models, chat, responses, web_status):
         app.router.add_routes(module.routes)
     return app
 
