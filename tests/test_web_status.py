@@ -51,7 +51,8 @@ async def test_a_chat_turn_falls_back_and_the_model_reads_who_answered(
     [result] = tool_results(upstream)
     assert (result["provider"], result["fallback_from"]) == ("exa", "tavily")
     assert exa_fake.requests_to("/search")[0].body["query"] == "otter diet"
-    assert "web search: tavily failed (Tavily had a server error (503): maintenance); falling back to exa" in caplog.text
+    said = "web search: tavily failed (Tavily had a server error (503): maintenance); falling back to exa"
+    assert said in caplog.text
 
 
 async def test_a_cool_down_shows_on_the_status_route_and_in_agent_gateway_tools(
