@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
-from gateway.agent.web_cache import private_on_sight
+from gateway.agent.web_cache import ResultCache, private_on_sight
+from gateway.agent.web_calls import Attempt
 from gateway.agent.web_tools import WebExtractTool, WebSearchTool, build_web_tools
 from gateway.config.settings import Settings, SettingsError, load_settings
 from providers.loader import load_registry
+from providers.web import search_result
 from tests.fakes.scripted import Reply
 from tests.fakes.tavily import API_KEY, TavilyFake, tavily_fake  # noqa: F401 - fixture
 
@@ -166,3 +168,29 @@ def test_private_urls_are_recognised_on_sight():
     assert not private_on_sight("http://93.184.215.14/")
     for url in ("http://169.254.169.254/latest", "http://[fd00::1]/", "http://router.lan/", "not a url"):
         assert private_on_sight(url), url
+
+
+def sized(n: int) -> Attempt:
+    return Attempt(search_result([{"title": "x" * n, "url": "https://example.com/", "description": ""}]))
+
+
+async def test_the_cache_is_bounded_in_entries_and_in_bytes():
+    async def keep(cache: ResultCache, key: Any, outcome: Attempt) -> Attempt:
+        async def produce() -> Attempt:
+            return outcome
+
+        return await cache.get_or_call(key, produce, 1.0, late="late")
+
+    by_count = ResultCache(60, max_entries=4, max_bytes=4_000)
+    for i in range(10):
+        await keep(by_count, ("small", i), sized(10))
+    assert len(by_count) == 4
+
+    by_size = ResultCache(60, max_entries=100, max_bytes=10_000)
+    for i in range(10):
+        await keep(by_size, ("big", i), sized(3_000))
+    assert len(by_size) == 3 and by_size.bytes <= 10_000
+
+    huge = sized(20_000)
+    assert await keep(by_size, "huge", huge) is huge  # handed over, not kept
+    assert len(by_size) == 3

@@ -201,5 +201,6 @@ async def test_a_lone_provider_cooling_down_says_so_without_a_call(make_tools: M
     search, _ = make_tools(web_search_backend="tavily")
     assert "rate limit reached (429)" in (await run(search, query="otters"))["error"]
     second = await run(search, query="otters")
-    assert second == {"success": False, "error": "tavily is cooling down (60 s left) after failing"}
+    assert second == {"success": False, "error": "tavily is skipped for 60 s more after: Tavily rate limit reached "
+                                                  "(429); retry after 60 s: Rate limit exceeded"}
     assert searches(tavily_fake) == 1

@@ -136,6 +136,10 @@ class ProviderHealth:
         state = self._states.get(name)
         return max(0.0, state.until - self._clock()) if state else 0.0
 
+    def last_reason(self, name: str) -> str:
+        state = self._states.get(name)
+        return state.reason if state else ""
+
     def record(self, name: str, outcome: Attempt) -> None:
         if not outcome.fault:
             self._states.pop(name, None)
@@ -184,7 +188,8 @@ class FallbackRunner:
         for provider in chain.providers:
             left = self.health.cooling(provider.name)
             if left > 0:
-                reasons.append(f"{provider.name} is cooling down ({left:.0f} s left) after failing")
+                reasons.append(f"{provider.name} is skipped for {left:.0f} s more after: "
+                               f"{self.health.last_reason(provider.name)}")
             else:
                 ready.append(provider)
         for index, provider in enumerate(ready):
@@ -202,6 +207,8 @@ class FallbackRunner:
             if following:
                 log.warning("web %s: %s failed (%s); falling back to %s", chain.capability, provider.name,
                             error, following)
+        if len(chain.providers) > 1:
+            log.warning("web %s: no provider of %s answered", chain.capability, " -> ".join(chain.names()))
         return failure("; ".join(reasons) or f"no web provider for {chain.capability} answered")
 
     async def _one(self, provider: WebSearchProvider, call: Call, key: CacheKey | None,

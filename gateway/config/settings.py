@@ -89,7 +89,7 @@ MAX_RESULTS_CAP = 50
 def _parse_fallback(raw: Any) -> tuple[str, ...]:
     """Provider names, `auto` (the default chain) or `none` / empty / `[]` (no fallback)."""
     names = _parse_list(raw)
-    if len(names) == 1 and names[0].lower() in ("none", "off"):
+    if len(names) == 1 and names[0].lower() in ("none", "off", "[]"):
         return ()
     if any(name.lower() == "auto" for name in names):
         if len(names) > 1:
