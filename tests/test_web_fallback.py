@@ -204,3 +204,15 @@ async def test_a_lone_provider_cooling_down_says_so_without_a_call(make_tools: M
     assert second == {"success": False, "error": "tavily is skipped for 60 s more after: Tavily rate limit reached "
                                                   "(429); retry after 60 s: Rate limit exceeded"}
     assert searches(tavily_fake) == 1
+
+
+def test_retry_after_is_read_as_seconds_or_an_http_date():
+    from datetime import UTC, datetime, timedelta
+    from email.utils import format_datetime
+
+    from providers.http import parse_retry_after
+
+    assert parse_retry_after("7") == 7.0
+    soon = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    assert 25 < (parse_retry_after(soon) or 0) <= 30
+    assert parse_retry_after("tomorrow-ish") is None and parse_retry_after(None) is None

@@ -39,6 +39,8 @@ log = logging.getLogger("agent_gateway.web")
 
 MAX_ENTRIES = 1024
 MAX_BYTES = 32 * 1024 * 1024
+#: A host name that does not resolve within this is taken as private (not cached), not waited for.
+RESOLVE_SECONDS = 2.0
 LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa", ".intranet", ".corp")
 
 CacheKey = Hashable
@@ -81,8 +83,9 @@ async def resolves_private(url: str) -> bool:
     """Whether the URL's host resolves to any non-public address (or does not resolve at all)."""
     host = urlsplit(url.strip()).hostname or ""
     try:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except OSError:
+        async with asyncio.timeout(RESOLVE_SECONDS):
+            infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (OSError, TimeoutError):
         return True
     for info in infos:
         try:
