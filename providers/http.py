@@ -12,6 +12,8 @@ gateway's ~51 MiB, and providers are built at start-up whether or not a request 
 from __future__ import annotations
 
 import functools
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 from providers.web import ProviderError
@@ -25,11 +27,34 @@ DEFAULT_SECONDS = 30.0
 
 
 class HTTPStatusError(ProviderError):
-    """The service answered an HTTP error; `status` lets a provider add service-specific advice."""
+    """The service answered an HTTP error; `status` lets a provider add service-specific advice.
 
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
+    408, 429 and 5xx are retryable (another provider, or this one later, may answer); a 429's
+    `Retry-After` (in seconds, or an HTTP date) becomes `retry_after`.
+    """
+
+    def __init__(self, message: str, status: int, retry_after: str | None = None) -> None:
+        retryable = status in (408, 429) or status >= 500
+        super().__init__(message, retryable=retryable, retry_after=parse_retry_after(retry_after))
         self.status = status
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or an HTTP date); None when absent or unreadable."""
+    if not value:
+        return None
+    text = value.strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 def http_timeout(seconds: float) -> httpx.Timeout:
@@ -118,9 +143,9 @@ async def send(
     try:
         return await client.request(method, url, **kwargs)
     except httpx.TimeoutException as exc:
-        raise ProviderError(f"{service} timed out ({type(exc).__name__})") from exc
+        raise ProviderError(f"{service} timed out ({type(exc).__name__})", retryable=True) from exc
     except httpx.HTTPError as exc:
-        raise ProviderError(f"{service} could not be reached: {exc or type(exc).__name__}") from exc
+        raise ProviderError(f"{service} could not be reached: {exc or type(exc).__name__}", retryable=True) from exc
 
 
 def json_body(service: str, response: httpx.Response) -> Any:
@@ -129,7 +154,7 @@ def json_body(service: str, response: httpx.Response) -> Any:
         return response.json()
     except ValueError as exc:
         raise ProviderError(
-            f"{service} returned a body that is not JSON (HTTP {response.status_code})"
+            f"{service} returned a body that is not JSON (HTTP {response.status_code})", retryable=True
         ) from exc
 
 
@@ -151,7 +176,7 @@ async def call_json(
         retry_after = response.headers.get("Retry-After")
         body = _decode(response)
         raise HTTPStatusError(
-            describe_http_error(service, response.status_code, body, retry_after), response.status_code
+            describe_http_error(service, response.status_code, body, retry_after), response.status_code, retry_after
         )
     return json_body(service, response)
 

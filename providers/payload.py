@@ -21,7 +21,7 @@ DESCRIPTION_LIMIT = 1000
 def require_object(body: Any, service: str) -> dict[str, Any]:
     """The body must be a JSON object; a 200 carrying an error object becomes a ProviderError."""
     if not isinstance(body, dict):
-        raise ProviderError(f"{service} returned an unexpected response (expected a JSON object)")
+        raise ProviderError(f"{service} returned an unexpected response (expected a JSON object)", retryable=True)
     return body
 
 
@@ -30,7 +30,7 @@ def require_list(body: Any, key: str, service: str) -> list[dict[str, Any]]:
     obj = require_object(body, service)
     value = obj.get(key)
     if not isinstance(value, list):
-        raise ProviderError(f"{service} returned an unexpected response (no '{key}' list)")
+        raise ProviderError(f"{service} returned an unexpected response (no '{key}' list)", retryable=True)
     return [item for item in value if isinstance(item, dict)]
 
 
@@ -146,7 +146,7 @@ async def as_envelope(work: Awaitable[Envelope]) -> Envelope:
     try:
         return await work
     except ProviderError as exc:
-        return failure(str(exc))
+        return failure(str(exc), retryable=exc.retryable, retry_after=exc.retry_after)
 
 
 def bounded(value: Any, high: int, default: int = 5, low: int = 1) -> int:

@@ -218,16 +218,19 @@ class ProviderRegistry:
             return Selection(capability, reason=f"{name}: {missing}")
         return Selection(capability, provider=provider)
 
-    def _automatic(self, capability: str) -> Selection:
-        hints: list[str] = []
+    def automatic_order(self, capability: str) -> list[WebSearchProvider]:
+        """The providers supporting `capability`, available or not, in automatic selection order
+        (the order the default fallback chain follows too)."""
         ordered = self.providers()
         if capability != "search":
             ordered = [p for p in ordered if p.name not in self._index_only] + [
                 p for p in ordered if p.name in self._index_only
             ]
-        for provider in ordered:
-            if not supports(provider, capability):
-                continue
+        return [p for p in ordered if supports(p, capability)]
+
+    def _automatic(self, capability: str) -> Selection:
+        hints: list[str] = []
+        for provider in self.automatic_order(capability):
             available, missing = availability(provider)
             if available:
                 return Selection(capability, provider=provider)

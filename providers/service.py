@@ -130,7 +130,9 @@ class ServiceProvider(WebSearchProvider):
             kwargs["timeout"] = http_timeout(timeout) if isinstance(timeout, int | float) else timeout
         response = await send(self._http.get(), self.service, method, self.url_for(path), **kwargs)
         if response.status_code >= 400:
-            raise HTTPStatusError(self.describe_error(response), response.status_code)
+            raise HTTPStatusError(
+                self.describe_error(response), response.status_code, response.headers.get("Retry-After")
+            )
         return json_body(self.service, response)
 
     async def post_json(self, path: str, payload: Any, *, timeout: httpx.Timeout | float | None = None) -> Any:
@@ -193,7 +195,9 @@ async def fetch_each(
 
     outcomes = await asyncio.gather(*(one(u) for u in urls))
     if all(isinstance(o, ProviderError) for o in outcomes):
-        return failure(str(outcomes[0]))
+        first = outcomes[0]
+        assert isinstance(first, ProviderError)
+        return failure(str(first), retryable=first.retryable, retry_after=first.retry_after)
     return extract_result(
         page(u, error=str(o)) if isinstance(o, ProviderError) else o for u, o in zip(urls, outcomes, strict=True)
     )

@@ -14,9 +14,14 @@ helpers below:
     search  -> {"success": True, "data": {"web": [{"title", "url", "description", "position"}]}}
     extract -> {"success": True, "data": [{"url", "title", "content", "raw_content",
                                             "metadata"?, "error"?}]}
-    failure -> {"success": False, "error": "one human-readable sentence"}
+    failure -> {"success": False, "error": "one human-readable sentence",
+                "retryable"?: True, "retry_after"?: seconds}
 
 Raising `ProviderError` (or anything else) is also fine: the gateway turns it into a failure envelope.
+A failure marked `retryable` (the service timed out, could not be reached, answered 429 or 5xx) sends
+the call to the next provider of the fallback chain and counts towards the provider's cool-down;
+`retry_after` (seconds, from a 429's Retry-After) keeps the provider skipped that long. A failure
+without the mark is the provider's considered answer and is handed to the model as it is.
 """
 
 from __future__ import annotations
@@ -33,7 +38,16 @@ Result = Envelope | Awaitable[Envelope]
 
 
 class ProviderError(AgentGatewayError):
-    """A provider failure worth one clear sentence to the model and the log."""
+    """A provider failure worth one clear sentence to the model and the log.
+
+    `retryable=True` says another try (elsewhere, or later) may well succeed: a timeout, a
+    connection error, a 429 or a 5xx. `retry_after` is how many seconds the service asked to wait.
+    """
+
+    def __init__(self, *args: Any, retryable: bool = False, retry_after: float | None = None) -> None:
+        super().__init__(*args)
+        self.retryable = retryable
+        self.retry_after = retry_after
 
 
 class WebSearchProvider(ABC):  # noqa: B024 - every method has a sensible default; subclasses pick
@@ -120,8 +134,13 @@ def extract_result(pages: Iterable[Mapping[str, Any]]) -> Envelope:
     return {"success": True, "data": [dict(p) for p in pages]}
 
 
-def failure(message: str) -> Envelope:
-    return {"success": False, "error": message}
+def failure(message: str, *, retryable: bool = False, retry_after: float | None = None) -> Envelope:
+    envelope: Envelope = {"success": False, "error": message}
+    if retryable:
+        envelope["retryable"] = True
+    if retry_after is not None:
+        envelope["retry_after"] = retry_after
+    return envelope
 
 
 def validate_envelope(result: Any, kind: str, provider: str = "provider") -> Envelope:

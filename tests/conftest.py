@@ -29,8 +29,10 @@ async def upstream(aiohttp_server: Any) -> FakeUpstream:
 @pytest.fixture
 def make_settings(tmp_path: Path, upstream: FakeUpstream) -> Callable[..., Settings]:
     def make(**overrides: Any) -> Settings:
+        # No fallback chains unless a test sets one: a failing provider must not send a test to
+        # the keyless providers on the internet.
         base = Settings(home=tmp_path, profile=None, llm_base_url=upstream.base_url, llm_model="fake-model",
-                        keepalive_interval=10.0)
+                        keepalive_interval=10.0, web_search_fallback=(), web_extract_fallback=())
         return dataclasses.replace(base, **overrides)
 
     return make

@@ -138,7 +138,10 @@ class RejectsAWrongShape(ProviderCase):
 
         result = await call_once(self.make(fake), self.wrong_shape_call)
 
-        assert result == {"success": False, "error": self.wrong_shape_error}
+        # `retryable` (when present) sends the call to the next provider of the fallback chain.
+        assert {k: v for k, v in result.items() if k != "retryable"} == {
+            "success": False, "error": self.wrong_shape_error}
+        assert result.get("retryable", True) is True
 
 
 class FollowsTheBaseUrl(ProviderCase):

@@ -105,6 +105,8 @@ async def test_keyless_rate_limit_says_a_key_lifts_it(
         "success": False,
         "error": "Keenable rate limit reached (429); retry after 60 s: Too Many Requests; "
         "set KEENABLE_API_KEY to lift the keyless limit",
+        "retryable": True,  # the fallback chain moves on, and Keenable is skipped for Retry-After
+        "retry_after": 60.0,
     }
 
 

@@ -97,7 +97,8 @@ async def test_a_non_json_body_is_a_clear_failure(
 
     result = await provider.extract(["https://a.example/1"])
 
-    assert result == {"success": False, "error": "Tavily returned a body that is not JSON (HTTP 200)"}
+    assert result == {"success": False, "error": "Tavily returned a body that is not JSON (HTTP 200)",
+                      "retryable": True}
 
 
 async def test_a_missing_or_nonsense_limit_falls_back_to_five_results(

@@ -161,7 +161,8 @@ async def test_provider_failures_reach_the_model_as_failure_envelopes(tmp_path: 
         return behaviour
 
     search, _ = tools(tmp_path, Plugin("p", search=search_fn))
-    assert await run(search, query="x") == {"success": False, "error": error}
+    result = await run(search, query="x")
+    assert (result["success"], result["error"]) == (False, error)
 
 
 async def test_configured_but_unavailable_provider_tells_the_model_what_is_missing(tmp_path: Path):

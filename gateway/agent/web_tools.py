@@ -1,55 +1,45 @@
 """The agent's web tools: `web_search` and `web_extract`, dispatched to the registry's providers.
 
-Every provider call goes through `call_provider`: coroutine methods are awaited, plain ones run in a
-worker thread, and the whole call is bounded by `settings.tool_timeout`. Whatever goes wrong comes
-back to the model as `{"success": false, "error": "..."}`, never as an exception.
+Every provider call goes through `call_provider` (gateway/agent/web_calls.py): coroutine methods are
+awaited, plain ones run in a worker thread, and the whole call is bounded by `settings.tool_timeout`.
+Whatever goes wrong comes back to the model as `{"success": false, "error": "..."}`, never as an
+exception.
 
 Crawl: `web_extract(crawl=true)` calls `crawl(url)` on the provider selected for "crawl", once per URL.
 When no provider can crawl, the tool falls back to a plain extract of the given URLs and says so in a
 top-level `note`, because the pages asked for are still useful to the model.
+
+Search and extract go through the capability's fallback chain (gateway/agent/web_fallback.py) and
+the result cache (gateway/agent/web_cache.py); the result says which provider answered
+(`provider`, plus `fallback_from` when it was not the selected one). An extract whose every page
+failed is `success: false` with the per-page reasons in `data`; a mixed one stays `success: true`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from gateway.agent.toolbox import AgentTool
+from gateway.agent.web_cache import extract_key, search_key, urls_cacheable
+from gateway.agent.web_calls import Attempt, attempt, call_provider, describe_exception
+from gateway.agent.web_fallback import Chain, WebState, fallback_setting, plan_chain
 from gateway.config.settings import Settings
 from providers.registry import ProviderRegistry
-from providers.web import Envelope, ProviderError, extract_result, failure, page, validate_envelope
+from providers.web import (
+    Envelope,
+    WebSearchProvider,
+    extract_result,
+    failure,
+    page,
+    validate_envelope,
+)
 
-MAX_SEARCH_RESULTS = 10
+#: How many results a search returns when the model does not say (never above web.max_results).
+DEFAULT_SEARCH_RESULTS = 5
 MAX_EXTRACT_URLS = 5
-
-
-async def call_provider(method: Callable[..., Any], *args: Any, timeout: float, **kwargs: Any) -> Any:
-    """Run one provider method with a deadline, whether it is sync or async."""
-
-    async def invoke() -> Any:
-        if inspect.iscoroutinefunction(method):
-            result = await method(*args, **kwargs)
-        else:
-            # A sync plugin must not block the event loop. On timeout its thread runs on, but the
-            # turn does not wait for it.
-            result = await asyncio.to_thread(method, *args, **kwargs)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
-
-    return await asyncio.wait_for(invoke(), timeout)
-
-
-def describe_exception(exc: BaseException, provider: str, timeout: float) -> str:
-    if isinstance(exc, TimeoutError):
-        return f"{provider} did not answer within {timeout:g} s"
-    if isinstance(exc, ProviderError):
-        return str(exc) or f"{provider} failed"
-    detail = f": {exc}" if str(exc) else ""
-    return f"{provider} failed: {type(exc).__name__}{detail}"
 
 
 def cut_middle(text: str, limit: int) -> str:
@@ -76,12 +66,21 @@ def _function_schema(name: str, description: str, parameters: dict[str, Any]) ->
     return {"type": "function", "function": function}
 
 
-class WebSearchTool:
-    name = "web_search"
+class _ChainedTool:
+    """What both tools share: the registry, the settings and the app's web state."""
 
-    def __init__(self, registry: ProviderRegistry, settings: Settings) -> None:
+    def __init__(self, registry: ProviderRegistry, settings: Settings, state: WebState | None = None) -> None:
         self._registry = registry
         self._settings = settings
+        self._state = state if state is not None else WebState.from_settings(settings)
+        self._runner = self._state.runner()
+
+    def chain(self, capability: str) -> Chain:
+        return plan_chain(self._registry, capability, fallback_setting(self._settings, capability))
+
+
+class WebSearchTool(_ChainedTool):
+    name = "web_search"
 
     def schema(self) -> dict[str, Any]:
         return _function_schema(
@@ -97,9 +96,9 @@ class WebSearchTool:
                     "limit": {
                         "type": "integer",
                         "minimum": 1,
-                        "maximum": MAX_SEARCH_RESULTS,
-                        "default": 5,
-                        "description": "How many results to return (1-10).",
+                        "maximum": self._settings.web_max_results,
+                        "default": min(DEFAULT_SEARCH_RESULTS, self._settings.web_max_results),
+                        "description": f"How many results to return (1-{self._settings.web_max_results}).",
                     },
                 },
                 "required": ["query"],
@@ -115,29 +114,26 @@ class WebSearchTool:
         query = arguments.get("query")
         if not isinstance(query, str) or not query.strip():
             return _bad_arguments("web_search needs a non-empty 'query' string")
-        limit = _int_in_range(arguments.get("limit"), default=5, low=1, high=MAX_SEARCH_RESULTS)
-        selection = self._registry.select("search")
-        if selection.provider is None:
-            return to_json(failure(selection.reason or "no web search provider is available"))
-        provider = selection.provider
-        timeout = self._settings.tool_timeout
-        try:
-            raw = await call_provider(provider.search, query.strip(), limit=limit, timeout=timeout)
-        except Exception as exc:  # noqa: BLE001 - every failure goes back to the model as text
-            return to_json(failure(describe_exception(exc, provider.name, timeout)))
-        result = validate_envelope(raw, "search", provider.name)
-        if result["success"]:
-            hits = result["data"]["web"][:limit]
-            result = {**result, "data": {**result["data"], "web": hits}}
+        cap = self._settings.web_max_results
+        limit = _int_in_range(arguments.get("limit"), default=min(DEFAULT_SEARCH_RESULTS, cap), low=1, high=cap)
+        query = query.strip()
+
+        async def call(provider: WebSearchProvider, timeout: float) -> Attempt:
+            outcome = await attempt(provider.search, query, limit=limit, kind="search", provider=provider.name,
+                                    timeout=timeout)
+            if outcome.ok:
+                hits = outcome.envelope["data"]["web"][:limit]
+                outcome = Attempt({**outcome.envelope, "data": {**outcome.envelope["data"], "web": hits}})
+            return outcome
+
+        result = await self._runner.run(
+            self.chain("search"), call, lambda p: search_key(p.name, query, limit), self._settings.tool_timeout
+        )
         return to_json(result)
 
 
-class WebExtractTool:
+class WebExtractTool(_ChainedTool):
     name = "web_extract"
-
-    def __init__(self, registry: ProviderRegistry, settings: Settings) -> None:
-        self._registry = registry
-        self._settings = settings
 
     def schema(self) -> dict[str, Any]:
         return _function_schema(
@@ -197,19 +193,19 @@ class WebExtractTool:
         return to_json(self._shorten(result))
 
     async def _extract(self, urls: list[str]) -> Envelope:
-        selection = self._registry.select("extract")
-        if selection.provider is None:
-            return failure(selection.reason or "no web extract provider is available")
-        provider = selection.provider
-        timeout = self._settings.tool_timeout
-        try:
-            raw = await call_provider(provider.extract, list(urls), timeout=timeout)
-        except Exception as exc:  # noqa: BLE001 - every failure goes back to the model as text
-            return failure(describe_exception(exc, provider.name, timeout))
-        result = validate_envelope(raw, "extract", provider.name)
-        if not result["success"]:
-            return result
-        return extract_result(in_input_order(urls, result["data"]))
+        async def call(provider: WebSearchProvider, timeout: float) -> Attempt:
+            outcome = await attempt(provider.extract, list(urls), kind="extract", provider=provider.name,
+                                    timeout=timeout)
+            if outcome.ok:
+                outcome = Attempt(extract_result(in_input_order(urls, outcome.envelope["data"])))
+            return outcome
+
+        cacheable = await urls_cacheable(urls, resolve=self._settings.allow_private_urls)
+        result = await self._runner.run(
+            self.chain("extract"), call, lambda p: extract_key(p.name, urls) if cacheable else None,
+            self._settings.tool_timeout,
+        )
+        return all_failed_says_so(result)
 
     async def _crawl(self, provider: Any, urls: list[str]) -> Envelope:
         timeout = self._settings.tool_timeout
@@ -225,11 +221,11 @@ class WebExtractTool:
             return result["data"] or [page(url, error="the crawl found no pages")]
 
         batches = await asyncio.gather(*(one(url) for url in urls))
-        return extract_result(p for batch in batches for p in batch)
+        return {**all_failed_says_so(extract_result(p for batch in batches for p in batch)), "provider": provider.name}
 
     def _shorten(self, result: Envelope) -> Envelope:
         """Cut each page to the configured size so one page cannot flood the model's context."""
-        if not result.get("success"):
+        if not isinstance(result.get("data"), list):
             return result
         limit = self._settings.max_extract_chars
         pages = []
@@ -246,6 +242,18 @@ class WebExtractTool:
                 entry["raw_content"] = cut_middle(raw, limit)
             pages.append(entry)
         return {**result, "data": pages}
+
+
+def all_failed_says_so(result: Envelope) -> Envelope:
+    """An extract whose every page failed is a failure, with each page's reason kept in `data`."""
+    pages = result.get("data")
+    if not result.get("success") or not isinstance(pages, list) or not pages:
+        return result
+    if not all(isinstance(p, dict) and p.get("error") for p in pages):
+        return result
+    reasons = "; ".join(f"{p.get('url')}: {p['error']}" for p in pages)
+    noun = "the page" if len(pages) == 1 else f"any of the {len(pages)} pages"
+    return {**result, "success": False, "error": f"could not read {noun} ({reasons})"}
 
 
 def in_input_order(urls: list[str], pages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -295,5 +303,9 @@ def _int_in_range(value: Any, *, default: int, low: int, high: int) -> int:
     return max(low, min(high, int(value)))
 
 
-def build_web_tools(registry: ProviderRegistry, settings: Settings) -> list[AgentTool]:
-    return [WebSearchTool(registry, settings), WebExtractTool(registry, settings)]
+def build_web_tools(
+    registry: ProviderRegistry, settings: Settings, state: WebState | None = None
+) -> list[AgentTool]:
+    """The agent's web tools; `state` (cool-downs, cache) is the app's, or a fresh one for these tools."""
+    state = state if state is not None else WebState.from_settings(settings)
+    return [WebSearchTool(registry, settings, state), WebExtractTool(registry, settings, state)]

@@ -9,12 +9,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from gateway.agent.web_fallback import chain_report
 from gateway.config.files import get_config_value, set_config_value
 from gateway.config.settings import Settings, load_settings
 from providers.loader import bundled_plugin_dir, load_registry, user_plugin_dir
 from providers.registry import CAPABILITIES, availability, supports
 
 ENABLED_KEY = "plugins.enabled"
+#: How long `tools` waits for a running gateway's status before saying none answers.
+STATUS_TIMEOUT = 1.0
 
 
 def tools_report(settings: Settings) -> str:
@@ -40,11 +43,46 @@ def tools_report(settings: Settings) -> str:
             lines.append(f"  {capability}: {selection.provider.name}")
         else:
             lines.append(f"  {capability}: none ({selection.reason})")
+    chain_lines, chain_warnings = chain_report(registry, settings)
+    lines.extend(f"  {line.removeprefix('web ')}" for line in chain_lines)
+    lines.extend(f"  warning: {warning}" for warning in chain_warnings)
+    lines.append("")
+    lines.extend(running_status_lines(settings))
     if registry.load_errors:
         lines.append("")
         lines.append("Plugin load errors:")
         lines.extend(f"  {error.plugin}: {error.reason}" for error in registry.load_errors)
     return "\n".join(lines) + "\n"
+
+
+def running_status_lines(settings: Settings) -> list[str]:
+    """Cool-downs and cache fill live in the server process: ask the profile's running gateway."""
+    import httpx  # a dependency anyway; imported here so the other commands do not pay for it
+
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(settings.host, settings.host)
+    base = f"http://{f'[{host}]' if ':' in host else host}:{settings.port}"
+    headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
+    try:
+        response = httpx.get(f"{base}/v1/web/status", headers=headers, timeout=STATUS_TIMEOUT)
+        status = response.json() if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return [f"Cool-downs: no gateway answering at {base} (they live in the running server)"]
+    if not isinstance(status, dict):
+        return [f"Cool-downs: the gateway at {base} answered HTTP {response.status_code} to /v1/web/status"]
+    lines = [f"Cool-downs (gateway at {base}):"]
+    providers = [p for p in status.get("providers", []) if isinstance(p, dict)]
+    for entry in providers:
+        left = entry.get("cooling_for") or 0
+        state = f"skipped for {left:g} s more" if left else "tried again on the next call"
+        lines.append(f"  {entry.get('provider')}: {state} ({entry.get('failures')} failure(s) in a row: "
+                     f"{entry.get('reason')})")
+    if not providers:
+        lines.append("  none")
+    cache = status.get("cache") or {}
+    if cache:
+        lines.append(f"  cache: {cache.get('entries')} entries, {cache.get('bytes')} bytes, "
+                     f"{cache.get('hits')} hits, {cache.get('misses')} misses")
+    return lines
 
 
 def plugins_command(settings: Settings, action: str, name: str | None = None) -> tuple[int, str]:

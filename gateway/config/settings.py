@@ -84,6 +84,30 @@ def _parse_http_url(raw: Any) -> str:
     return url
 
 
+#: The fallback value that means "the other available providers, in automatic order".
+AUTO_FALLBACK = ("auto",)
+MAX_RESULTS_CAP = 50
+
+
+def _parse_fallback(raw: Any) -> tuple[str, ...]:
+    """Provider names, `auto` (the default chain) or `none` / empty / `[]` (no fallback)."""
+    names = _parse_list(raw)
+    if len(names) == 1 and names[0].lower() in ("none", "off", "[]"):
+        return ()
+    if any(name.lower() == "auto" for name in names):
+        if len(names) > 1:
+            raise ValueError("auto stands alone: list provider names, or auto, or none")
+        return AUTO_FALLBACK
+    return names
+
+
+def _parse_result_count(raw: Any) -> int:
+    value = _parse_int(raw)
+    if value > MAX_RESULTS_CAP:
+        raise ValueError(f"at most {MAX_RESULTS_CAP}")
+    return value
+
+
 _ORIGIN_RE = re.compile(r"^[a-z][a-z0-9+.-]*://[^/\s]+$", re.IGNORECASE)
 
 
@@ -165,6 +189,19 @@ OPTIONS: tuple[Option, ...] = (
            "let web_extract fetch loopback and private addresses"),
     Option("max_extract_chars", "WEB_MAX_EXTRACT_CHARS", "web.max_extract_chars", _parse_int, 20_000,
            "longest page text handed to the model (head and tail kept)", minimum=200),
+    # -- web tool resilience (issue 20): fallback chains, cool-down, result cache, result cap ---
+    Option("web_search_fallback", "WEB_SEARCH_FALLBACK", "web.search_fallback", _parse_fallback, AUTO_FALLBACK,
+           "providers tried in order when the search provider fails (auto = the other available "
+           "ones in automatic order; none = no fallback)"),
+    Option("web_extract_fallback", "WEB_EXTRACT_FALLBACK", "web.extract_fallback", _parse_fallback, AUTO_FALLBACK,
+           "providers tried in order when the extract provider fails (auto or none, as above)"),
+    Option("web_cooldown", "WEB_COOLDOWN", "web.cooldown", _parse_float, 60.0,
+           "seconds a provider is skipped after 3 failures in a row (a 429's Retry-After is always "
+           "honoured; 0 = Retry-After only)", minimum=0),
+    Option("web_cache_ttl", "WEB_CACHE_TTL", "web.cache_ttl", _parse_float, 300.0,
+           "seconds a search or extract result is reused for the same call (0 = no cache)", minimum=0),
+    Option("web_max_results", "WEB_MAX_RESULTS", "web.max_results", _parse_result_count, 10,
+           "most results one web_search returns, whatever the model asks (1-50)", minimum=1),
     Option("plugins_enabled", "PLUGINS_ENABLED", "plugins.enabled", _parse_list, (),
            "user plugins (in <home>/plugins/web/) to load"),
 )
@@ -205,6 +242,11 @@ class Settings:
     web_extract_backend: str | None = None
     allow_private_urls: bool = False
     max_extract_chars: int = 20_000
+    web_search_fallback: tuple[str, ...] = AUTO_FALLBACK
+    web_extract_fallback: tuple[str, ...] = AUTO_FALLBACK
+    web_cooldown: float = 60.0
+    web_cache_ttl: float = 300.0
+    web_max_results: int = 10
     plugins_enabled: tuple[str, ...] = ()
     #: The profile's environment (process environment over `.env`), handed to plugins.
     env: Mapping[str, str] = field(default_factory=dict)

@@ -183,6 +183,11 @@ def web_provider_lines(settings: Settings) -> tuple[list[str], list[str]]:
             else:
                 lines.append(f"web {capability}: none")
                 warnings.append(f"no web {capability}: {selection.reason}")
+        from gateway.agent.web_fallback import chain_report
+
+        chain_lines, chain_warnings = chain_report(registry, settings)
+        lines.extend(chain_lines)
+        warnings.extend(chain_warnings)
         warnings.extend(f"web plugin {error.plugin} failed to load: {error.reason}" for error in registry.load_errors)
     finally:
         asyncio.run(registry.aclose())

@@ -10,6 +10,7 @@ from aiohttp import web
 
 from gateway.agent.loop import Agent
 from gateway.agent.toolbox import AgentTool, Toolbox
+from gateway.agent.web_fallback import WebState, chain_report
 from gateway.agent.web_tools import build_web_tools
 from gateway.config.settings import Settings
 from gateway.http import appkeys
@@ -20,7 +21,7 @@ from gateway.http.cors_policy import CorsPolicy
 from gateway.http.lifecycle import Lifecycle, RunLimiter
 from gateway.http.memory_release import MemoryReleaser
 from gateway.http.middleware import front_door
-from gateway.http.routes import chat, health, models, openapi, responses
+from gateway.http.routes import chat, health, models, openapi, responses, web_status
 from gateway.store.idempotency import IdempotencyCache, InMemoryIdempotencyCache
 from gateway.store.sqlite import SQLiteResponseStore, StoreUnavailableError
 from gateway.upstream.client import UpstreamClient
@@ -48,7 +49,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     app.cleanup_ctx.append(_agent_ctx(tools))
     app.cleanup_ctx.append(_store_ctx)
     app.cleanup_ctx.append(_memory_release_ctx)
-    for module in (health, openapi, models, chat, responses):
+    for module in (health, openapi, models, chat, responses, web_status):
         app.router.add_routes(module.routes)
     return app
 
@@ -80,12 +81,16 @@ def _agent_ctx(tools: Iterable[AgentTool] | None) -> Callable[[web.Application],
     async def ctx(app: web.Application) -> AsyncIterator[None]:
         settings = app[appkeys.SETTINGS]
         registry: ProviderRegistry | None = None
+        web_state = WebState.from_settings(settings)
+        app[appkeys.WEB_STATE] = web_state
         agent_tools = tools
         if agent_tools is None:
             registry = load_registry(settings.plugin_settings())
             for error in registry.load_errors:
                 log.warning("web plugin %s failed to load: %s", error.plugin, error.reason)
-            agent_tools = build_web_tools(registry, settings)
+            for line in chain_report(registry, settings)[0]:
+                log.info("%s", line)
+            agent_tools = build_web_tools(registry, settings, web_state)
         toolbox = Toolbox(agent_tools)
         app[appkeys.TOOLBOX] = toolbox
         app[appkeys.AGENT] = Agent(
@@ -96,6 +101,7 @@ def _agent_ctx(tools: Iterable[AgentTool] | None) -> Callable[[web.Application],
             system_prompt=settings.system_prompt,
         )
         yield
+        await web_state.aclose()
         if registry is not None:
             await registry.aclose()
 

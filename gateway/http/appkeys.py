@@ -6,6 +6,7 @@ from aiohttp import web
 
 from gateway.agent.loop import Agent
 from gateway.agent.toolbox import Toolbox
+from gateway.agent.web_fallback import WebState
 from gateway.config.settings import Settings
 from gateway.http.cors_policy import CorsPolicy
 from gateway.http.lifecycle import Lifecycle, RunLimiter
@@ -23,3 +24,5 @@ STARTED_AT = web.AppKey("started_at", int)
 STORE = web.AppKey("response_store", ResponseStore)
 IDEMPOTENCY = web.AppKey("idempotency", IdempotencyCache)
 CORS_POLICY = web.AppKey("cors_policy", CorsPolicy)
+#: The web tools' cool-downs and result cache (`WebState.status()` is what a status route shows).
+WEB_STATE = web.AppKey("web_state", WebState)
