@@ -9,7 +9,7 @@ from gateway.cors_policy import CorsPolicy
 from gateway.idempotency_store import IdempotencyCache
 from gateway.lifecycle import Lifecycle, RunLimiter
 from gateway.settings import Settings
-from gateway.store import ResponseStore
+from gateway.store_api import ResponseStore
 from gateway.toolbox import Toolbox
 from providers.llm import UpstreamClient
 
