@@ -29,7 +29,6 @@ T = TypeVar("T")
 #: The ids of the least recently used responses beyond the cap (a parameter), oldest first.
 _OVER_CAP = ("SELECT id FROM responses ORDER BY last_access, id"
              " LIMIT max(0, (SELECT COUNT(*) FROM responses) - ?)")
-_EVICT_CONVERSATIONS = f"DELETE FROM conversations WHERE response_id IN ({_OVER_CAP})"
 _EVICT_RESPONSES = f"DELETE FROM responses WHERE id IN ({_OVER_CAP})"
 
 _SCHEMA = (
@@ -48,6 +47,10 @@ _SCHEMA = (
         response_id TEXT NOT NULL
     )""",
     "CREATE INDEX IF NOT EXISTS conversations_by_response ON conversations (response_id)",
+    # A name whose head is deleted or evicted starts fresh. A trigger rather than a statement per
+    # delete: an eviction or a delete is then one statement, so one hand-over to aiosqlite's thread.
+    """CREATE TRIGGER IF NOT EXISTS responses_end_their_conversations AFTER DELETE ON responses
+    BEGIN DELETE FROM conversations WHERE response_id = old.id; END""",
 )
 
 _UPSERT_RESPONSE = (
@@ -140,13 +143,17 @@ class SQLiteResponseStore(ResponseStore):
             ) from exc
         opened: list[aiosqlite.Connection] = []
         try:
-            writer = await self._connect(opened)
+            # IMMEDIATE: the first write of a transaction opens it with BEGIN IMMEDIATE (sqlite3's
+            # implicit transactions), which takes the write lock up front, so a writer never fails
+            # mid-transaction on a lock upgrade (busy_timeout covers the wait instead); and a BEGIN
+            # of our own would be one more hand-over to the connection's thread per transaction.
+            writer = await self._connect(opened, isolation_level="IMMEDIATE")
             mode = await writer.execute_fetchall("PRAGMA journal_mode = WAL")
             if not mode or str(next(iter(mode))[0]).lower() != "wal":
                 raise sqlite3.OperationalError("attempt to write a readonly database (cannot enable WAL)")
             await writer.execute("PRAGMA synchronous = FULL")
             await writer.executescript("BEGIN IMMEDIATE;" + ";".join(_SCHEMA) + ";COMMIT;")
-            reader = await self._connect(opened)
+            reader = await self._connect(opened, isolation_level=None)
             await reader.execute("PRAGMA query_only = ON")
         except sqlite3.Error as exc:
             for connection in opened:
@@ -155,9 +162,10 @@ class SQLiteResponseStore(ResponseStore):
             raise self._fail(exc) from exc
         self._db, self._reader = writer, reader
 
-    async def _connect(self, opened: list[aiosqlite.Connection]) -> aiosqlite.Connection:
-        # isolation_level=None: no implicit transactions; the store says BEGIN and COMMIT itself.
-        connection = await aiosqlite.connect(self.path, isolation_level=None)
+    async def _connect(self, opened: list[aiosqlite.Connection], *,
+                       isolation_level: str | None) -> aiosqlite.Connection:
+        # the reader's None: autocommit, each read is one statement and sees the last commit
+        connection = await aiosqlite.connect(self.path, isolation_level=isolation_level)
         opened.append(connection)
         await connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
         return connection
@@ -207,18 +215,15 @@ class SQLiteResponseStore(ResponseStore):
         db, _ = await self._connections()
         async with self._write_lock:
             try:
-                # IMMEDIATE takes the write lock up front, so a writer never fails mid-transaction
-                # on a lock upgrade (busy_timeout covers the wait instead).
-                await db.execute("BEGIN IMMEDIATE")
                 try:
-                    result = await body(db)
-                    await db.execute("COMMIT")
+                    result = await body(db)  # its first write opens the transaction (see _open)
+                    await db.commit()
                 except BaseException:
                     # Queued after whatever is still running on the connection's thread (a cancelled
-                    # caller does not stop a statement already handed over), so it always comes last;
-                    # "no transaction is active" when the failure was the COMMIT itself.
+                    # caller does not stop a statement already handed over), so it always comes
+                    # last; a no-op when no transaction is open.
                     with contextlib.suppress(sqlite3.Error):
-                        await db.execute("ROLLBACK")
+                        await db.rollback()
                     raise
             except sqlite3.Error as exc:
                 raise self._fail(exc) from exc
@@ -294,8 +299,6 @@ class SQLiteResponseStore(ResponseStore):
             # Evict the least recently used beyond the cap. Only the rows over it are visited (the
             # last_access index, oldest first): "keep the newest N" as NOT IN over the whole table
             # made every put cost in proportion to the rows stored (bench/store_put.py).
-            # A name whose head is evicted starts fresh: its pointer goes first, with the same rows.
-            await db.execute(_EVICT_CONVERSATIONS, (self.max_responses,))
             await db.execute(_EVICT_RESPONSES, (self.max_responses,))
 
         try:
@@ -331,7 +334,6 @@ class SQLiteResponseStore(ResponseStore):
     async def delete(self, response_id: str) -> bool:
         async def body(db: aiosqlite.Connection) -> bool:
             cursor = await db.execute("DELETE FROM responses WHERE id = ?", (response_id,))
-            await db.execute("DELETE FROM conversations WHERE response_id = ?", (response_id,))
             return cursor.rowcount > 0
 
         self._touches.pop(response_id, None)
