@@ -209,6 +209,8 @@ class SQLiteResponseStore(ResponseStore):
             return list(await reader.execute_fetchall(sql, parameters))
         except sqlite3.Error as exc:
             raise self._fail(exc) from exc
+        except ValueError as exc:  # aiosqlite: "Connection closed", a read racing close()
+            raise StoreUnavailableError("The response store is closed.") from exc
 
     async def _transaction(self, body: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
         """Runs `body` in one write transaction on the writer connection; any SQLite fault is a 503."""
@@ -227,6 +229,8 @@ class SQLiteResponseStore(ResponseStore):
                     raise
             except sqlite3.Error as exc:
                 raise self._fail(exc) from exc
+            except ValueError as exc:  # aiosqlite: "Connection closed", a write racing close()
+                raise StoreUnavailableError("The response store is closed.") from exc
         return result
 
     @staticmethod

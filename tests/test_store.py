@@ -364,3 +364,18 @@ async def test_a_delete_cancelled_at_any_point_leaves_the_store_usable(tmp_path:
         assert await store.count() in (0, 1)  # resp_a is gone or not, never half gone
         if await store.get("resp_a") is not None:
             assert (await store.get("resp_a")) == record("resp_a", conversation="chat")
+
+
+@pytest.mark.parametrize("yields", range(4))
+async def test_operations_racing_close_are_a_503_not_a_crash(tmp_path: Path, yields: int) -> None:
+    store = SQLiteResponseStore(tmp_path / "r.db", max_responses=10)
+    await store.open()
+    await store.put(record("resp_a", conversation="chat"))
+    racing = [asyncio.ensure_future(operation) for operation in (
+        store.put(record("resp_b")), store.delete("resp_a"), store.get("resp_a"),
+        store.conversation_head("chat"), store.count())]
+    for _ in range(yields):
+        await asyncio.sleep(0)
+    await store.close()
+    for outcome in await asyncio.gather(*racing, return_exceptions=True):
+        assert not isinstance(outcome, BaseException) or isinstance(outcome, StoreUnavailableError), outcome
