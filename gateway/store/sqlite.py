@@ -1,0 +1,361 @@
+"""The SQLite backend of the Responses store (`gateway.store_api.ResponseStore`), on aiosqlite.
+
+The embedded default: one file in the profile home, opened through two aiosqlite connections,
+one that writes and one that reads (WAL lets a reader see the last commit while a write is
+being fsynced, so a chained request's read never waits behind another request's write).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiosqlite
+
+from gateway.store.api import ResponseStore, StoredResponse, StoreUnavailableError
+from gateway.wire import json_out, jsontext
+
+# Routes, tests and tools import these names from here.
+__all__ = ["ResponseStore", "SQLiteResponseStore", "StoredResponse", "StoreUnavailableError"]
+
+T = TypeVar("T")
+
+#: The ids of the least recently used responses beyond the cap (a parameter), oldest first.
+_OVER_CAP = ("SELECT id FROM responses ORDER BY last_access, id"
+             " LIMIT max(0, (SELECT COUNT(*) FROM responses) - ?)")
+_EVICT_RESPONSES = f"DELETE FROM responses WHERE id IN ({_OVER_CAP})"
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS responses (
+        id TEXT PRIMARY KEY,
+        created_at INTEGER NOT NULL,
+        last_access INTEGER NOT NULL,
+        conversation TEXT,
+        response TEXT NOT NULL,
+        transcript TEXT NOT NULL,
+        input_items TEXT NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS responses_by_last_access ON responses (last_access)",
+    """CREATE TABLE IF NOT EXISTS conversations (
+        name TEXT PRIMARY KEY,
+        response_id TEXT NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS conversations_by_response ON conversations (response_id)",
+    # A name whose head is deleted or evicted starts fresh. A trigger rather than a statement per
+    # delete: an eviction or a delete is then one statement, so one hand-over to aiosqlite's thread.
+    """CREATE TRIGGER IF NOT EXISTS responses_end_their_conversations AFTER DELETE ON responses
+    BEGIN DELETE FROM conversations WHERE response_id = old.id; END""",
+)
+
+_UPSERT_RESPONSE = (
+    "INSERT INTO responses (id, created_at, last_access, conversation, response, transcript, input_items)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (id) DO UPDATE SET created_at = excluded.created_at,"
+    " last_access = excluded.last_access, conversation = excluded.conversation,"
+    " response = excluded.response, transcript = excluded.transcript, input_items = excluded.input_items"
+)
+_UPSERT_HEAD = ("INSERT INTO conversations (name, response_id) VALUES (?, ?)"
+                " ON CONFLICT (name) DO UPDATE SET response_id = excluded.response_id")
+# max(): a touch taken before a put of the same id must not make the newer record look older
+_TOUCH = "UPDATE responses SET last_access = max(last_access, ?) WHERE id = ?"
+
+_COLUMNS = "id, created_at, conversation, response, transcript, input_items"
+_SELECT_BY_ID = f"SELECT {_COLUMNS} FROM responses WHERE id = ?"
+_SELECT_HEAD = (f"SELECT {', '.join('r.' + c for c in _COLUMNS.split(', '))} FROM conversations c"
+                " JOIN responses r ON r.id = c.response_id WHERE c.name = ?")
+
+#: A row as the group writer holds it: the values of `_UPSERT_RESPONSE`.
+_Row = tuple[str, int, int, str | None, str, str, str]
+
+
+def _describe(exc: sqlite3.Error) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    lowered = text.lower()
+    if "readonly" in lowered or "read-only" in lowered:
+        return "the database file is read-only"
+    if "disk is full" in lowered or "database or disk is full" in lowered:
+        return "the disk is full"
+    if "locked" in lowered or "busy" in lowered:
+        return "the database is locked by another process"
+    if "not a database" in lowered or "malformed" in lowered:
+        return "the database file is corrupt or not a SQLite database"
+    if "unable to open" in lowered:
+        return "the database file cannot be opened"
+    return text
+
+
+class SQLiteResponseStore(ResponseStore):
+    """SQLite in WAL mode with `synchronous=FULL`, through aiosqlite.
+
+    Why FULL and not NORMAL: with WAL, NORMAL already survives a killed process (kill -9), but a
+    power loss or OS crash can roll back the last commits, and those were already acknowledged to
+    clients that may chain on them. FULL fsyncs the WAL at each commit; concurrent puts share one
+    (group commit, see `put`), which is a cost worth paying for "nothing acknowledged is lost".
+
+    Every aiosqlite call is one hand-over to the connection's thread and back, so the store keeps
+    them few: a group of puts is one transaction of a handful of statements whatever its size
+    (one `executemany` per table), a read is one statement, and a read's LRU touch is not a write
+    of its own: it is kept here and written with the next group of puts, the only place eviction
+    happens. A touch lost to a killed process only reorders eviction; `close` writes the rest.
+    """
+
+    def __init__(self, path: Path | str, max_responses: int, *, busy_timeout: float = 5.0) -> None:
+        if max_responses < 1:
+            raise ValueError("max_responses must be at least 1")
+        self.path = Path(path)
+        self.max_responses = max_responses
+        self.busy_timeout = busy_timeout
+        self._db: aiosqlite.Connection | None = None  # writes, one transaction at a time
+        self._reader: aiosqlite.Connection | None = None  # single-statement reads
+        self._open_lock = asyncio.Lock()  # open/close against each other and the lazy reopen
+        self._write_lock = asyncio.Lock()  # a group of puts against a delete
+        self._waiting_puts: list[tuple[_Row, asyncio.Future[None]]] = []
+        self._group_writer: asyncio.Task[None] | None = None
+        self._touches: dict[str, int] = {}  # id -> tick of its latest touching read, not yet written
+        self._last_tick = 0
+        self._closed = False
+
+    def _fail(self, exc: sqlite3.Error) -> StoreUnavailableError:
+        return StoreUnavailableError(
+            f"The response store at {self.path} is unavailable: {_describe(exc)}.", retry_after=5
+        )
+
+    async def open(self) -> None:
+        async with self._open_lock:
+            self._closed = False
+            await self._open()
+
+    async def _open(self) -> None:
+        if self._db is not None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreUnavailableError(
+                f"The response store at {self.path} is unavailable: cannot create its directory "
+                f"({exc.strerror})."
+            ) from exc
+        opened: list[aiosqlite.Connection] = []
+        try:
+            # IMMEDIATE: the first write of a transaction opens it with BEGIN IMMEDIATE (sqlite3's
+            # implicit transactions), which takes the write lock up front, so a writer never fails
+            # mid-transaction on a lock upgrade (busy_timeout covers the wait instead); and a BEGIN
+            # of our own would be one more hand-over to the connection's thread per transaction.
+            writer = await self._connect(opened, isolation_level="IMMEDIATE")
+            mode = await writer.execute_fetchall("PRAGMA journal_mode = WAL")
+            if not mode or str(next(iter(mode))[0]).lower() != "wal":
+                raise sqlite3.OperationalError("attempt to write a readonly database (cannot enable WAL)")
+            await writer.execute("PRAGMA synchronous = FULL")
+            await writer.executescript("BEGIN IMMEDIATE;" + ";".join(_SCHEMA) + ";COMMIT;")
+            reader = await self._connect(opened, isolation_level=None)
+            await reader.execute("PRAGMA query_only = ON")
+        except sqlite3.Error as exc:
+            for connection in opened:
+                with contextlib.suppress(sqlite3.Error):
+                    await connection.close()
+            raise self._fail(exc) from exc
+        self._db, self._reader = writer, reader
+
+    async def _connect(self, opened: list[aiosqlite.Connection], *,
+                       isolation_level: str | None) -> aiosqlite.Connection:
+        # the reader's None: autocommit, each read is one statement and sees the last commit
+        connection = await aiosqlite.connect(self.path, isolation_level=isolation_level)
+        opened.append(connection)
+        await connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        return connection
+
+    async def close(self) -> None:
+        if self._group_writer is not None:
+            # puts already accepted are written (or fail) before the connections go
+            await asyncio.wait([self._group_writer])
+        async with self._open_lock:
+            self._closed = True
+            if self._touches and self._db is not None:
+                with contextlib.suppress(StoreUnavailableError):
+                    await self._write_touches()
+            connections = (self._reader, self._db)
+            self._db = self._reader = None
+            for connection in connections:
+                if connection is not None:
+                    with contextlib.suppress(sqlite3.Error):
+                        await connection.close()
+
+    def _tick(self) -> int:
+        # Strictly increasing per store, so a burst of puts within one clock tick still has an order.
+        # Wall-clock based, so replicas sharing one database (PostgreSQL later) roughly agree.
+        self._last_tick = max(time.time_ns() // 1000, self._last_tick + 1)
+        return self._last_tick
+
+    async def _connections(self) -> tuple[aiosqlite.Connection, aiosqlite.Connection]:
+        if self._db is None or self._reader is None:
+            async with self._open_lock:
+                if self._closed:
+                    raise StoreUnavailableError("The response store is closed.")
+                # Opening failed at startup (say, a locked or read-only file): try again now, so a
+                # fixed fault heals without a restart.
+                await self._open()
+        assert self._db is not None and self._reader is not None
+        return self._db, self._reader
+
+    async def _read(self, sql: str, parameters: tuple[Any, ...]) -> list[Any]:
+        _, reader = await self._connections()
+        try:
+            return list(await reader.execute_fetchall(sql, parameters))
+        except sqlite3.Error as exc:
+            raise self._fail(exc) from exc
+        except ValueError as exc:  # aiosqlite: "Connection closed", a read racing close()
+            raise StoreUnavailableError("The response store is closed.") from exc
+
+    async def _transaction(self, body: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
+        """Runs `body` in one write transaction on the writer connection; any SQLite fault is a 503."""
+        db, _ = await self._connections()
+        async with self._write_lock:
+            try:
+                try:
+                    result = await body(db)  # its first write opens the transaction (see _open)
+                    await db.commit()
+                except BaseException:
+                    # Queued after whatever is still running on the connection's thread (a cancelled
+                    # caller does not stop a statement already handed over), so it always comes
+                    # last; a no-op when no transaction is open.
+                    with contextlib.suppress(sqlite3.Error):
+                        await db.rollback()
+                    raise
+            except sqlite3.Error as exc:
+                raise self._fail(exc) from exc
+            except ValueError as exc:  # aiosqlite: "Connection closed", a write racing close()
+                raise StoreUnavailableError("The response store is closed.") from exc
+        return result
+
+    @staticmethod
+    def _record(row: Any) -> StoredResponse:
+        return StoredResponse(
+            id=row[0],
+            created_at=row[1],
+            conversation=row[2],
+            response=_from_json_text(row[3]),
+            transcript=_from_json_text(row[4]),
+            input_items=_from_json_text(row[5]),
+        )
+
+    async def put(self, record: StoredResponse) -> None:
+        """Group commit: the puts that arrive while one transaction is being written go together in
+        the next one, so concurrent requests share a transaction and its fsync. Nothing waits to
+        fill a group: a put with no write in progress starts one at once."""
+        values: _Row = (
+            record.id,
+            record.created_at,
+            self._tick(),
+            record.conversation,
+            _json_text(record.response),
+            _json_text(record.transcript),
+            _json_text(record.input_items),
+        )
+        written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting_puts.append((values, written))
+        if self._group_writer is None:
+            self._group_writer = asyncio.get_running_loop().create_task(self._write_puts())
+        try:
+            await written
+        except StoreUnavailableError as exc:
+            # the group's one error, raised afresh for each put: a shared exception object would
+            # gather every awaiting task's traceback
+            raise StoreUnavailableError(exc.message, retry_after=exc.retry_after) from None
+
+    async def _write_puts(self) -> None:
+        try:
+            while self._waiting_puts:
+                group, self._waiting_puts = self._waiting_puts, []
+                try:
+                    await self._write_group([values for values, _ in group])
+                except Exception as exc:
+                    for _, written in group:
+                        if not written.done():
+                            written.set_exception(exc)
+                except BaseException:  # cancelled (the loop is closing): so are the waiting puts
+                    for _, written in [*group, *self._waiting_puts]:
+                        written.cancel()
+                    raise
+                else:
+                    for _, written in group:
+                        if not written.done():
+                            written.set_result(None)
+        finally:
+            self._group_writer = None
+
+    async def _write_group(self, rows: list[_Row]) -> None:
+        touches, self._touches = self._touches, {}
+        heads = [(values[3], values[0]) for values in rows if values[3] is not None]
+
+        async def body(db: aiosqlite.Connection) -> None:
+            # the touches first, so that eviction below sees every read made before this group
+            if touches:
+                await db.executemany(_TOUCH, [(tick, rid) for rid, tick in touches.items()])
+            await db.executemany(_UPSERT_RESPONSE, rows)
+            if heads:  # in call order, so the last put naming a conversation is its head
+                await db.executemany(_UPSERT_HEAD, heads)
+            # Evict the least recently used beyond the cap. Only the rows over it are visited (the
+            # last_access index, oldest first): "keep the newest N" as NOT IN over the whole table
+            # made every put cost in proportion to the rows stored (bench/store_put.py).
+            await db.execute(_EVICT_RESPONSES, (self.max_responses,))
+
+        try:
+            await self._transaction(body)
+        except BaseException:
+            self._keep_touches(touches.items())  # not written: they go with the next group
+            raise
+
+    async def _write_touches(self) -> None:
+        touches, self._touches = self._touches, {}
+
+        async def body(db: aiosqlite.Connection) -> None:
+            await db.executemany(_TOUCH, [(tick, rid) for rid, tick in touches.items()])
+
+        await self._transaction(body)
+
+    def _keep_touches(self, touches: Iterable[tuple[str, int]]) -> None:
+        for rid, tick in touches:
+            self._touches[rid] = max(tick, self._touches.get(rid, 0))
+
+    def _found(self, rows: list[Any], touch_tick: int | None) -> StoredResponse | None:
+        if not rows:
+            return None
+        record = self._record(rows[0])
+        if touch_tick is not None:
+            self._keep_touches([(record.id, touch_tick)])
+        return record
+
+    async def get(self, response_id: str, *, touch: bool = True) -> StoredResponse | None:
+        tick = self._tick() if touch else None
+        return self._found(await self._read(_SELECT_BY_ID, (response_id,)), tick)
+
+    async def delete(self, response_id: str) -> bool:
+        async def body(db: aiosqlite.Connection) -> bool:
+            cursor = await db.execute("DELETE FROM responses WHERE id = ?", (response_id,))
+            return cursor.rowcount > 0
+
+        self._touches.pop(response_id, None)
+        return await self._transaction(body)
+
+    async def conversation_head(self, name: str, *, touch: bool = True) -> StoredResponse | None:
+        tick = self._tick() if touch else None
+        return self._found(await self._read(_SELECT_HEAD, (name,)), tick)
+
+    async def count(self) -> int:
+        rows = await self._read("SELECT COUNT(*) FROM responses", ())
+        return int(rows[0][0]) if rows else 0
+
+
+def _json_text(value: Any) -> str:
+    # orjson when installed (bench/README.md); the text stays TEXT, so the database reads the same
+    # with the sqlite3 shell or an older gateway
+    return json_out.dumps(value, ensure_ascii=True).decode()
+
+
+def _from_json_text(text: str | bytes) -> Any:
+    return jsontext.loads(text.encode() if isinstance(text, str) else text)
