@@ -76,9 +76,9 @@ async def main_async(args: argparse.Namespace) -> int:
                                      processes.clean_env({}))
         env = processes.clean_env({
             "AGENT_GATEWAY_HOME": str(home),
-            "LLM_BASE_URL": f"{fake.url}/v1",
+            "LLM_BASE_URL": f"{fake.base_url}/v1",
             "LLM_MODEL": "bench-model",
-            "SEARXNG_URL": fake.url,
+            "SEARXNG_URL": fake.base_url,
             "WEB_BACKEND": "searxng",
             # The default (32) would answer 429 at c=64 and to the 1,000 open streams.
             "API_SERVER_MAX_CONCURRENT_RUNS": "4096",
@@ -88,7 +88,7 @@ async def main_async(args: argparse.Namespace) -> int:
         gateway = await processes.start("gateway", ["-m", "gateway", "serve", "--port", "0"], env, cwd=src)
         await asyncio.sleep(0.5)
         idle_fresh = gateway.rss_mb()
-        print(f"fake upstream {fake.url} (pid {fake.pid}), gateway {gateway.url} (pid {gateway.pid}), "
+        print(f"fake upstream {fake.base_url} (pid {fake.pid}), gateway {gateway.base_url} (pid {gateway.pid}), "
               f"gateway idle RSS {idle_fresh:.1f} MiB", flush=True)
         use_wrk = wrk.available() and not args.no_wrk
         if not use_wrk:

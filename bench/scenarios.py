@@ -66,7 +66,7 @@ class Bench:
         self.log.append(text)
 
     def chat_url(self, through_gateway: bool) -> str:
-        return f"{(self.gateway if through_gateway else self.fake).url}/v1/chat/completions"
+        return f"{(self.gateway if through_gateway else self.fake).base_url}/v1/chat/completions"
 
 
 def chat_body(stream: bool, text: str = "Say hello.", tools: list[dict] | None = None) -> bytes:
@@ -105,7 +105,7 @@ async def _measure(bench: Bench, url: str, body: bytes, concurrency: int, *, str
                    generator: str = "python") -> LoadResult:
     """One load run; also records the CPU time the server under test spent (the gateway's own, or
     the fake's for a direct run): on a shared machine it is steadier than wall-clock rates."""
-    server = bench.gateway if url.startswith(bench.gateway.url) else bench.fake
+    server = bench.gateway if url.startswith(bench.gateway.base_url) else bench.fake
     if generator == "wrk":
         await run_load(url, body, concurrency=min(concurrency, 16), max_requests=200, max_seconds=1, stream=stream)
         cpu = server.cpu_seconds()
@@ -218,7 +218,7 @@ WEB_SEARCH_TOOL = {"type": "function", "function": {
 
 
 async def _stats(session: aiohttp.ClientSession, bench: Bench) -> dict[str, int]:
-    async with session.get(f"{bench.fake.url}/_bench/stats") as response:
+    async with session.get(f"{bench.fake.base_url}/_bench/stats") as response:
         return await response.json()
 
 
@@ -281,7 +281,7 @@ async def _direct_round(session: aiohttp.ClientSession, bench: Bench) -> float:
                                        "tools": [WEB_SEARCH_TOOL]}) as response:
         call = (await response.json())["choices"][0]["message"]["tool_calls"][0]
     query = json.loads(call["function"]["arguments"])["query"]
-    async with session.get(f"{bench.fake.url}/search", params={"q": query, "format": "json"}) as response:
+    async with session.get(f"{bench.fake.base_url}/search", params={"q": query, "format": "json"}) as response:
         results = await response.text()
     messages += [{"role": "assistant", "content": None, "tool_calls": [call]},
                  {"role": "tool", "tool_call_id": call["id"], "content": results}]
@@ -293,7 +293,7 @@ async def _direct_round(session: aiohttp.ClientSession, bench: Bench) -> float:
 
 async def responses_store(bench: Bench) -> None:
     scenario = "responses store=true"
-    url = f"{bench.gateway.url}/v1/responses"
+    url = f"{bench.gateway.base_url}/v1/responses"
     body = json.dumps({"model": "bench-model", "input": "Say hello.", "store": True}).encode()
     async with aiohttp.ClientSession() as session, session.post(
             url, data=body, headers={"Content-Type": "application/json"}) as response:
@@ -304,7 +304,8 @@ async def responses_store(bench: Bench) -> None:
         bench.rows.append(Row(scenario, "p50", None, None, "ms", "python", note=message))
         return
     direct_body = chat_body(stream=False)
-    for concurrency in (1, 16):
+    # c=64 with the Python generator too, so a machine without wrk still has all three levels
+    for concurrency in (1, 16, 64):
         direct = await _measure(bench, bench.chat_url(False), direct_body, concurrency)
         gateway = await _measure(bench, url, body, concurrency)
         name = f"{scenario}, c={concurrency}"
@@ -312,6 +313,7 @@ async def responses_store(bench: Bench) -> None:
             Row(name, "req/s", direct.rps, gateway.rps, "req/s", "python", note=_errors(direct, gateway)),
             Row(name, "p50", direct.p50 * MS, gateway.p50 * MS, "ms", "python"),
             Row(name, "p99", direct.p99 * MS, gateway.p99 * MS, "ms", "python"),
+            _cpu_row(name, direct, gateway),
         ]
     if bench.use_wrk:
         direct = await _measure(bench, bench.chat_url(False), direct_body, 64, generator="wrk")
@@ -366,12 +368,12 @@ async def memory(bench: Bench, idle_fresh: float) -> None:
 async def _floor_burst(bench: Bench, body: bytes, n: int) -> None:
     """The same burst through the bare floor relay (aiohttp's low-level server and the gateway's
     own client, no gateway logic): what the stack itself keeps after one."""
-    relay = await processes.start("floor relay (lean)", ["-m", "bench.floor_proxy", "--upstream", bench.fake.url],
+    relay = await processes.start("floor relay (lean)", ["-m", "bench.floor_proxy", "--upstream", bench.fake.base_url],
                                   processes.clean_env({}))
     try:
         await asyncio.sleep(0.5)
         idle = relay.rss_mb()
-        burst = await _open_streams(bench, f"{relay.url}/v1/chat/completions", body, n, relay)
+        burst = await _open_streams(bench, f"{relay.base_url}/v1/chat/completions", body, n, relay)
         await asyncio.sleep(2)
         after = relay.rss_mb()
     finally:
@@ -434,12 +436,13 @@ async def floor(bench: Bench) -> None:
     chat, stream = chat_body(stream=False), chat_body(stream=True, text="bench: chunks=50")
     for client in ("lean", "aiohttp", "httpx"):
         relay = await processes.start(f"floor relay ({client})",
-                                      ["-m", "bench.floor_proxy", "--upstream", bench.fake.url, "--client", client],
+                                      ["-m", "bench.floor_proxy", "--upstream", bench.fake.base_url,
+                                       "--client", client],
                                       processes.clean_env({}))
         scenario = f"floor relay, {client} client"
         try:
             as_gateway = Bench(bench.fake, relay, bench.budget, bench.use_wrk)
-            url, direct_url = f"{relay.url}/v1/chat/completions", bench.chat_url(False)
+            url, direct_url = f"{relay.base_url}/v1/chat/completions", bench.chat_url(False)
             d1 = await _measure(as_gateway, direct_url, chat, 1)
             g1 = await _measure(as_gateway, url, chat, 1)
             added = (g1.p50 - d1.p50) * MS

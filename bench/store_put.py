@@ -1,14 +1,21 @@
-"""The Responses store's write path at different caps: `python -m bench.store_put 100 2000 10000`.
+"""The Responses store's write path: `python -m bench.store_put 100 2000 10000`, and
+`python -m bench.store_put --concurrency 1 16 64`.
 
-For each cap (API_SERVER_MAX_STORED_RESPONSES), fills a fresh SQLite store to the cap, then times
-300 more puts, each of which evicts the least recently used response. A put should cost the same
-whatever the cap; it did not when eviction scanned the whole table. Loopback-free: a temp file only.
+Caps: for each cap (API_SERVER_MAX_STORED_RESPONSES), fills a fresh SQLite store to the cap, then
+times 300 more puts, each of which evicts the least recently used response. A put should cost the
+same whatever the cap; it did not when eviction scanned the whole table.
+
+Concurrency: N tasks putting (and reading back, as a chained request would) at once into a fresh
+store at its cap, as N concurrent Responses requests do: puts/s, the process's CPU time per put
+(every thread's, so the store's own is included) and the wall-clock p50/p99 of a put. On a shared
+machine, read the CPU per put first. Loopback-free: a temp file only.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -16,6 +23,8 @@ from pathlib import Path
 from gateway.store.sqlite import SQLiteResponseStore, StoredResponse
 
 EXTRA_PUTS = 300
+CONCURRENT_PUTS = 2000
+CONCURRENT_CAP = 1000
 
 
 def _record(n: int) -> StoredResponse:
@@ -43,10 +52,46 @@ async def measure(cap: int) -> None:
             await store.close()
 
 
+async def measure_concurrent(concurrency: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="agent-gateway-store-bench-") as folder:
+        store = SQLiteResponseStore(Path(folder) / "responses.db", CONCURRENT_CAP)
+        await store.open()
+        try:
+            for n in range(CONCURRENT_CAP):
+                await store.put(_record(n))
+            numbers = iter(range(CONCURRENT_CAP, CONCURRENT_CAP + CONCURRENT_PUTS))
+            latencies: list[float] = []
+
+            async def client() -> None:
+                for n in numbers:
+                    started = time.perf_counter()
+                    await store.put(_record(n))
+                    latencies.append(time.perf_counter() - started)
+                    assert await store.get(f"resp_{n:08d}") is not None
+
+            cpu, wall = time.process_time(), time.perf_counter()
+            await asyncio.gather(*(client() for _ in range(concurrency)))
+            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+            latencies.sort()
+            p50, p99 = (latencies[int(len(latencies) * q)] * 1000 for q in (0.5, 0.99))
+            print(f"c={concurrency:<3} {CONCURRENT_PUTS / wall:7,.0f} puts/s (each with a read); "
+                  f"CPU {cpu / CONCURRENT_PUTS * 1e6:6,.0f} us per put+read; put p50 {p50:6.2f} ms, "
+                  f"p99 {p99:6.2f} ms; load average {os.getloadavg()[0]:.2f}", flush=True)
+        finally:
+            await store.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("caps", nargs="*", type=int, default=[100, 2000, 10000])
-    for cap in parser.parse_args().caps:
+    parser.add_argument("--concurrency", nargs="+", type=int, metavar="N",
+                        help="measure N concurrent writers instead of the caps")
+    args = parser.parse_args()
+    if args.concurrency:
+        for concurrency in args.concurrency:
+            asyncio.run(measure_concurrent(concurrency))
+        return
+    for cap in args.caps:
         asyncio.run(measure(cap))
 
 

@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -308,3 +309,73 @@ async def test_close_lets_puts_already_made_finish_durably(tmp_path: Path) -> No
     assert all(put.done() and put.exception() is None for put in puts)
     async with SQLiteResponseStore(path, max_responses=100) as reopened:
         assert await reopened.count() == 20
+
+
+async def test_a_reads_touch_outlives_a_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    async with SQLiteResponseStore(path, max_responses=2) as store:
+        await store.put(record("resp_a"))
+        await store.put(record("resp_b"))
+        assert await store.get("resp_a") is not None  # the last access before the restart
+    async with SQLiteResponseStore(path, max_responses=2) as store:
+        await store.put(record("resp_c"))
+        assert await store.get("resp_b", touch=False) is None
+        assert await store.get("resp_a", touch=False) is not None
+
+
+async def test_a_read_does_not_wait_for_a_write_that_waits_for_the_lock(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    async with SQLiteResponseStore(path, max_responses=10, busy_timeout=3) as store:
+        await store.put(record("resp_a", conversation="chat"))
+        other = sqlite3.connect(path, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+            put = asyncio.ensure_future(store.put(record("resp_b")))
+            await asyncio.sleep(0.2)
+            started = time.monotonic()
+            assert await store.get("resp_a") is not None
+            head = await store.conversation_head("chat")
+            assert head is not None and head.id == "resp_a"
+            assert await store.count() == 1
+            assert time.monotonic() - started < 1.5
+            assert not put.done()
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        await put
+        assert await store.count() == 2
+
+
+@pytest.mark.parametrize("yields", range(8))
+async def test_a_delete_cancelled_at_any_point_leaves_the_store_usable(tmp_path: Path, yields: int) -> None:
+    # a client that hangs up cancels its handler, wherever the delete's transaction is
+    async with SQLiteResponseStore(tmp_path / "r.db", max_responses=10) as store:
+        await store.put(record("resp_a", conversation="chat"))
+        delete = asyncio.ensure_future(store.delete("resp_a"))
+        for _ in range(yields):
+            await asyncio.sleep(0)
+        delete.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await delete
+        await store.put(record("resp_b", conversation="chat"))
+        head = await store.conversation_head("chat")
+        assert head is not None and head.id == "resp_b"
+        assert await store.delete("resp_b") is True
+        assert await store.count() in (0, 1)  # resp_a is gone or not, never half gone
+        if await store.get("resp_a") is not None:
+            assert (await store.get("resp_a")) == record("resp_a", conversation="chat")
+
+
+@pytest.mark.parametrize("yields", range(4))
+async def test_operations_racing_close_are_a_503_not_a_crash(tmp_path: Path, yields: int) -> None:
+    store = SQLiteResponseStore(tmp_path / "r.db", max_responses=10)
+    await store.open()
+    await store.put(record("resp_a", conversation="chat"))
+    racing = [asyncio.ensure_future(operation) for operation in (
+        store.put(record("resp_b")), store.delete("resp_a"), store.get("resp_a"),
+        store.conversation_head("chat"), store.count())]
+    for _ in range(yields):
+        await asyncio.sleep(0)
+    await store.close()
+    for outcome in await asyncio.gather(*racing, return_exceptions=True):
+        assert not isinstance(outcome, BaseException) or isinstance(outcome, StoreUnavailableError), outcome

@@ -22,8 +22,9 @@ from gateway.http.lifecycle import Lifecycle, RunLimiter
 from gateway.http.memory_release import MemoryReleaser
 from gateway.http.middleware import front_door
 from gateway.http.routes import chat, health, models, openapi, responses, web_status
+from gateway.store.api import StoreUnavailableError
 from gateway.store.idempotency import IdempotencyCache, InMemoryIdempotencyCache
-from gateway.store.sqlite import SQLiteResponseStore, StoreUnavailableError
+from gateway.store.sqlite import SQLiteResponseStore
 from gateway.upstream.client import UpstreamClient
 from providers.loader import load_registry
 from providers.registry import ProviderRegistry

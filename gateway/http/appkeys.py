@@ -10,8 +10,8 @@ from gateway.agent.web_fallback import WebState
 from gateway.config.settings import Settings
 from gateway.http.cors_policy import CorsPolicy
 from gateway.http.lifecycle import Lifecycle, RunLimiter
+from gateway.store.api import ResponseStore
 from gateway.store.idempotency import IdempotencyCache
-from gateway.store.sqlite import ResponseStore
 from gateway.upstream.client import UpstreamClient
 
 SETTINGS = web.AppKey("settings", Settings)

@@ -1,98 +1,33 @@
-"""Stored responses and named conversations, behind one small interface.
+"""The SQLite backend of the Responses store (`gateway.store_api.ResponseStore`), on aiosqlite.
 
-`ResponseStore` is what routes use; `SQLiteResponseStore` is the embedded default in the
-profile home. The interface speaks only records and ids (no rowids, no SQL), and each
-operation is one explicit transaction, so a PostgreSQL backend can implement it as is.
-
-A record keeps the whole transcript of its conversation, so continuing from it never needs
-its ancestors: eviction of an old response cannot break a newer one.
+The embedded default: one file in the profile home, opened through two aiosqlite connections,
+one that writes and one that reads (WAL lets a reader see the last commit while a write is
+being fsynced, so a chained request's read never waits behind another request's write).
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
+import contextlib
 import sqlite3
 import time
-from abc import ABC, abstractmethod
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gateway.errors import ServiceUnavailableError
+import aiosqlite
+
+from gateway.store.api import ResponseStore, StoredResponse, StoreUnavailableError
 from gateway.wire import json_out, jsontext
 
+# Routes, tests and tools import these names from here.
+__all__ = ["ResponseStore", "SQLiteResponseStore", "StoredResponse", "StoreUnavailableError"]
+
 T = TypeVar("T")
-
-
-class StoreUnavailableError(ServiceUnavailableError):
-    """The store cannot read or write (read-only file, disk full, locked, corrupt): 503."""
-
-
-@dataclass
-class StoredResponse:
-    id: str
-    created_at: int
-    #: The response object exactly as returned to the client.
-    response: dict[str, Any]
-    #: Chat-format messages of the whole conversation so far, this turn's input, tool calls, tool
-    #: results and the final assistant message included; never the agent's system prompt nor
-    #: `instructions` (those are per request).
-    transcript: list[dict[str, Any]] = field(default_factory=list)
-    #: This turn's input items, each with an `id`, for `/input_items`.
-    input_items: list[dict[str, Any]] = field(default_factory=list)
-    #: The named conversation this response continues, if any.
-    conversation: str | None = None
-
-
-class ResponseStore(ABC):
-    """Persistent, LRU-bounded store of responses plus the heads of named conversations."""
-
-    @abstractmethod
-    async def open(self) -> None:
-        """Connect and create the schema if needed; raises StoreUnavailableError."""
-
-    @abstractmethod
-    async def close(self) -> None:
-        """Release the connection; safe to call twice."""
-
-    @abstractmethod
-    async def put(self, record: StoredResponse) -> None:
-        """Insert or replace `record`, make it the head of its conversation (if it names one) and
-        evict the least recently accessed responses beyond the bound, all in one transaction.
-        When this returns, the record is durable."""
-
-    @abstractmethod
-    async def get(self, response_id: str, *, touch: bool = True) -> StoredResponse | None:
-        """The record, or None. `touch` counts the read as an access for LRU."""
-
-    @abstractmethod
-    async def delete(self, response_id: str) -> bool:
-        """Remove the record (and any conversation head pointing at it); False if unknown."""
-
-    @abstractmethod
-    async def conversation_head(self, name: str, *, touch: bool = True) -> StoredResponse | None:
-        """The latest response of conversation `name`; None if unknown or its head was evicted
-        (the conversation then starts fresh)."""
-
-    @abstractmethod
-    async def count(self) -> int:
-        """Number of stored responses."""
-
-    async def __aenter__(self) -> ResponseStore:
-        await self.open()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
-
 
 #: The ids of the least recently used responses beyond the cap (a parameter), oldest first.
 _OVER_CAP = ("SELECT id FROM responses ORDER BY last_access, id"
              " LIMIT max(0, (SELECT COUNT(*) FROM responses) - ?)")
-_EVICT_CONVERSATIONS = f"DELETE FROM conversations WHERE response_id IN ({_OVER_CAP})"
 _EVICT_RESPONSES = f"DELETE FROM responses WHERE id IN ({_OVER_CAP})"
 
 _SCHEMA = (
@@ -111,9 +46,31 @@ _SCHEMA = (
         response_id TEXT NOT NULL
     )""",
     "CREATE INDEX IF NOT EXISTS conversations_by_response ON conversations (response_id)",
+    # A name whose head is deleted or evicted starts fresh. A trigger rather than a statement per
+    # delete: an eviction or a delete is then one statement, so one hand-over to aiosqlite's thread.
+    """CREATE TRIGGER IF NOT EXISTS responses_end_their_conversations AFTER DELETE ON responses
+    BEGIN DELETE FROM conversations WHERE response_id = old.id; END""",
 )
 
+_UPSERT_RESPONSE = (
+    "INSERT INTO responses (id, created_at, last_access, conversation, response, transcript, input_items)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (id) DO UPDATE SET created_at = excluded.created_at,"
+    " last_access = excluded.last_access, conversation = excluded.conversation,"
+    " response = excluded.response, transcript = excluded.transcript, input_items = excluded.input_items"
+)
+_UPSERT_HEAD = ("INSERT INTO conversations (name, response_id) VALUES (?, ?)"
+                " ON CONFLICT (name) DO UPDATE SET response_id = excluded.response_id")
+# max(): a touch taken before a put of the same id must not make the newer record look older
+_TOUCH = "UPDATE responses SET last_access = max(last_access, ?) WHERE id = ?"
+
 _COLUMNS = "id, created_at, conversation, response, transcript, input_items"
+_SELECT_BY_ID = f"SELECT {_COLUMNS} FROM responses WHERE id = ?"
+_SELECT_HEAD = (f"SELECT {', '.join('r.' + c for c in _COLUMNS.split(', '))} FROM conversations c"
+                " JOIN responses r ON r.id = c.response_id WHERE c.name = ?")
+
+#: A row as the group writer holds it: the values of `_UPSERT_RESPONSE`.
+_Row = tuple[str, int, int, str | None, str, str, str]
 
 
 def _describe(exc: sqlite3.Error) -> str:
@@ -133,18 +90,18 @@ def _describe(exc: sqlite3.Error) -> str:
 
 
 class SQLiteResponseStore(ResponseStore):
-    """SQLite in WAL mode with `synchronous=FULL`, on one worker thread of its own.
+    """SQLite in WAL mode with `synchronous=FULL`, through aiosqlite.
 
     Why FULL and not NORMAL: with WAL, NORMAL already survives a killed process (kill -9), but a
     power loss or OS crash can roll back the last commits, and those were already acknowledged to
-    clients that may chain on them. FULL fsyncs the WAL at each commit; at most one fsync per agent
-    run (which takes seconds anyway; concurrent puts share one, see `put`) is a cost worth paying
-    for "nothing acknowledged is lost".
+    clients that may chain on them. FULL fsyncs the WAL at each commit; concurrent puts share one
+    (group commit, see `put`), which is a cost worth paying for "nothing acknowledged is lost".
 
-    One connection, used only by the store's one thread: each operation is a plain function that
-    runs a whole explicit transaction there, so operations never interleave and the event loop
-    hands work over once per operation. (aiosqlite hands over once per statement: five hops for a
-    put, ~400 us of CPU against ~200 us this way; bench/README.md.)
+    Every aiosqlite call is one hand-over to the connection's thread and back, so the store keeps
+    them few: a group of puts is one transaction of a handful of statements whatever its size
+    (one `executemany` per table), a read is one statement, and a read's LRU touch is not a write
+    of its own: it is kept here and written with the next group of puts, the only place eviction
+    happens. A touch lost to a killed process only reorders eviction; `close` writes the rest.
     """
 
     def __init__(self, path: Path | str, max_responses: int, *, busy_timeout: float = 5.0) -> None:
@@ -153,11 +110,13 @@ class SQLiteResponseStore(ResponseStore):
         self.path = Path(path)
         self.max_responses = max_responses
         self.busy_timeout = busy_timeout
-        self._db: sqlite3.Connection | None = None
-        self._thread: ThreadPoolExecutor | None = None
-        self._lock = asyncio.Lock()  # open/close against operations; the thread orders the rest
-        self._waiting_puts: list[tuple[tuple[Any, ...], asyncio.Future[None]]] = []
-        self._writer: asyncio.Task[None] | None = None
+        self._db: aiosqlite.Connection | None = None  # writes, one transaction at a time
+        self._reader: aiosqlite.Connection | None = None  # single-statement reads
+        self._open_lock = asyncio.Lock()  # open/close against each other and the lazy reopen
+        self._write_lock = asyncio.Lock()  # a group of puts against a delete
+        self._waiting_puts: list[tuple[_Row, asyncio.Future[None]]] = []
+        self._group_writer: asyncio.Task[None] | None = None
+        self._touches: dict[str, int] = {}  # id -> tick of its latest touching read, not yet written
         self._last_tick = 0
         self._closed = False
 
@@ -166,17 +125,12 @@ class SQLiteResponseStore(ResponseStore):
             f"The response store at {self.path} is unavailable: {_describe(exc)}.", retry_after=5
         )
 
-    async def _in_thread(self, fn: Callable[[], T]) -> T:
-        if self._thread is None:
-            self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-gateway-store")
-        return await asyncio.get_running_loop().run_in_executor(self._thread, fn)
-
     async def open(self) -> None:
-        async with self._lock:
+        async with self._open_lock:
+            self._closed = False
             await self._open()
 
     async def _open(self) -> None:
-        self._closed = False
         if self._db is not None:
             return
         try:
@@ -186,41 +140,50 @@ class SQLiteResponseStore(ResponseStore):
                 f"The response store at {self.path} is unavailable: cannot create its directory "
                 f"({exc.strerror})."
             ) from exc
+        opened: list[aiosqlite.Connection] = []
         try:
-            self._db = await self._in_thread(self._connect)
-        except sqlite3.Error as exc:
-            raise self._fail(exc) from exc
-
-    def _connect(self) -> sqlite3.Connection:
-        # isolation_level=None: no implicit transactions; we BEGIN and COMMIT ourselves.
-        db = sqlite3.connect(self.path, isolation_level=None)
-        try:
-            db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            mode = db.execute("PRAGMA journal_mode = WAL").fetchone()
-            if mode is None or str(mode[0]).lower() != "wal":
+            # IMMEDIATE: the first write of a transaction opens it with BEGIN IMMEDIATE (sqlite3's
+            # implicit transactions), which takes the write lock up front, so a writer never fails
+            # mid-transaction on a lock upgrade (busy_timeout covers the wait instead); and a BEGIN
+            # of our own would be one more hand-over to the connection's thread per transaction.
+            writer = await self._connect(opened, isolation_level="IMMEDIATE")
+            mode = await writer.execute_fetchall("PRAGMA journal_mode = WAL")
+            if not mode or str(next(iter(mode))[0]).lower() != "wal":
                 raise sqlite3.OperationalError("attempt to write a readonly database (cannot enable WAL)")
-            db.execute("PRAGMA synchronous = FULL")
-            db.execute("BEGIN IMMEDIATE")
-            for statement in _SCHEMA:
-                db.execute(statement)
-            db.execute("COMMIT")
-        except BaseException:
-            db.close()
-            raise
-        return db
+            await writer.execute("PRAGMA synchronous = FULL")
+            await writer.executescript("BEGIN IMMEDIATE;" + ";".join(_SCHEMA) + ";COMMIT;")
+            reader = await self._connect(opened, isolation_level=None)
+            await reader.execute("PRAGMA query_only = ON")
+        except sqlite3.Error as exc:
+            for connection in opened:
+                with contextlib.suppress(sqlite3.Error):
+                    await connection.close()
+            raise self._fail(exc) from exc
+        self._db, self._reader = writer, reader
+
+    async def _connect(self, opened: list[aiosqlite.Connection], *,
+                       isolation_level: str | None) -> aiosqlite.Connection:
+        # the reader's None: autocommit, each read is one statement and sees the last commit
+        connection = await aiosqlite.connect(self.path, isolation_level=isolation_level)
+        opened.append(connection)
+        await connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        return connection
 
     async def close(self) -> None:
-        if self._writer is not None:
-            # puts already accepted are written (or fail) before the connection goes
-            await asyncio.wait([self._writer])
-        async with self._lock:
+        if self._group_writer is not None:
+            # puts already accepted are written (or fail) before the connections go
+            await asyncio.wait([self._group_writer])
+        async with self._open_lock:
             self._closed = True
-            db, self._db = self._db, None
-            thread, self._thread = self._thread, None
-            if db is not None:
-                await asyncio.get_running_loop().run_in_executor(thread, db.close)
-            if thread is not None:
-                thread.shutdown(wait=False)
+            if self._touches and self._db is not None:
+                with contextlib.suppress(StoreUnavailableError):
+                    await self._write_touches()
+            connections = (self._reader, self._db)
+            self._db = self._reader = None
+            for connection in connections:
+                if connection is not None:
+                    with contextlib.suppress(sqlite3.Error):
+                        await connection.close()
 
     def _tick(self) -> int:
         # Strictly increasing per store, so a burst of puts within one clock tick still has an order.
@@ -228,23 +191,46 @@ class SQLiteResponseStore(ResponseStore):
         self._last_tick = max(time.time_ns() // 1000, self._last_tick + 1)
         return self._last_tick
 
-    async def _transaction(self, body: Callable[[sqlite3.Connection], T], *, write: bool,
-                           durable: bool = True) -> T:
-        """Runs `body` in one transaction on the store's thread; any SQLite fault is a 503.
-        `durable=False` commits without waiting for the disk (synchronous=NORMAL for this one
-        transaction): for writes whose loss in a power cut harms nothing, like a read's LRU touch."""
-        async with self._lock:
-            if self._db is None and not self._closed:
+    async def _connections(self) -> tuple[aiosqlite.Connection, aiosqlite.Connection]:
+        if self._db is None or self._reader is None:
+            async with self._open_lock:
+                if self._closed:
+                    raise StoreUnavailableError("The response store is closed.")
                 # Opening failed at startup (say, a locked or read-only file): try again now, so a
                 # fixed fault heals without a restart.
                 await self._open()
-            db = self._db
-            if db is None:
-                raise StoreUnavailableError("The response store is closed.")
+        assert self._db is not None and self._reader is not None
+        return self._db, self._reader
+
+    async def _read(self, sql: str, parameters: tuple[Any, ...]) -> list[Any]:
+        _, reader = await self._connections()
         try:
-            return await self._in_thread(functools.partial(_run_transaction, db, body, write, durable))
+            return list(await reader.execute_fetchall(sql, parameters))
         except sqlite3.Error as exc:
             raise self._fail(exc) from exc
+        except ValueError as exc:  # aiosqlite: "Connection closed", a read racing close()
+            raise StoreUnavailableError("The response store is closed.") from exc
+
+    async def _transaction(self, body: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
+        """Runs `body` in one write transaction on the writer connection; any SQLite fault is a 503."""
+        db, _ = await self._connections()
+        async with self._write_lock:
+            try:
+                try:
+                    result = await body(db)  # its first write opens the transaction (see _open)
+                    await db.commit()
+                except BaseException:
+                    # Queued after whatever is still running on the connection's thread (a cancelled
+                    # caller does not stop a statement already handed over), so it always comes
+                    # last; a no-op when no transaction is open.
+                    with contextlib.suppress(sqlite3.Error):
+                        await db.rollback()
+                    raise
+            except sqlite3.Error as exc:
+                raise self._fail(exc) from exc
+            except ValueError as exc:  # aiosqlite: "Connection closed", a write racing close()
+                raise StoreUnavailableError("The response store is closed.") from exc
+        return result
 
     @staticmethod
     def _record(row: Any) -> StoredResponse:
@@ -261,7 +247,7 @@ class SQLiteResponseStore(ResponseStore):
         """Group commit: the puts that arrive while one transaction is being written go together in
         the next one, so concurrent requests share a transaction and its fsync. Nothing waits to
         fill a group: a put with no write in progress starts one at once."""
-        values = (
+        values: _Row = (
             record.id,
             record.created_at,
             self._tick(),
@@ -272,8 +258,8 @@ class SQLiteResponseStore(ResponseStore):
         )
         written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting_puts.append((values, written))
-        if self._writer is None:
-            self._writer = asyncio.get_running_loop().create_task(self._write_puts())
+        if self._group_writer is None:
+            self._group_writer = asyncio.get_running_loop().create_task(self._write_puts())
         try:
             await written
         except StoreUnavailableError as exc:
@@ -286,7 +272,7 @@ class SQLiteResponseStore(ResponseStore):
             while self._waiting_puts:
                 group, self._waiting_puts = self._waiting_puts, []
                 try:
-                    await self._transaction(functools.partial(self._insert, [v for v, _ in group]), write=True)
+                    await self._write_group([values for values, _ in group])
                 except Exception as exc:
                     for _, written in group:
                         if not written.done():
@@ -300,98 +286,76 @@ class SQLiteResponseStore(ResponseStore):
                         if not written.done():
                             written.set_result(None)
         finally:
-            self._writer = None
+            self._group_writer = None
 
-    def _insert(self, rows: list[tuple[Any, ...]], db: sqlite3.Connection) -> None:
-        for values in rows:
-            db.execute(
-                "INSERT INTO responses (id, created_at, last_access, conversation, response, transcript,"
-                " input_items) VALUES (?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (id) DO UPDATE SET created_at = excluded.created_at,"
-                " last_access = excluded.last_access, conversation = excluded.conversation,"
-                " response = excluded.response, transcript = excluded.transcript,"
-                " input_items = excluded.input_items",
-                values,
-            )
-            response_id, conversation = values[0], values[3]
-            if conversation is not None:
-                db.execute(
-                    "INSERT INTO conversations (name, response_id) VALUES (?, ?)"
-                    " ON CONFLICT (name) DO UPDATE SET response_id = excluded.response_id",
-                    (conversation, response_id),
-                )
-        # Evict the least recently used beyond the cap. Only the rows over it are visited (the
-        # last_access index, oldest first): "keep the newest N" as NOT IN over the whole table
-        # made every put O(stored) (12.6 ms a put at 10,000 stored, 0.9 ms at 100).
-        # A name whose head is evicted starts fresh: its pointer goes first, with the same rows.
-        for statement in (_EVICT_CONVERSATIONS, _EVICT_RESPONSES):
-            db.execute(statement, (self.max_responses,))
+    async def _write_group(self, rows: list[_Row]) -> None:
+        touches, self._touches = self._touches, {}
+        heads = [(values[3], values[0]) for values in rows if values[3] is not None]
 
-    def _get(self, db: sqlite3.Connection, response_id: str, tick: int | None) -> StoredResponse | None:
-        if tick is not None:
-            db.execute("UPDATE responses SET last_access = ? WHERE id = ?", (tick, response_id))
-        row = db.execute(f"SELECT {_COLUMNS} FROM responses WHERE id = ?", (response_id,)).fetchone()
-        return None if row is None else self._record(row)
+        async def body(db: aiosqlite.Connection) -> None:
+            # the touches first, so that eviction below sees every read made before this group
+            if touches:
+                await db.executemany(_TOUCH, [(tick, rid) for rid, tick in touches.items()])
+            await db.executemany(_UPSERT_RESPONSE, rows)
+            if heads:  # in call order, so the last put naming a conversation is its head
+                await db.executemany(_UPSERT_HEAD, heads)
+            # Evict the least recently used beyond the cap. Only the rows over it are visited (the
+            # last_access index, oldest first): "keep the newest N" as NOT IN over the whole table
+            # made every put cost in proportion to the rows stored (bench/store_put.py).
+            await db.execute(_EVICT_RESPONSES, (self.max_responses,))
+
+        try:
+            await self._transaction(body)
+        except BaseException:
+            self._keep_touches(touches.items())  # not written: they go with the next group
+            raise
+
+    async def _write_touches(self) -> None:
+        touches, self._touches = self._touches, {}
+
+        async def body(db: aiosqlite.Connection) -> None:
+            await db.executemany(_TOUCH, [(tick, rid) for rid, tick in touches.items()])
+
+        await self._transaction(body)
+
+    def _keep_touches(self, touches: Iterable[tuple[str, int]]) -> None:
+        for rid, tick in touches:
+            self._touches[rid] = max(tick, self._touches.get(rid, 0))
+
+    def _found(self, rows: list[Any], touch_tick: int | None) -> StoredResponse | None:
+        if not rows:
+            return None
+        record = self._record(rows[0])
+        if touch_tick is not None:
+            self._keep_touches([(record.id, touch_tick)])
+        return record
 
     async def get(self, response_id: str, *, touch: bool = True) -> StoredResponse | None:
         tick = self._tick() if touch else None
-        # the touch only orders eviction: not worth an fsync per read (a chained request reads
-        # its previous response, then writes its own durably anyway)
-        return await self._transaction(lambda db: self._get(db, response_id, tick), write=touch, durable=False)
+        return self._found(await self._read(_SELECT_BY_ID, (response_id,)), tick)
 
     async def delete(self, response_id: str) -> bool:
-        def body(db: sqlite3.Connection) -> bool:
-            deleted = db.execute("DELETE FROM responses WHERE id = ?", (response_id,)).rowcount > 0
-            db.execute("DELETE FROM conversations WHERE response_id = ?", (response_id,))
-            return deleted
+        async def body(db: aiosqlite.Connection) -> bool:
+            cursor = await db.execute("DELETE FROM responses WHERE id = ?", (response_id,))
+            return cursor.rowcount > 0
 
-        return await self._transaction(body, write=True)
+        self._touches.pop(response_id, None)
+        return await self._transaction(body)
 
     async def conversation_head(self, name: str, *, touch: bool = True) -> StoredResponse | None:
         tick = self._tick() if touch else None
-
-        def body(db: sqlite3.Connection) -> StoredResponse | None:
-            row = db.execute("SELECT response_id FROM conversations WHERE name = ?", (name,)).fetchone()
-            return None if row is None else self._get(db, row[0], tick)
-
-        return await self._transaction(body, write=touch, durable=False)
+        return self._found(await self._read(_SELECT_HEAD, (name,)), tick)
 
     async def count(self) -> int:
-        row = await self._transaction(lambda db: db.execute("SELECT COUNT(*) FROM responses").fetchone(),
-                                      write=False)
-        return int(row[0]) if row else 0
+        rows = await self._read("SELECT COUNT(*) FROM responses", ())
+        return int(rows[0][0]) if rows else 0
 
 
 def _json_text(value: Any) -> str:
-    # orjson when installed (a 30 KB transcript: ~20 us against ~90 us for json.dumps); the text
-    # stays TEXT, so the database reads the same with the sqlite3 shell or an older gateway
+    # orjson when installed (bench/README.md); the text stays TEXT, so the database reads the same
+    # with the sqlite3 shell or an older gateway
     return json_out.dumps(value, ensure_ascii=True).decode()
 
 
 def _from_json_text(text: str | bytes) -> Any:
     return jsontext.loads(text.encode() if isinstance(text, str) else text)
-
-
-def _run_transaction(db: sqlite3.Connection, body: Callable[[sqlite3.Connection], T], write: bool,
-                     durable: bool = True) -> T:
-    """On the store's thread: BEGIN, `body`, COMMIT; ROLLBACK if anything fails."""
-    if not durable:
-        db.execute("PRAGMA synchronous = NORMAL")  # WAL: still atomic and consistent, not fsynced
-    try:
-        # IMMEDIATE takes the write lock up front, so a writer never fails mid-transaction on a
-        # lock upgrade (busy_timeout covers the wait instead).
-        db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-        try:
-            result = body(db)
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                try:
-                    db.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
-            raise
-    finally:
-        if not durable:
-            db.execute("PRAGMA synchronous = FULL")
-    return result

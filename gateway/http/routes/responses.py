@@ -20,7 +20,7 @@ from gateway.errors import GatewayError, InvalidRequestError, NotFoundError
 from gateway.http import appkeys
 from gateway.http.runs import Messages, run_streamed, run_whole
 from gateway.http.sse import named_frames
-from gateway.store.sqlite import ResponseStore, StoredResponse
+from gateway.store.api import ResponseStore, StoredResponse
 from gateway.wire import json_out
 from gateway.wire.checks import read_json_object
 from gateway.wire.responses_output import ResponseBuilder, event_json
