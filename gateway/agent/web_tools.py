@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from gateway.agent.observer import report_provider
 from gateway.agent.toolbox import AgentTool
 from gateway.config.settings import Settings
 from providers.registry import ProviderRegistry
@@ -41,6 +42,11 @@ async def call_provider(method: Callable[..., Any], *args: Any, timeout: float, 
         return result
 
     return await asyncio.wait_for(invoke(), timeout)
+
+
+def provider_outcome(exc: BaseException) -> str:
+    """The outcome label a failed provider call is counted under (gateway/agent/observer.py)."""
+    return "timeout" if isinstance(exc, TimeoutError) else "error"
 
 
 def describe_exception(exc: BaseException, provider: str, timeout: float) -> str:
@@ -118,14 +124,17 @@ class WebSearchTool:
         limit = _int_in_range(arguments.get("limit"), default=5, low=1, high=MAX_SEARCH_RESULTS)
         selection = self._registry.select("search")
         if selection.provider is None:
+            report_provider("none", "unavailable")
             return to_json(failure(selection.reason or "no web search provider is available"))
         provider = selection.provider
         timeout = self._settings.tool_timeout
         try:
             raw = await call_provider(provider.search, query.strip(), limit=limit, timeout=timeout)
         except Exception as exc:  # noqa: BLE001 - every failure goes back to the model as text
+            report_provider(provider.name, provider_outcome(exc))
             return to_json(failure(describe_exception(exc, provider.name, timeout)))
         result = validate_envelope(raw, "search", provider.name)
+        report_provider(provider.name, "ok" if result["success"] else "failed")
         if result["success"]:
             hits = result["data"]["web"][:limit]
             result = {**result, "data": {**result["data"], "web": hits}}
@@ -199,14 +208,17 @@ class WebExtractTool:
     async def _extract(self, urls: list[str]) -> Envelope:
         selection = self._registry.select("extract")
         if selection.provider is None:
+            report_provider("none", "unavailable")
             return failure(selection.reason or "no web extract provider is available")
         provider = selection.provider
         timeout = self._settings.tool_timeout
         try:
             raw = await call_provider(provider.extract, list(urls), timeout=timeout)
         except Exception as exc:  # noqa: BLE001 - every failure goes back to the model as text
+            report_provider(provider.name, provider_outcome(exc))
             return failure(describe_exception(exc, provider.name, timeout))
         result = validate_envelope(raw, "extract", provider.name)
+        report_provider(provider.name, "ok" if result["success"] else "failed")
         if not result["success"]:
             return result
         return extract_result(in_input_order(urls, result["data"]))
@@ -218,8 +230,10 @@ class WebExtractTool:
             try:
                 raw = await call_provider(provider.crawl, url, timeout=timeout)
             except Exception as exc:  # noqa: BLE001 - reported per URL
+                report_provider(provider.name, provider_outcome(exc))
                 return [page(url, error=describe_exception(exc, provider.name, timeout))]
             result = validate_envelope(raw, "extract", provider.name)
+            report_provider(provider.name, "ok" if result["success"] else "failed")
             if not result["success"]:
                 return [page(url, error=result["error"])]
             return result["data"] or [page(url, error="the crawl found no pages")]

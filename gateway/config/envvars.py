@@ -16,8 +16,9 @@ import yaml
 
 from gateway.config.settings import OPTIONS
 
-#: Read from the process environment only (it decides where `.env` is, so it cannot live in one).
-PROCESS_ONLY: tuple[str, ...] = ("AGENT_GATEWAY_HOME",)
+#: Read from the process environment only: AGENT_GATEWAY_HOME decides where `.env` is, so it cannot
+#: live in one; OpenTelemetry's SDK reads its OTEL_* variables from the process environment.
+PROCESS_ONLY: tuple[str, ...] = ("AGENT_GATEWAY_HOME", "OTEL_TRACES_EXPORTER")
 
 #: Variables web providers read from the profile's environment, beyond their `requires_env`.
 PROVIDER_VARIABLES: tuple[str, ...] = (

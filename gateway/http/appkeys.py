@@ -9,6 +9,7 @@ from gateway.agent.toolbox import Toolbox
 from gateway.config.settings import Settings
 from gateway.http.cors_policy import CorsPolicy
 from gateway.http.lifecycle import Lifecycle, RunLimiter
+from gateway.http.metrics import Metrics
 from gateway.store.idempotency import IdempotencyCache
 from gateway.store.sqlite import ResponseStore
 from gateway.upstream.client import UpstreamClient
@@ -23,3 +24,5 @@ STARTED_AT = web.AppKey("started_at", int)
 STORE = web.AppKey("response_store", ResponseStore)
 IDEMPOTENCY = web.AppKey("idempotency", IdempotencyCache)
 CORS_POLICY = web.AppKey("cors_policy", CorsPolicy)
+#: Absent when API_SERVER_METRICS is false: nothing is counted then.
+METRICS = web.AppKey("metrics", Metrics)
