@@ -24,9 +24,10 @@ def gateway_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str,
 
 
 class GatewayProcess:
-    def __init__(self, proc: asyncio.subprocess.Process, base_url: str) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, base_url: str, banner: str = "") -> None:
         self.proc = proc
         self.base_url = base_url
+        self.banner = banner  # the listening line, as printed
 
     async def stop(self, timeout: float = 15) -> int:
         if self.proc.returncode is None:
@@ -56,7 +57,7 @@ async def start_gateway(*args: str, env: Mapping[str, str], timeout: float = 60)
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
 
-    async def first_url() -> str:
+    async def first_url() -> tuple[str, str]:
         assert proc.stdout is not None
         while True:
             line = (await proc.stdout.readline()).decode()
@@ -65,13 +66,13 @@ async def start_gateway(*args: str, env: Mapping[str, str], timeout: float = 60)
                 raise AssertionError(f"gateway exited before listening: {err[-2000:]}")
             match = LISTENING.search(line)
             if match:
-                return match.group(1)
+                return match.group(1), line
 
     try:
-        url = await asyncio.wait_for(first_url(), timeout)
+        url, banner = await asyncio.wait_for(first_url(), timeout)
     except BaseException:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
         raise
-    return GatewayProcess(proc, url)
+    return GatewayProcess(proc, url, banner)
