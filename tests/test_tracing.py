@@ -90,3 +90,27 @@ async def test_a_failed_model_call_is_an_error_span_and_a_stream_is_one_server_s
 async def test_without_a_tracer_provider_nothing_is_sent_upstream(client, upstream: FakeUpstream):
     assert (await client.post("/v1/chat/completions", json={"messages": USER})).status == 200
     assert "traceparent" not in {k.lower() for k in upstream.headers[0]}
+
+
+async def test_serve_exports_spans_where_otel_traces_exporter_says(tmp_path, upstream: FakeUpstream):
+    import aiohttp
+
+    from tests.gateway_process import gateway_env, start_gateway
+
+    env = gateway_env(tmp_path, {"LLM_BASE_URL": upstream.base_url, "LLM_MODEL": "fake-model",
+                                 "OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "gw-under-test"})
+    gateway = await start_gateway(env=env)
+    try:
+        async with aiohttp.ClientSession() as session:
+            async with session.post(gateway.base_url + "/v1/chat/completions",
+                                    json={"messages": USER},
+                                    headers={"traceparent": f"00-{TRACE_ID}-{CLIENT_SPAN}-01"}) as resp:
+                assert resp.status == 200
+    finally:
+        assert await gateway.stop() == 0
+    assert gateway.proc.stdout is not None
+    out = (await gateway.proc.stdout.read()).decode()  # the console exporter's spans, sent at shutdown
+    assert '"name": "POST /v1/chat/completions"' in out and '"name": "upstream chat.completions"' in out
+    assert f'"trace_id": "0x{TRACE_ID}"' in out and '"service.name": "gw-under-test"' in out
+    # and the upstream got a traceparent in the client's trace
+    assert upstream.headers[0].get("traceparent", "").startswith(f"00-{TRACE_ID}-")
