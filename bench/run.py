@@ -22,10 +22,10 @@ from pathlib import Path
 
 import aiohttp
 
-from bench import processes, scenarios, wrk
+from bench import metrics_overhead, processes, scenarios, wrk
 from bench.scenarios import Bench, Budget, Row
 
-SCENARIOS = ("chat", "conversation", "stream", "tool", "responses", "memory", "floor")
+SCENARIOS = ("chat", "conversation", "stream", "tool", "responses", "memory", "floor", "metrics")
 
 
 def machine() -> dict[str, str]:
@@ -112,6 +112,13 @@ async def main_async(args: argparse.Namespace) -> int:
                 await scenarios.memory(bench, idle_fresh)
             elif name == "floor":
                 await scenarios.floor(bench)
+            elif name == "metrics":  # a second gateway, the same but for API_SERVER_METRICS=false
+                off = await processes.start("gateway (metrics off)", ["-m", "gateway", "serve", "--port", "0"],
+                                            {**env, "API_SERVER_METRICS": "false"}, cwd=src)
+                try:
+                    await metrics_overhead.metrics_overhead(bench, off)
+                finally:
+                    await off.stop()
         info = machine()
         print()
         print("machine: " + ", ".join(f"{k} {v}" for k, v in info.items()))

@@ -18,6 +18,7 @@ import os
 import socket
 import ssl
 import zlib
+from collections.abc import Mapping
 from typing import Any, cast
 from urllib.parse import urlsplit
 
@@ -365,9 +366,15 @@ class OriginPool:
         self._fixed_headers = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode("latin-1")
 
     async def request(self, method: str, path: str, body: bytes | None = None,
-                      content_type: str | None = None) -> Response:
-        """Send the request and wait for the reply's head. `path` is appended to the base URL's path."""
+                      content_type: str | None = None, headers: Mapping[str, str] | None = None) -> Response:
+        """Send the request and wait for the reply's head. `path` is appended to the base URL's path;
+        `headers` are added to this request only (no line breaks allowed)."""
         head = self._head(method, self.origin.prefix + path, body, content_type)
+        if headers:
+            if any(c in text for item in headers.items() for text in item for c in "\r\n\0"):
+                raise ValueError("an HTTP header name or value holds a line break")
+            extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+            head = head[:-2] + extra.encode("latin-1") + b"\r\n"  # before the blank line
         fresh = False
         while True:
             conn, reused = await self._connection(fresh)

@@ -41,10 +41,12 @@ class ServerProcess:
     """A child process that printed its listening line; its stdout and stderr stay pipes, for a
     test to read after `stop` (or drained with `keep_draining` when nobody will)."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, base_url: str, name: str = "gateway") -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, base_url: str, name: str = "gateway",
+                 banner: str = "") -> None:
         self.proc = proc
         self.base_url = base_url
         self.name = name
+        self.banner = banner  # the listening line, as printed
         self._drain: asyncio.Task[None] | None = None
 
     @property
@@ -96,7 +98,7 @@ async def start_server(args: Sequence[str], *, env: Mapping[str, str], process_t
         sys.executable, *args, env=dict(env), cwd=str(cwd),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
 
-    async def first_url() -> str:
+    async def first_url() -> tuple[str, str]:
         assert proc.stdout is not None and proc.stderr is not None
         while True:
             line = (await proc.stdout.readline()).decode()
@@ -105,16 +107,16 @@ async def start_server(args: Sequence[str], *, env: Mapping[str, str], process_t
                 raise RuntimeError(f"{name} exited before listening: {err[-2000:]}")
             match = LISTENING.search(line)
             if match:
-                return match.group(1)
+                return match.group(1), line
 
     try:
-        url = await asyncio.wait_for(first_url(), timeout)
+        url, banner = await asyncio.wait_for(first_url(), timeout)
     except BaseException:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
         raise
-    return process_type(proc, url, name)
+    return process_type(proc, url, name, banner)
 
 
 async def start_gateway(*args: str, env: Mapping[str, str], timeout: float = 60) -> ServerProcess:

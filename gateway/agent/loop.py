@@ -9,11 +9,11 @@ client supplied are not run: they end the turn and go back to the client.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any
 
 from gateway.agent.events import (
@@ -25,6 +25,7 @@ from gateway.agent.events import (
     ToolCallStarted,
     Usage,
 )
+from gateway.agent.observer import CURRENT_TOOL_REPORT, AgentObserver, ToolReport, UpstreamCall, upstream_outcome
 from gateway.agent.toolbox import Toolbox
 from gateway.upstream.client import UpstreamClient
 from gateway.wire.markers import strip_markers
@@ -135,8 +136,10 @@ class Agent:
         max_rounds: int,
         tool_timeout: float,
         system_prompt: str | None = None,
+        observer: AgentObserver | None = None,
     ) -> None:
         self.upstream = upstream
+        self.observer = observer if observer is not None else AgentObserver()
         self.toolbox = toolbox
         self.max_rounds = max_rounds
         self.tool_timeout = tool_timeout
@@ -204,13 +207,18 @@ class Agent:
             calls: list[_ToolCall] = []
             round_finish: str | None = None
             round_usage: dict[str, Any] | None = None
+            model_call = self.observer.upstream_call(request.stream)
             if request.stream:
                 partial: dict[int, dict[str, str]] = {}
-                chunks = self.upstream.stream(payload)
-                async with contextlib.aclosing(chunks):
+                chunks = self.upstream.stream(payload, headers=model_call.headers)
+                waiting = True  # for the first token
+                async with _observed(model_call, chunks):
                     async for chunk in chunks:
                         if isinstance(chunk, str):  # a plain text delta (see UpstreamClient.stream)
                             if chunk:
+                                if waiting:
+                                    waiting = False
+                                    model_call.first_token()
                                 text_parts.append(chunk)
                                 yield TextDelta(chunk)
                             continue
@@ -218,6 +226,9 @@ class Agent:
                             round_usage = chunk["usage"]
                         for choice in chunk.get("choices") or ():
                             delta = choice.get("delta") or {}
+                            if waiting and (delta.get("content") or delta.get("tool_calls")):
+                                waiting = False
+                                model_call.first_token()
                             content = delta.get("content")
                             if content:
                                 text_parts.append(content)
@@ -232,7 +243,8 @@ class Agent:
                     if p["name"]
                 ]
             else:
-                data = await self.upstream.complete(payload)
+                async with _observed(model_call):
+                    data = await self.upstream.complete(payload, headers=model_call.headers)
                 round_usage = data.get("usage")
                 choice = data["choices"][0]
                 message = choice.get("message") or {}
@@ -277,6 +289,7 @@ class Agent:
                 yield event
             rounds += 1
 
+        self.observer.turn_finished(rounds, prompt_tokens, completion_tokens)
         yield Usage(prompt_tokens, completion_tokens)
         yield Finished(finish, tuple(turn._messages))
 
@@ -293,18 +306,56 @@ class Agent:
             yield ToolCallFinished(call.id, call.name, output, ok)
 
     async def _run_one(self, call: _ToolCall, arguments: dict[str, Any] | str, allowed: bool) -> tuple[str, bool]:
+        """One call, observed: the tool reports its provider into `report` (gateway/agent/observer.py)."""
+        # a name the model made up is not a label: metric labels stay a bounded set
+        observed = self.observer.tool_call(call.name if call.name in self.toolbox else "unknown")
+        report = ToolReport()
+        CURRENT_TOOL_REPORT.set(report)  # in this call's own task context (gather made the task)
+        outcome = "cancelled"
+        try:
+            output, ok, outcome = await self._run_tool(call, arguments, allowed)
+        finally:
+            observed.finish(report.provider, report.outcome if outcome == "ok" else outcome)
+        return output, ok
+
+    async def _run_tool(self, call: _ToolCall, arguments: dict[str, Any] | str,
+                        allowed: bool) -> tuple[str, bool, str]:
         tool = self.toolbox.get(call.name) if allowed else None
         if tool is None:
-            return _tool_error(f"unknown tool {call.name!r}; available: {', '.join(self.toolbox.names())}"), False
+            return (_tool_error(f"unknown tool {call.name!r}; available: {', '.join(self.toolbox.names())}"),
+                    False, "unknown_tool")
         if isinstance(arguments, str):
-            return _tool_error(arguments), False
+            return _tool_error(arguments), False, "bad_arguments"
         try:
             output = await asyncio.wait_for(tool.run(arguments), timeout=self.tool_timeout)
         except TimeoutError:
-            return _tool_error(f"{call.name} timed out after {self.tool_timeout:g} s"), False
+            return _tool_error(f"{call.name} timed out after {self.tool_timeout:g} s"), False, "timeout"
         except Exception as exc:  # noqa: BLE001 - a tool's bug must cost the call, not the turn
-            return _tool_error(f"{call.name} failed: {exc or type(exc).__name__}"), False
-        return output, True
+            return _tool_error(f"{call.name} failed: {exc or type(exc).__name__}"), False, "error"
+        return output, True, "ok"
+
+
+class _observed:  # noqa: N801 - used like the context-manager function it replaces
+    """`async with _observed(call[, chunks])`: finishes `call` with the block's outcome and closes
+    `chunks` (a stream) as `contextlib.aclosing` would. A class: a generator-based context manager
+    costs a generator and several frames per model call."""
+
+    __slots__ = ("_call", "_chunks")
+
+    def __init__(self, call: UpstreamCall, chunks: AsyncGenerator[Any, None] | None = None) -> None:
+        self._call = call
+        self._chunks = chunks
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        try:
+            if self._chunks is not None:
+                await self._chunks.aclose()
+        finally:
+            self._call.finish("ok" if exc is None else upstream_outcome(exc))
 
 
 def _merge_call_delta(partial: dict[int, dict[str, str]], delta: Mapping[str, Any]) -> None:

@@ -22,6 +22,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from gateway.agent.observer import report_provider
 from gateway.agent.toolbox import AgentTool
 from gateway.agent.web_cache import extract_key, search_key, urls_cacheable
 from gateway.agent.web_calls import Attempt, attempt, call_provider, describe_exception
@@ -51,6 +52,22 @@ def cut_middle(text: str, limit: int) -> str:
     head = (limit * 2) // 3
     tail = limit - head
     return text[:head] + note + text[len(text) - tail:]
+
+
+def provider_outcome(exc: BaseException) -> str:
+    """The outcome label a failed provider call is counted under (gateway/agent/observer.py)."""
+    return "timeout" if isinstance(exc, TimeoutError) else "error"
+
+
+def report_tool_call(chain: Chain, result: Envelope) -> None:
+    """Tell the metrics which provider answered this call (or was tried first, when none did)."""
+    served = result.get("provider")
+    if isinstance(served, str) and result.get("success") is True:
+        report_provider(served, "ok")
+    elif chain.providers:
+        report_provider(served if isinstance(served, str) else chain.providers[0].name, "error")
+    else:
+        report_provider("none", "unavailable")
 
 
 def to_json(envelope: Envelope) -> str:
@@ -126,9 +143,11 @@ class WebSearchTool(_ChainedTool):
                 outcome = Attempt({**outcome.envelope, "data": {**outcome.envelope["data"], "web": hits}})
             return outcome
 
+        chain = self.chain("search")
         result = await self._runner.run(
-            self.chain("search"), call, lambda p: search_key(p.name, query, limit), self._settings.tool_timeout
+            chain, call, lambda p: search_key(p.name, query, limit), self._settings.tool_timeout
         )
+        report_tool_call(chain, result)
         return to_json(result)
 
 
@@ -201,10 +220,11 @@ class WebExtractTool(_ChainedTool):
             return outcome
 
         cacheable = await urls_cacheable(urls, resolve=self._settings.allow_private_urls)
+        chain = self.chain("extract")
         result = await self._runner.run(
-            self.chain("extract"), call, lambda p: extract_key(p.name, urls) if cacheable else None,
-            self._settings.tool_timeout,
+            chain, call, lambda p: extract_key(p.name, urls) if cacheable else None, self._settings.tool_timeout,
         )
+        report_tool_call(chain, result)
         return all_failed_says_so(result)
 
     async def _crawl(self, provider: Any, urls: list[str]) -> Envelope:
@@ -214,8 +234,10 @@ class WebExtractTool(_ChainedTool):
             try:
                 raw = await call_provider(provider.crawl, url, timeout=timeout)
             except Exception as exc:  # noqa: BLE001 - reported per URL
+                report_provider(provider.name, provider_outcome(exc))
                 return [page(url, error=describe_exception(exc, provider.name, timeout))]
             result = validate_envelope(raw, "extract", provider.name)
+            report_provider(provider.name, "ok" if result["success"] else "failed")
             if not result["success"]:
                 return [page(url, error=result["error"])]
             return result["data"] or [page(url, error="the crawl found no pages")]

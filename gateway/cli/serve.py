@@ -10,7 +10,7 @@ import logging
 import signal
 import sys
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import IO, Any
 
 from gateway.config.settings import Settings, load_settings
 
@@ -33,32 +33,39 @@ def is_loopback(host: str) -> bool:
         return False  # a hostname may resolve anywhere: treat it as exposed
 
 
+def say(settings: Settings, text: str, *, level: str = "INFO", stream: IO[str] | None = None) -> None:
+    """One line of `serve`'s own (the banner, start-up warnings), as JSON with API_SERVER_LOG_FORMAT=json."""
+    if settings.log_format == "json":
+        from gateway.http.json_log import json_line
+
+        text = json_line(text.removeprefix("agent-gateway: "), level=level)
+    print(text, file=stream or sys.stderr, flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     settings = load_settings(profile=args.profile, overrides={"host": args.host, "port": args.port})
     if settings.profile is not None and not settings.profile_dir.is_dir():
         # A typo in -p would otherwise serve an unconfigured gateway with defaults.
-        print(f"agent-gateway: profile {settings.profile!r} does not exist: create it with "
-              f"`agent-gateway profile create {settings.profile}`", file=sys.stderr)
+        say(settings, f"agent-gateway: profile {settings.profile!r} does not exist: create it with "
+            f"`agent-gateway profile create {settings.profile}`", level="ERROR")
         return 2
     if not settings.enabled:
-        print("agent-gateway: API_SERVER_ENABLED is false, so the API server is not started.", file=sys.stderr)
+        say(settings, "agent-gateway: API_SERVER_ENABLED is false, so the API server is not started.")
         return 0
     if not is_loopback(settings.host) and not settings.api_key:
-        print(
-            f"agent-gateway: refusing to listen on {settings.host} without a key: set API_SERVER_KEY "
-            "(or bind 127.0.0.1).",
-            file=sys.stderr,
-        )
+        say(settings, f"agent-gateway: refusing to listen on {settings.host} without a key: set API_SERVER_KEY "
+            "(or bind 127.0.0.1).", level="ERROR")
         return 2
     from gateway.http.access_log import configure_logging  # the server's imports load only for `serve`
+    from gateway.http.json_log import JsonFormatter
 
-    configure_logging(logging.INFO)
+    configure_logging(logging.INFO, JsonFormatter() if settings.log_format == "json" else None)
     if not settings.api_key:
-        print("agent-gateway: warning: no API_SERVER_KEY set; anyone on this machine can use the gateway.",
-              file=sys.stderr)
+        say(settings, "agent-gateway: warning: no API_SERVER_KEY set; anyone on this machine can use the gateway.",
+            level="WARNING")
     if "*" in settings.cors_origins:
-        print("agent-gateway: warning: API_SERVER_CORS_ORIGINS=* lets any web page call the gateway from a "
-              "visitor's browser; list the exact origins instead.", file=sys.stderr)
+        say(settings, "agent-gateway: warning: API_SERVER_CORS_ORIGINS=* lets any web page call the gateway "
+            "from a visitor's browser; list the exact origins instead.", level="WARNING")
     event_loop_runner()(serve(settings))
     return 0
 
@@ -90,8 +97,10 @@ async def serve(settings: Settings) -> None:
 
     from gateway.http import appkeys
     from gateway.http.app import create_app
+    from gateway.http.tracing import tracer_provider_from_env
 
-    app = create_app(settings)
+    tracer_provider = tracer_provider_from_env()  # None unless OTEL_TRACES_EXPORTER names an exporter
+    app = create_app(settings, tracer_provider=tracer_provider)
     runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=1.0)
     await runner.setup()
     try:
@@ -100,8 +109,8 @@ async def serve(settings: Settings) -> None:
         freeze_startup_objects()
         port = next(iter(runner.addresses))[1]
         host = f"[{settings.host}]" if ":" in settings.host else settings.host
-        print(f"agent-gateway listening on http://{host}:{port}/v1 (model {settings.model_name}, "
-              f"upstream {settings.llm_base_url})", flush=True)
+        say(settings, f"agent-gateway listening on http://{host}:{port}/v1 (model {settings.model_name}, "
+            f"upstream {settings.llm_base_url})", stream=sys.stdout)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -114,3 +123,5 @@ async def serve(settings: Settings) -> None:
             log.warning("grace period over with %d request(s) still running; closing them", lifecycle.in_flight)
     finally:
         await runner.cleanup()
+        if tracer_provider is not None:
+            tracer_provider.shutdown()  # sends the spans still batched

@@ -17,8 +17,9 @@ from gateway.config.settings import OPTIONS
 from providers.loader import plugin_manifests
 from providers.manifest import EnvVar
 
-#: Read from the process environment only (it decides where `.env` is, so it cannot live in one).
-PROCESS_ONLY: tuple[str, ...] = ("AGENT_GATEWAY_HOME",)
+#: Read from the process environment only: AGENT_GATEWAY_HOME decides where `.env` is, so it cannot
+#: live in one; OpenTelemetry's SDK reads its OTEL_* variables from the process environment.
+PROCESS_ONLY: tuple[str, ...] = ("AGENT_GATEWAY_HOME", "OTEL_TRACES_EXPORTER")
 
 _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
 

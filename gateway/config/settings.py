@@ -204,6 +204,12 @@ OPTIONS: tuple[Option, ...] = (
            "most results one web_search returns, whatever the model asks (1-50)", minimum=1),
     Option("plugins_enabled", "PLUGINS_ENABLED", "plugins.enabled", _parse_list, (),
            "user plugins (in <home>/plugins/web/) to load"),
+    # operability (issue 21): metrics route and log line format
+    Option("metrics_enabled", "API_SERVER_METRICS", "api_server.metrics", _parse_bool, True,
+           "serve Prometheus metrics on GET /metrics (behind API_SERVER_KEY); false = no route (404)"),
+    Option("log_format", "API_SERVER_LOG_FORMAT", "api_server.log_format", _parse_str, "text",
+           "server log lines: text, or json (one JSON object per line, for log shippers)",
+           choices=("text", "json")),
 )
 
 OPTIONS_BY_ENV = {o.env: o for o in OPTIONS if o.env}
@@ -248,6 +254,8 @@ class Settings:
     web_cache_ttl: float = 300.0
     web_max_results: int = 10
     plugins_enabled: tuple[str, ...] = ()
+    metrics_enabled: bool = True
+    log_format: str = "text"
     #: The profile's environment (process environment over `.env`), handed to plugins.
     env: Mapping[str, str] = field(default_factory=dict)
     #: The profile's config.yaml as loaded, for plugin-specific keys.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -20,24 +21,35 @@ from gateway.http.cors import add_cors_headers
 from gateway.http.cors_policy import CorsPolicy
 from gateway.http.lifecycle import Lifecycle, RunLimiter
 from gateway.http.memory_release import MemoryReleaser
+from gateway.http.metrics import Metrics
 from gateway.http.middleware import front_door
-from gateway.http.routes import chat, health, models, openapi, responses, web_status
-from gateway.store.api import StoreUnavailableError
+from gateway.http.observe import GatewayObserver
+from gateway.http.routes import chat, health, metrics, models, openapi, responses, web_status
+from gateway.store.api import ResponseStore, StoreUnavailableError
 from gateway.store.idempotency import IdempotencyCache, InMemoryIdempotencyCache
+from gateway.store.observed import ObservedStore
 from gateway.store.sqlite import SQLiteResponseStore
 from gateway.upstream.client import UpstreamClient
 from providers.loader import load_registry
 from providers.registry import ProviderRegistry
 
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.trace import Tracer
+
 log = logging.getLogger("agent_gateway")
 
 
 def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
-               idempotency: IdempotencyCache | None = None) -> web.Application:
+               idempotency: IdempotencyCache | None = None,
+               tracer_provider: TracerProvider | None = None) -> web.Application:
     """Build the gateway. `tools` replaces the agent's default tool set (tests use their own);
-    `idempotency` replaces the in-memory Idempotency-Key cache (tests pass one with a fake clock)."""
-    # the order of the per-request steps lives in gateway/front_door.py
-    app = web.Application(middlewares=[front_door], client_max_size=settings.max_body_bytes)
+    `idempotency` replaces the in-memory Idempotency-Key cache (tests pass one with a fake clock);
+    `tracer_provider` turns OpenTelemetry spans on (gateway/http/tracing.py)."""
+    # the order of the per-request steps lives in gateway/http/middleware.py
+    tracer = tracer_provider.get_tracer("agent_gateway") if tracer_provider is not None else None
+    middlewares = [front_door] if tracer is None else [_tracing_middleware(tracer), front_door]
+    app = web.Application(middlewares=middlewares, client_max_size=settings.max_body_bytes)
     app[appkeys.SETTINGS] = settings
     app[appkeys.CORS_POLICY] = CorsPolicy.from_origins(settings.cors_origins)
     app[appkeys.STARTED_AT] = int(time.time())
@@ -45,9 +57,14 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     app[appkeys.LIFECYCLE] = Lifecycle()
     app[appkeys.IDEMPOTENCY] = (idempotency if idempotency is not None
                                 else InMemoryIdempotencyCache(ttl=settings.idempotency_ttl))
+    if settings.metrics_enabled:
+        app[appkeys.METRICS] = _metrics(app)
+        app.router.add_routes(metrics.routes)
+    observer = (GatewayObserver(app.get(appkeys.METRICS), tracer)
+                if settings.metrics_enabled or tracer is not None else None)
     app.on_response_prepare.append(_response_headers)
     app.cleanup_ctx.append(_upstream_ctx)
-    app.cleanup_ctx.append(_agent_ctx(tools))
+    app.cleanup_ctx.append(_agent_ctx(tools, observer))
     app.cleanup_ctx.append(_store_ctx)
     app.cleanup_ctx.append(_memory_release_ctx)
     for module in (health, openapi, models, chat, responses, web_status):
@@ -61,6 +78,22 @@ async def _response_headers(request: web.Request, response: web.StreamResponse) 
     add_security_headers(response)
     add_request_id_header(response)
     add_cors_headers(request, response)
+    if (metrics_ := request.app.get(appkeys.METRICS)) is not None:
+        metrics_.response_prepared(request, response)
+
+
+def _metrics(app: web.Application) -> Metrics:
+    registry = Metrics()
+    limiter, lifecycle = app[appkeys.LIMITER], app[appkeys.LIFECYCLE]
+    registry.gauge("agent_runs", "Agent runs in progress", lambda: limiter.active)
+    registry.gauge("requests_in_flight", "Requests admitted and not yet answered", lambda: lifecycle.in_flight)
+    return registry
+
+
+def _tracing_middleware(tracer: Tracer) -> Any:
+    from gateway.http.tracing import tracing_middleware  # imports OpenTelemetry: only when tracing
+
+    return tracing_middleware(tracer)
 
 
 async def _upstream_ctx(app: web.Application) -> AsyncIterator[None]:
@@ -78,7 +111,8 @@ async def _upstream_ctx(app: web.Application) -> AsyncIterator[None]:
     await upstream.close()
 
 
-def _agent_ctx(tools: Iterable[AgentTool] | None) -> Callable[[web.Application], AsyncIterator[None]]:
+def _agent_ctx(tools: Iterable[AgentTool] | None,
+               observer: GatewayObserver | None) -> Callable[[web.Application], AsyncIterator[None]]:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
         settings = app[appkeys.SETTINGS]
         registry: ProviderRegistry | None = None
@@ -100,6 +134,7 @@ def _agent_ctx(tools: Iterable[AgentTool] | None) -> Callable[[web.Application],
             max_rounds=settings.max_rounds,
             tool_timeout=settings.tool_timeout,
             system_prompt=settings.system_prompt,
+            observer=observer,
         )
         yield
         await web_state.aclose()
@@ -113,7 +148,9 @@ async def _store_ctx(app: web.Application) -> AsyncIterator[None]:
     """The Responses store. A store that cannot open does not stop the gateway: chat still works,
     the Responses routes answer 503 saying why, and the store retries on the next request."""
     settings = app[appkeys.SETTINGS]
-    store = SQLiteResponseStore(settings.db_path, settings.max_stored_responses)
+    store: ResponseStore = SQLiteResponseStore(settings.db_path, settings.max_stored_responses)
+    if (metrics_ := app.get(appkeys.METRICS)) is not None:
+        store = ObservedStore(store, metrics_.store_done)
     try:
         await store.open()
     except StoreUnavailableError as exc:

@@ -10,6 +10,7 @@ from gateway.agent.web_fallback import WebState
 from gateway.config.settings import Settings
 from gateway.http.cors_policy import CorsPolicy
 from gateway.http.lifecycle import Lifecycle, RunLimiter
+from gateway.http.metrics import Metrics
 from gateway.store.api import ResponseStore
 from gateway.store.idempotency import IdempotencyCache
 from gateway.upstream.client import UpstreamClient
@@ -26,3 +27,5 @@ IDEMPOTENCY = web.AppKey("idempotency", IdempotencyCache)
 CORS_POLICY = web.AppKey("cors_policy", CorsPolicy)
 #: The web tools' cool-downs and result cache (`WebState.status()` is what a status route shows).
 WEB_STATE = web.AppKey("web_state", WebState)
+#: Absent when API_SERVER_METRICS is false: nothing is counted then.
+METRICS = web.AppKey("metrics", Metrics)

@@ -19,6 +19,7 @@ import time
 from aiohttp import web
 
 from gateway.errors import GatewayError
+from gateway.http import appkeys
 from gateway.http.access_log import begin_request, log_access
 from gateway.http.checks import Handler, admit, error_response, from_http_exception, internal_error
 from gateway.http.cors import preflight_response
@@ -69,3 +70,5 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
         raise
     finally:
         log_access(request, request_id, status, started)
+        if (metrics := request.app.get(appkeys.METRICS)) is not None:  # once per request (metrics.py)
+            metrics.request_done(request, status, started)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 from gateway import __version__
@@ -116,21 +116,23 @@ class UpstreamClient:
             return UpstreamError(f"the upstream model at {self.base_url} closed the connection mid-reply")
         return UpstreamError(f"the upstream model at {self.base_url} failed: {exc}")
 
-    async def _request(self, method: str, path: str, body: bytes | None = None) -> Response:
+    async def _request(self, method: str, path: str, body: bytes | None = None,
+                       headers: Mapping[str, str] | None = None) -> Response:
         """The reply's head, or the typed gateway error for an HTTP status of 400 and above."""
-        response = await self.pool.request(method, path, body, JSON if body is not None else None)
+        response = await self.pool.request(method, path, body, JSON if body is not None else None, headers)
         if response.status >= 400:
             async with response:
                 await self._raise_for_status(response)
         return response
 
-    async def _post_chat(self, payload: dict[str, Any], *, stream: bool) -> Response:
+    async def _post_chat(self, payload: dict[str, Any], *, stream: bool,
+                         headers: Mapping[str, str] | None = None) -> Response:
         """POST /chat/completions. The encoded body lives only for the call: a stream's generator
         frame would otherwise hold it until the stream ends (~8 KB per open stream, tracemalloc)."""
         body: dict[str, Any] = {**payload, "model": await self.model(), "stream": stream}
         if stream:
             body["stream_options"] = {"include_usage": True}
-        return await self._request("POST", "/chat/completions", json_out.dumps(body, ensure_ascii=True))
+        return await self._request("POST", "/chat/completions", json_out.dumps(body, ensure_ascii=True), headers)
 
     async def _raise_for_status(self, response: Response) -> None:
         try:
@@ -171,10 +173,11 @@ class UpstreamClient:
             raise UpstreamError(f"the upstream at {self.base_url}/models did not return a model list")
         return [str(item["id"]) for item in items if isinstance(item, dict) and "id" in item]
 
-    async def complete(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """A non-streaming chat completion; returns the upstream's JSON object."""
+    async def complete(self, payload: dict[str, Any], *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """A non-streaming chat completion; returns the upstream's JSON object. `headers` are sent
+        with this call only (a W3C `traceparent`)."""
         try:
-            async with await self._post_chat(payload, stream=False) as response:
+            async with await self._post_chat(payload, stream=False, headers=headers) as response:
                 raw = await response.read()
         except HttpFault as exc:
             raise self._fault(exc) from exc
@@ -188,12 +191,13 @@ class UpstreamClient:
             raise UpstreamError("the upstream model returned a completion of an unexpected shape")
         return data
 
-    async def stream(self, payload: dict[str, Any]) -> AsyncGenerator[dict[str, Any] | str, None]:
+    async def stream(self, payload: dict[str, Any], *,
+                     headers: Mapping[str, str] | None = None) -> AsyncGenerator[dict[str, Any] | str, None]:
         """A streaming chat completion; yields each parsed `chat.completion.chunk`, except that the
         usual one (one choice, nothing but text, not finished) is handed over as its text alone
         ("" when it has none): the consumer then skips probing a dict for what it cannot hold."""
         try:
-            async with await self._post_chat(payload, stream=True) as response:
+            async with await self._post_chat(payload, stream=True, headers=headers) as response:
                 if not response.headers.get("content-type", "").startswith("text/event-stream"):
                     # Some servers ignore stream=true; accept a whole completion as one chunk.
                     yield _completion_as_chunk(await self._read_json(response))

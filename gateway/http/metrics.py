@@ -1,0 +1,148 @@
+"""Prometheus metrics: one `CollectorRegistry` per app (tests build many apps in one process, and
+prometheus_client's default registry is process-global), made by the app factory, under
+`appkeys.METRICS`, served by `GET /metrics` (gateway/http/routes/metrics.py).
+
+Labels are bounded: a route is its template (`/v1/responses/{response_id}`; any path no route
+matches is `unmatched`), a method outside the usual ones is `other`, statuses and outcomes are
+closed sets, tools and providers come from the toolbox and the registry. Never a query text, a
+URL, a key or an id.
+
+Cheap on the hot path: a request is recorded once, from the front door's access-log step
+(`request_done`); labelled children are looked up once and kept; the gauges are read from the
+objects that already count (run limiter, lifecycle) only when scraped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+PREFIX = "agent_gateway"
+KNOWN_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
+REJECTIONS = {401: "unauthorized", 413: "payload_too_large", 429: "rate_limited"}
+# from a cached reply (~1 ms) to a long agent run (minutes)
+SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+FAST_SECONDS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+ROUNDS = (0, 1, 2, 3, 4, 6, 8, 12, 16)
+
+#: When a streamed reply was prepared (its headers left with the first body bytes).
+FIRST_BYTE_AT = web.RequestKey("metrics_first_byte_at", float)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter(f"{PREFIX}_requests", "HTTP requests by route template, method and status",
+                                ("route", "method", "status"), registry=r)
+        self.request_seconds = Histogram(f"{PREFIX}_request_duration_seconds",
+                                         "Non-streamed requests: time to the whole reply", ("route",),
+                                         buckets=SECONDS, registry=r)
+        self.stream_first_byte = Histogram(f"{PREFIX}_stream_first_byte_seconds",
+                                           "Streamed replies: time to the first byte", ("route",),
+                                           buckets=SECONDS, registry=r)
+        self.stream_seconds = Histogram(f"{PREFIX}_stream_duration_seconds",
+                                        "Streamed replies: time to the end of the body", ("route",),
+                                        buckets=SECONDS, registry=r)
+        self.rejections = Counter(f"{PREFIX}_rejections", "Requests refused: unauthorized (401), "
+                                  "payload_too_large (413), rate_limited (429)", ("reason",), registry=r)
+        self.replays = Counter(f"{PREFIX}_idempotent_replays", "Replies replayed for a repeated Idempotency-Key",
+                               registry=r)
+        self.open_streams = 0
+        Gauge(f"{PREFIX}_open_streams", "Streamed replies being written", registry=r).set_function(
+            lambda: self.open_streams)
+        self.tool_rounds = Histogram(f"{PREFIX}_agent_tool_rounds", "Rounds of tool calls per agent turn",
+                                     buckets=ROUNDS, registry=r)
+        self.tokens = Counter(f"{PREFIX}_tokens", "Tokens the upstream reported (usage), by direction",
+                              ("direction",), registry=r)
+        self._tokens_in = self.tokens.labels("in")
+        self._tokens_out = self.tokens.labels("out")
+        self.upstream_calls = Counter(f"{PREFIX}_upstream_calls", "Model calls by outcome", ("outcome",),
+                                      registry=r)
+        self.upstream_seconds = Histogram(f"{PREFIX}_upstream_call_duration_seconds",
+                                          "Model calls: time to the end of the reply", buckets=SECONDS, registry=r)
+        self.upstream_first_token = Histogram(f"{PREFIX}_upstream_first_token_seconds",
+                                              "Streamed model calls: time to the first text or tool-call delta",
+                                              buckets=SECONDS, registry=r)
+        self.tool_calls = Counter(f"{PREFIX}_tool_calls", "Agent tool calls by tool, provider and outcome",
+                                  ("tool", "provider", "outcome"), registry=r)
+        self.tool_seconds = Histogram(f"{PREFIX}_tool_call_duration_seconds", "Agent tool calls: duration",
+                                      ("tool", "provider"), buckets=SECONDS, registry=r)
+        self.store_operations = Counter(f"{PREFIX}_store_operations", "Response store operations by kind and outcome",
+                                        ("operation", "outcome"), registry=r)
+        self.store_seconds = Histogram(f"{PREFIX}_store_operation_duration_seconds",
+                                       "Response store operations: duration", ("operation",),
+                                       buckets=FAST_SECONDS, registry=r)
+        self._children: dict[tuple[Any, ...], Any] = {}
+
+    def gauge(self, name: str, documentation: str, read: Callable[[], float]) -> None:
+        """A gauge read only when scraped, from a count something else already keeps."""
+        Gauge(f"{PREFIX}_{name}", documentation, registry=self.registry).set_function(read)
+
+    def _child(self, metric: Counter | Histogram, *labels: str) -> Any:
+        # labels() builds and hashes a tuple under the metric's lock; a dict lookup is cheaper
+        key = (metric, *labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
+
+    # -- per request (the front door and the response-prepare hook) --
+
+    def request_done(self, request: web.Request, status: int | str, started: float) -> None:
+        now = time.perf_counter()
+        route = route_of(request)
+        method = request.method if request.method in KNOWN_METHODS else "other"
+        self._child(self.requests, route, method, str(status)).inc()
+        first_byte = request.get(FIRST_BYTE_AT)
+        if first_byte is None:
+            self._child(self.request_seconds, route).observe(now - started)
+        else:
+            self.open_streams -= 1
+            self._child(self.stream_first_byte, route).observe(first_byte - started)
+            self._child(self.stream_seconds, route).observe(now - started)
+        reason = REJECTIONS.get(status) if isinstance(status, int) else None
+        if reason is not None:
+            self._child(self.rejections, reason).inc()
+
+    def response_prepared(self, request: web.Request, response: web.StreamResponse) -> None:
+        # A web.Response is prepared after the front door has returned it; a stream is prepared
+        # inside the handler, so the front door's step after it sees the mark.
+        if not isinstance(response, web.Response):
+            request[FIRST_BYTE_AT] = time.perf_counter()
+            self.open_streams += 1
+        elif "Idempotent-Replayed" in response.headers:
+            self.replays.inc()
+
+    # -- from the agent (gateway/http/observe.py) and the store wrapper --
+
+    def upstream_done(self, outcome: str, seconds: float, first_token: float | None) -> None:
+        self._child(self.upstream_calls, outcome).inc()
+        self.upstream_seconds.observe(seconds)
+        if first_token is not None:
+            self.upstream_first_token.observe(first_token)
+
+    def tool_done(self, tool: str, provider: str, outcome: str, seconds: float) -> None:
+        self._child(self.tool_calls, tool, provider, outcome).inc()
+        self._child(self.tool_seconds, tool, provider).observe(seconds)
+
+    def turn_done(self, tool_rounds: int, prompt_tokens: int, completion_tokens: int) -> None:
+        self.tool_rounds.observe(tool_rounds)
+        if prompt_tokens:
+            self._tokens_in.inc(prompt_tokens)
+        if completion_tokens:
+            self._tokens_out.inc(completion_tokens)
+
+    def store_done(self, operation: str, outcome: str, seconds: float) -> None:
+        self._child(self.store_operations, operation, outcome).inc()
+        self._child(self.store_seconds, operation).observe(seconds)
+
+
+def route_of(request: web.Request) -> str:
+    """The matched route's template; `unmatched` for a path no route serves (404s, scanners)."""
+    resource = request.match_info.route.resource
+    return resource.canonical if resource is not None else "unmatched"

@@ -1,0 +1,100 @@
+"""The agent's observer for a running gateway: Prometheus metrics and, when on, OpenTelemetry spans.
+
+Spans of model and tool calls are children of the request's span (current in the task that runs
+the agent, or copied into the stream's producer task), and are never made current themselves: an
+agent generator may be closed from another task, where detaching a context would fail. Each model
+call's `traceparent` names its own span, so the upstream's spans hang below it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from gateway.agent.observer import AgentObserver, ToolCall, UpstreamCall
+from gateway.http.metrics import Metrics
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer
+
+
+class _Upstream(UpstreamCall):
+    __slots__ = ("_observer", "_started", "_first", "_span", "headers")
+
+    def __init__(self, observer: GatewayObserver, stream: bool) -> None:
+        self._observer = observer
+        self._started = time.perf_counter()
+        self._first: float | None = None
+        self._span: Any = None
+        self.headers: Mapping[str, str] | None = None
+        tracing = observer.tracing
+        if tracing is not None:
+            trace, propagate, tracer = tracing
+            self._span = tracer.start_span("upstream chat.completions", kind=trace.SpanKind.CLIENT,
+                                           attributes={"gen_ai.operation.name": "chat", "gateway.stream": stream})
+            headers: dict[str, str] = {}
+            propagate.inject(headers, context=trace.set_span_in_context(self._span))
+            self.headers = headers
+
+    def first_token(self) -> None:
+        self._first = time.perf_counter()
+
+    def finish(self, outcome: str) -> None:
+        now = time.perf_counter()
+        metrics = self._observer.metrics
+        if metrics is not None:
+            metrics.upstream_done(outcome, now - self._started,
+                                  None if self._first is None else self._first - self._started)
+        if self._span is not None:
+            _end(self._span, outcome)
+
+
+class _Tool(ToolCall):
+    __slots__ = ("_observer", "_tool", "_started", "_span")
+
+    def __init__(self, observer: GatewayObserver, tool: str) -> None:
+        self._observer = observer
+        self._tool = tool
+        self._started = time.perf_counter()
+        self._span: Any = None
+        tracing = observer.tracing
+        if tracing is not None:
+            self._span = tracing[2].start_span(f"tool {tool}", attributes={"gateway.tool": tool})
+
+    def finish(self, provider: str, outcome: str) -> None:
+        metrics = self._observer.metrics
+        if metrics is not None:
+            metrics.tool_done(self._tool, provider, outcome, time.perf_counter() - self._started)
+        if self._span is not None:
+            self._span.set_attribute("gateway.provider", provider)
+            _end(self._span, outcome)
+
+
+def _end(span: Any, outcome: str) -> None:
+    from opentelemetry.trace import Status, StatusCode
+
+    span.set_attribute("gateway.outcome", outcome)
+    if outcome not in ("ok", "cancelled"):
+        span.set_status(Status(StatusCode.ERROR, outcome))
+    span.end()
+
+
+class GatewayObserver(AgentObserver):
+    def __init__(self, metrics: Metrics | None, tracer: Tracer | None) -> None:
+        self.metrics = metrics
+        self.tracing: tuple[Any, Any, Tracer] | None = None
+        if tracer is not None:
+            from opentelemetry import propagate, trace
+
+            self.tracing = (trace, propagate, tracer)
+
+    def upstream_call(self, stream: bool) -> UpstreamCall:
+        return _Upstream(self, stream)
+
+    def tool_call(self, tool: str) -> ToolCall:
+        return _Tool(self, tool)
+
+    def turn_finished(self, tool_rounds: int, prompt_tokens: int, completion_tokens: int) -> None:
+        if self.metrics is not None:
+            self.metrics.turn_done(tool_rounds, prompt_tokens, completion_tokens)

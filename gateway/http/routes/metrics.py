@@ -1,0 +1,20 @@
+"""GET /metrics: the app's Prometheus registry in the text exposition format.
+
+Registered only with API_SERVER_METRICS on (the default); behind API_SERVER_KEY like the API, so a
+scraper sends the key (Prometheus' `authorization` setting).
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from gateway.http import appkeys
+
+routes = web.RouteTableDef()
+
+
+@routes.get("/metrics")
+async def metrics(request: web.Request) -> web.Response:
+    body = generate_latest(request.app[appkeys.METRICS].registry)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
