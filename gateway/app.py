@@ -16,7 +16,7 @@ from gateway.front_door import front_door
 from gateway.idempotency_store import IdempotencyCache, InMemoryIdempotencyCache
 from gateway.lifecycle import Lifecycle, RunLimiter
 from gateway.memory_release import MemoryReleaser
-from gateway.middlewares import add_security_headers
+from gateway.middlewares import add_security_headers, allowed_hosts
 from gateway.request_ids import add_request_id_header
 from gateway.routes import chat, health, models, openapi, responses
 from gateway.settings import Settings
@@ -38,6 +38,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     app = web.Application(middlewares=[front_door], client_max_size=settings.max_body_bytes)
     app[appkeys.SETTINGS] = settings
     app[appkeys.CORS_POLICY] = CorsPolicy.from_origins(settings.cors_origins)
+    app[appkeys.ALLOWED_HOSTS] = allowed_hosts(settings)
     app[appkeys.STARTED_AT] = int(time.time())
     app[appkeys.LIMITER] = RunLimiter(settings.max_concurrent_runs)
     app[appkeys.LIFECYCLE] = Lifecycle()

@@ -23,3 +23,5 @@ STARTED_AT = web.AppKey("started_at", int)
 STORE = web.AppKey("response_store", ResponseStore)
 IDEMPOTENCY = web.AppKey("idempotency", IdempotencyCache)
 CORS_POLICY = web.AppKey("cors_policy", CorsPolicy)
+#: Host names a keyless gateway answers to (None: a key is set, any Host is fine), see middlewares.check_host
+ALLOWED_HOSTS: web.AppKey[frozenset[str] | None] = web.AppKey("allowed_hosts")

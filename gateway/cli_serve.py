@@ -86,17 +86,14 @@ def freeze_startup_objects() -> None:
 
 
 async def serve(settings: Settings) -> None:
-    from aiohttp import web
-
     from gateway import appkeys
     from gateway.app import create_app
+    from gateway.http_server import raise_fd_limit, start_site
 
+    raise_fd_limit()  # idle keep-alive clients, streams and the upstream pool all hold descriptors
     app = create_app(settings)
-    runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=1.0)
-    await runner.setup()
+    runner = await start_site(app, settings, settings.host, settings.port, shutdown_timeout=1.0)
     try:
-        site = web.TCPSite(runner, settings.host, settings.port)
-        await site.start()
         freeze_startup_objects()
         port = next(iter(runner.addresses))[1]
         host = f"[{settings.host}]" if ":" in settings.host else settings.host

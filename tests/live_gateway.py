@@ -1,8 +1,9 @@
 """A real gateway and fake upstream served from a background thread, for synchronous clients
 (schemathesis, requests) that cannot share the test's event loop.
 
-The gateway runs with the same runner options as `agent-gateway serve` (handler cancellation on),
-so a client that goes away cancels its handler as it would in production.
+The gateway runs on the same server as `agent-gateway serve` (gateway/http_server.py: handler
+cancellation on, parser rejections enveloped, connection cap), so a client that goes away cancels its
+handler as it would in production. Everything its loggers write while it runs is kept in `records`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from gateway.app import create_app
+from gateway.http_server import start_site
 from gateway.settings import Settings
 from tests.fakes.tools import LookupTool
 from tests.fakes.upstream import FakeUpstream
@@ -58,7 +60,9 @@ def live_gateway(home: Path, **overrides: Any) -> Iterator[LiveGateway]:
         upstream.base_url = f"{upstream_url}/v1"
         settings = dataclasses.replace(
             Settings(home=home, profile=None, llm_base_url=upstream.base_url, llm_model="fake-model"), **overrides)
-        gateway_runner, gateway_url = await _start_site(create_app(settings, tools=[LookupTool()]))
+        gateway_runner = await start_site(create_app(settings, tools=[LookupTool()]), settings, "127.0.0.1", 0)
+        host, port = next(iter(gateway_runner.addresses))[:2]
+        gateway_url = f"http://{host}:{port}"
         ready.update(upstream=upstream, url=gateway_url)
         started.set()
         try:
