@@ -53,6 +53,22 @@ async def read_json_object(request: web.Request) -> dict[str, Any]:
     return body
 
 
+async def _read_within_timeout(request: web.Request) -> bytes:
+    """The rest of a body whose bytes are still arriving."""
+    timeout = request.app[appkeys.SETTINGS].body_timeout
+    try:
+        async with asyncio.timeout(timeout):
+            return await request.read()
+    except TimeoutError as exc:
+        # No force-close here: closing with unread bytes makes the kernel send a reset that can
+        # destroy the 408 before a slow but honest client reads it. aiohttp drains the rest for at
+        # most its lingering time (10 s) and then closes, so the connection stays bounded.
+        raise RequestTimeoutError(
+            f"the request body did not arrive within API_SERVER_BODY_TIMEOUT ({timeout:g} s)"
+        ) from exc
+
+
+
 def expect(value: Any, kinds: type | tuple[type, ...], param: str, what: str) -> Any:
     ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in _as_tuple(kinds))
     if not ok:
