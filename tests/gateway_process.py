@@ -6,7 +6,7 @@ import asyncio
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -49,11 +49,13 @@ async def run_cli(*args: str, env: Mapping[str, str], timeout: float = 30,
     return proc.returncode, out.decode(), err.decode()
 
 
-async def start_gateway(*args: str, env: Mapping[str, str], timeout: float = 60) -> GatewayProcess:
-    """Start `serve --port 0` (plus args) and wait for its listening line."""
+async def start_gateway(*args: str, env: Mapping[str, str], timeout: float = 60,
+                        preexec_fn: Callable[[], None] | None = None) -> GatewayProcess:
+    """Start `serve --port 0` (plus args) and wait for its listening line. `preexec_fn` runs in
+    the child before it starts (e.g. to lower its open-files limit)."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "gateway", *args, "serve", "--port", "0", env=dict(env), cwd=str(REPO),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, preexec_fn=preexec_fn)
     assert proc.stdout is not None and proc.stderr is not None
 
     async def first_url() -> str:
