@@ -82,7 +82,7 @@ async def test_a_connection_sending_its_head_slowly_is_closed_after_the_header_t
         assert await health(served.port) == 200  # the gateway itself is fine
 
 
-async def test_an_idle_connection_is_closed_after_the_header_timeout_but_a_reply_in_progress_is_not(
+async def test_an_idle_connection_is_closed_after_the_header_timeout(
         tmp_path: Path) -> None:
     async with serve(tmp_path, {"API_SERVER_HEADER_TIMEOUT": "0.5"}) as served:
         reader, writer = await asyncio.open_connection("127.0.0.1", served.port)
@@ -121,14 +121,16 @@ async def test_with_few_file_descriptors_a_flood_of_idle_connections_does_not_lo
     def few_files() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (100, 100))
 
-    settings = {"API_SERVER_HEADER_TIMEOUT": "1", "API_SERVER_MAX_CONNECTIONS": "1000"}
+    # more connections than descriptors: before the cap, accept() failed in a loop and idle
+    # connections held every descriptor for an hour
+    settings = {"API_SERVER_HEADER_TIMEOUT": "0.5", "API_SERVER_MAX_CONNECTIONS": "1000"}
     async with serve(tmp_path, settings, preexec_fn=few_files) as served:
         flood: list[Any] = []
-        for _ in range(40):
+        for _ in range(110):
             flood.append(await asyncio.open_connection("127.0.0.1", served.port))
         started = time.monotonic()
         assert await health(served.port, timeout=10) == 200
-        assert time.monotonic() - started < 6
+        assert time.monotonic() - started < 8
         for _, writer in flood:
             writer.close()
     log = "".join(served.lines)
