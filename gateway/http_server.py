@@ -59,7 +59,7 @@ def describe_rejection(exc: BaseException) -> str:
         reason = reason.strip()
         if colon and _FIXED_REASON.fullmatch(reason) and "'" not in reason.replace("can't", ""):
             return reason
-    return f"malformed HTTP request ({type(exc).__name__})"
+    return f"it could not be read ({type(exc).__name__})"
 
 
 class GatewayRequestHandler(RequestHandler):
@@ -73,15 +73,23 @@ class GatewayRequestHandler(RequestHandler):
 
     def handle_error(self, request: BaseRequest, status: int = 500, exc: BaseException | None = None,
                      message: str | None = None) -> web.StreamResponse:
-        if not isinstance(exc, HttpProcessingError):
-            return super().handle_error(request, status, exc, message)  # a real bug: keep the traceback
+        if isinstance(exc, ConnectionError):  # the client left while its reply was written
+            self.log_debug("client gone: %r", exc)
+            gone = web.Response(status=status)
+            gone.force_close()
+            return gone
+        if exc is None:
+            return super().handle_error(request, status, exc, message)
+        # The front door answers everything raised inside it, so what arrives here failed in
+        # aiohttp's own handling of an odd request: the parser, or the `Expect` check before the
+        # middleware (which fails on a value that is not UTF-8). Its message may quote the request.
         reason = describe_rejection(exc)
         self._rejections.log(logging.INFO, "rejected a malformed request from %s: %s (%d)", request.remote,
                              reason, status)
         if request.writer.output_size > 0:
             raise ConnectionError("a reply was already sent; cannot send the error")  # as aiohttp does
         error = InvalidRequestError(f"malformed HTTP request: {reason}", code="malformed_request")
-        error.status = status if 400 <= status < 500 else 400
+        error.status = status if 400 <= status < 500 else 400  # 500 here is aiohttp's, the fault the client's
         response = error_response(error)
         add_security_headers(response)
         response.force_close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,11 +28,25 @@ from tests.fakes.upstream import FakeUpstream
 SERVE_RUNNER_OPTIONS: dict[str, Any] = {"handler_cancellation": True, "access_log": None, "shutdown_timeout": 1.0}
 
 
+class _Keep(logging.Handler):
+    def __init__(self, records: list[logging.LogRecord]) -> None:
+        super().__init__(logging.DEBUG)
+        self.records = records
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
 @dataclasses.dataclass
 class LiveGateway:
     base_url: str
     upstream: FakeUpstream
     loop: asyncio.AbstractEventLoop
+    records: list[logging.LogRecord] = dataclasses.field(default_factory=list)
+
+    @property
+    def port(self) -> int:
+        return int(self.base_url.rsplit(":", 1)[1])
 
     def call(self, coro: Any, timeout: float = 10) -> Any:
         """Run a coroutine on the gateway's loop (e.g. to queue upstream replies or inspect state)."""
@@ -81,13 +96,17 @@ def live_gateway(home: Path, **overrides: Any) -> Iterator[LiveGateway]:
         finally:
             loop.close()
 
+    records: list[logging.LogRecord] = []
+    keep = _Keep(records)
+    logging.getLogger().addHandler(keep)
     thread = threading.Thread(target=run, name="live-gateway", daemon=True)
     thread.start()
     started.wait(20)
-    if "error" in ready or "url" not in ready:
-        raise RuntimeError(f"the live gateway did not start: {ready.get('error')!r}")
     try:
-        yield LiveGateway(ready["url"], ready["upstream"], loop)
+        if "error" in ready or "url" not in ready:
+            raise RuntimeError(f"the live gateway did not start: {ready.get('error')!r}")
+        yield LiveGateway(ready["url"], ready["upstream"], loop, records)
     finally:
         loop.call_soon_threadsafe(stop.set)
         thread.join(20)
+        logging.getLogger().removeHandler(keep)

@@ -25,7 +25,8 @@ MALFORMED = {
     "nul_in_header_value": f"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n{KEY_HEADER}\x00\r\n\r\n".encode(),
     "del_in_header_value": f"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n{KEY_HEADER}\x7f\r\n\r\n".encode(),
     "bare_lf_line_endings": f"GET /v1/models HTTP/1.1\nHost: 127.0.0.1\n{KEY_HEADER}\n\n".encode(),
-    "header_over_8190_bytes": f"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n{KEY_HEADER}{'a' * 9000}\r\n\r\n".encode(),
+    "header_over_8190_bytes": (f"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n{KEY_HEADER}{'a' * 9000}"
+                               "\r\n\r\n").encode(),
     "content_length_and_chunked": (f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n{KEY_HEADER}\r\n"
                                    "Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n").encode(),
     "duplicate_content_length": (f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n{KEY_HEADER}\r\n"
@@ -112,7 +113,8 @@ async def test_a_keyless_gateway_refuses_a_body_that_is_not_json_with_415(
             assert reply.status == 415, reply
             assert_error_envelope(reply.json(), code="unsupported_media_type")
         # the same with an Idempotency-Key, which reads the body on a path of its own
-        reply = await exchange(port, request("POST", "/v1/chat/completions", {**headers, "Idempotency-Key": "k1"}, body))
+        with_key = {**headers, "Idempotency-Key": "k1"}
+        reply = await exchange(port, request("POST", "/v1/chat/completions", with_key, body))
         assert reply.status == 415
     assert upstream.requests == []
 
