@@ -14,8 +14,11 @@ from typing import Any
 import pytest
 
 from gateway.log_limits import RateLimitedLog, printable
+from gateway.middlewares import OPEN_PATHS
+from gateway.settings import OPTIONS_BY_ENV
 from tests.conftest import API_KEY
 from tests.fakes.upstream import text
+from tests.gateway_process import REPO
 from tests.helpers import assert_error_envelope
 from tests.rawhttp import exchange, request, serving
 
@@ -226,3 +229,30 @@ def test_printable_escapes_control_characters_and_keeps_the_rest() -> None:
     assert printable("/v1/chat/completions") == "/v1/chat/completions"
     assert printable("/v1/é✓") == "/v1/é✓"
     assert printable("/x\n2026-12-01 ERROR FORGED\r\x1b[31m") == "/x\\n2026-12-01 ERROR FORGED\\r\\x1b[31m"
+
+
+def test_the_routes_open_without_a_key_are_the_ones_the_readme_and_the_key_help_name() -> None:
+    # /openapi.json stays open like the health routes: it describes the API, the same for
+    # everyone, and holds no data
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    notes = readme[readme.index("## Security notes"):]
+    notes = notes[: notes.index("\n## ", 3)]
+    key_help = OPTIONS_BY_ENV["API_SERVER_KEY"].help
+    for path in OPEN_PATHS:
+        assert f"`{path}`" in notes, path
+        assert path in key_help, path
+
+
+async def test_the_header_timeout_does_not_cut_a_reply_that_takes_longer(make_settings: Any, upstream: Any) -> None:
+    upstream.queue(text("slow but fine", delay=1.0), text("again"))
+    body = b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}'
+    one = request("POST", "/v1/chat/completions", {"Content-Type": "application/json"}, body)
+    async with serving(make_settings(header_timeout=0.3)) as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(one)
+        first = await asyncio.wait_for(reader.readuntil(b"}]"), 5)
+        writer.write(one)  # the same connection, at once: kept alive for the next request
+        second = await asyncio.wait_for(reader.readuntil(b"}]"), 5)
+        writer.close()
+    assert b" 200 " in first and b"slow but fine" in first
+    assert b" 200 " in second and b"again" in second
