@@ -244,13 +244,16 @@ class CappedSite(web.BaseSite):
 def raise_fd_limit() -> int:
     """Raise the soft limit on open files to the hard one; returns the soft limit now in force."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or soft >= hard:
-        return soft
-    try:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    except (ValueError, OSError):
-        return soft
-    return hard
+    # an unlimited hard limit (macOS) cannot be the soft one: the kernel caps it (OPEN_MAX, 10240)
+    for target in ((hard,) if hard != resource.RLIM_INFINITY else (65536, 10240)):
+        if soft != resource.RLIM_INFINITY and soft >= target:
+            return soft
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):
+            continue
+        return target
+    return soft
 
 
 def connection_cap(wanted: int) -> int:
