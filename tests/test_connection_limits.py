@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import resource
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-from tests.gateway_process import GatewayProcess, gateway_env, start_gateway
+from tests.gateway_process import REPO, GatewayProcess, gateway_env, start_gateway
 from tests.rawhttp import parse_reply, read_reply, request
 
 
@@ -152,3 +153,48 @@ async def test_a_path_with_a_newline_cannot_forge_a_log_line(tmp_path: Path) -> 
     assert not any(line.startswith(forged) for line in lines), lines
     access = [line for line in lines if "GET /v1/nothing" in line]
     assert len(access) == 1 and "\\n" + forged + "\\r\\x1b[31m 404" in access[0], access
+
+
+# A server whose cap is above what its descriptors allow (make_runner would lower it), so accept()
+# itself runs out of descriptors: the failure is logged a few times, not in a loop.
+OUT_OF_FILES_SERVER = """
+import asyncio, logging, resource, sys
+from pathlib import Path
+from gateway.app import create_app
+from gateway.http_server import CappedSite, GatewayRunner
+from gateway.settings import Settings
+
+async def main():
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+    settings = Settings(home=Path(sys.argv[1]), profile=None, llm_base_url="http://127.0.0.1:9/v1", llm_model="m")
+    runner = GatewayRunner(create_app(settings, tools=[]), max_connections=1000, keepalive_timeout=30,
+                           handler_cancellation=True, access_log=None)
+    await runner.setup()
+    await CappedSite(runner, "127.0.0.1", 0).start()
+    import os
+    used = len(os.listdir("/proc/self/fd"))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (used + 4, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    print(runner.addresses[0][1], flush=True)
+    await asyncio.sleep(3)
+    await runner.cleanup()
+
+asyncio.run(main())
+"""
+
+
+async def test_accept_running_out_of_descriptors_is_logged_a_few_times_not_in_a_loop(tmp_path: Path) -> None:
+    env = gateway_env(tmp_path)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", OUT_OF_FILES_SERVER, str(tmp_path), env=env, cwd=str(REPO),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    assert proc.stdout is not None
+    port = int(await asyncio.wait_for(proc.stdout.readline(), 30))
+    flood = [await asyncio.open_connection("127.0.0.1", port) for _ in range(30)]
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    for _, writer in flood:
+        writer.close()
+    log = err.decode()
+    failures = [line for line in log.splitlines() if "cannot accept a connection" in line]
+    assert 1 <= len(failures) <= 3, log[-3000:]
+    assert "out of system resource" not in log
+    assert "Traceback" not in log, log[-3000:]
