@@ -33,10 +33,10 @@ from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 from aiohttp.web_server import Server
 
+from gateway.config.settings import Settings
 from gateway.errors import InvalidRequestError
+from gateway.http.checks import add_security_headers, error_response, from_http_exception
 from gateway.log_limits import RateLimitedLog
-from gateway.middlewares import add_security_headers, error_response, from_http_exception
-from gateway.settings import Settings
 
 log = logging.getLogger("agent_gateway.http")
 

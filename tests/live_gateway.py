@@ -19,9 +19,9 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.app import create_app
+from gateway.config.settings import Settings
+from gateway.http.app import create_app
 from gateway.http_server import start_site
-from gateway.settings import Settings
 from tests.fakes.tools import LookupTool
 from tests.fakes.upstream import FakeUpstream
 

@@ -10,9 +10,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.app import create_app
+from gateway.config.settings import Settings
+from gateway.http.app import create_app
 from gateway.http_server import start_site
-from gateway.settings import Settings
 from tests.fakes.tools import LookupTool
 
 

@@ -160,9 +160,9 @@ async def test_a_path_with_a_newline_cannot_forge_a_log_line(tmp_path: Path) -> 
 OUT_OF_FILES_SERVER = """
 import asyncio, logging, resource, sys
 from pathlib import Path
-from gateway.app import create_app
+from gateway.http.app import create_app
 from gateway.http_server import CappedSite, GatewayRunner
-from gateway.settings import Settings
+from gateway.config.settings import Settings
 
 async def main():
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
