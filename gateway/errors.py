@@ -8,7 +8,9 @@
     │   │   ├── UnprocessableError    422
     │   │   │   └── IdempotencyKeyReusedError  (idempotency_store) same key, different request
     │   │   ├── RequestTimeoutError   408 (+ Connection: close)
-    │   │   └── PayloadTooLargeError  413
+    │   │   ├── UndecodableBodyError  400 (+ Connection: close)
+    │   │   ├── PayloadTooLargeError  413
+    │   │   └── UnsupportedMediaTypeError 415
     │   ├── AuthenticationError       401 (code invalid_api_key)
     │   ├── PermissionDeniedError     403
     │   ├── RateLimitError            429 rate_limit_exceeded (+ Retry-After)
@@ -104,9 +106,23 @@ class RequestTimeoutError(InvalidRequestError):
         return {**super().headers(), "Connection": "close"}
 
 
+class UndecodableBodyError(InvalidRequestError):
+    """A body that does not match its Content-Encoding: the connection cannot carry another request."""
+
+    code = "invalid_body"
+
+    def headers(self) -> dict[str, str]:
+        return {**super().headers(), "Connection": "close"}
+
+
 class PayloadTooLargeError(InvalidRequestError):
     status = 413
     code = "request_too_large"
+
+
+class UnsupportedMediaTypeError(InvalidRequestError):
+    status = 415
+    code = "unsupported_media_type"
 
 
 class AuthenticationError(GatewayError):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import logging
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +16,47 @@ from gateway.config.settings import Settings
 from gateway.http.app import create_app
 from tests.fakes.tools import LookupTool
 from tests.fakes.upstream import FakeUpstream
+from tests.gateway_process import LOG_DIR_VARIABLE
 
 API_KEY = "sk-test-key-123"
+#: Keys the tests give gateways and upstreams: none may appear in any log line of the run.
+LOG_SECRETS = (API_KEY, "sk-upstream-secret-987", "sk-readme-test-key-0123456789")
+
+
+class SecretWatch(logging.Handler):
+    """Formats every record logged in this process (message and traceback) and keeps those that
+    hold a secret."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+        self.found: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = self.format(record)
+        if any(secret in text for secret in LOG_SECRETS):
+            self.found.append(text[:500])
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_key_reaches_a_log(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every log line of the run's gateways, in-process records and subprocess stderr alike
+    (tests/gateway_process.py copies it), is checked for the test keys once the session ends."""
+    directory = tmp_path_factory.mktemp("gateway-logs")
+    os.environ[LOG_DIR_VARIABLE] = str(directory)
+    watch = SecretWatch()
+    logging.getLogger().addHandler(watch)
+    try:
+        yield
+    finally:
+        logging.getLogger().removeHandler(watch)
+        del os.environ[LOG_DIR_VARIABLE]
+    leaks = list(watch.found)
+    for path in sorted(directory.iterdir()):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if any(secret in line for secret in LOG_SECRETS):
+                leaks.append(f"{path.name}: {line[:500]}")
+    assert not leaks, "a test key reached a log:\n" + "\n".join(leaks[:20])
 
 
 @pytest.fixture

@@ -4,6 +4,9 @@
 The one helper for starting and stopping them, shared by the tests (what only a process shows:
 the CLI, restarts, signals, kill -9) and by `bench/` (the gateway, the fake upstream and the floor
 relay under load). Nothing here imports `bench/`; `bench/processes.py` builds on this module.
+
+Everything a gateway process writes on stderr (its log) is also copied to a file under
+$AGENT_GATEWAY_TEST_LOGS when the session sets it (tests/conftest.py checks those files for keys).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import asyncio
 import os
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -21,6 +24,8 @@ REPO = Path(__file__).resolve().parent.parent
 LISTENING = re.compile(r"listening on (http://[^\s/]+)")
 #: Variables of the developer's own gateway that must not leak into a child.
 _GATEWAY_VARIABLES = ("API_SERVER_", "LLM_", "AGENT_", "WEB_", "PLUGINS_", "SEARXNG_")
+#: Where the session wants every child's stderr copied (tests/conftest.py reads it).
+LOG_DIR_VARIABLE = "AGENT_GATEWAY_TEST_LOGS"
 
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -30,6 +35,34 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra or {})
     return env
+
+
+def tee_stderr(proc: asyncio.subprocess.Process) -> asyncio.Future[None] | None:
+    """Copy the child's stderr to the session's log folder as it comes, leaving the same bytes
+    readable on `proc.stderr` (a fresh reader, fed by the copy, so tests read it as before)."""
+    directory = os.environ.get(LOG_DIR_VARIABLE)
+    original = proc.stderr
+    if not directory or original is None:
+        return None
+    copy = asyncio.StreamReader(limit=2**20)
+    proc.stderr = copy
+    path = Path(directory) / f"gateway-{proc.pid}.log"
+
+    async def pump() -> None:
+        with path.open("ab") as sink:
+            while chunk := await original.read(65536):
+                sink.write(chunk)
+                copy.feed_data(chunk)
+        copy.feed_eof()
+
+    return asyncio.ensure_future(pump())
+
+
+def keep_log(name: str, text: str) -> None:
+    directory = os.environ.get(LOG_DIR_VARIABLE)
+    if directory:
+        with (Path(directory) / f"{name}.log").open("a", encoding="utf-8") as sink:
+            sink.write(text)
 
 
 def gateway_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -42,12 +75,17 @@ class ServerProcess:
     test to read after `stop` (or drained with `keep_draining` when nobody will)."""
 
     def __init__(self, proc: asyncio.subprocess.Process, base_url: str, name: str = "gateway",
-                 banner: str = "") -> None:
+                 banner: str = "", tee: asyncio.Future[None] | None = None) -> None:
         self.proc = proc
         self.base_url = base_url
         self.name = name
         self.banner = banner  # the listening line, as printed
         self._drain: asyncio.Task[None] | None = None
+        self._tee = tee  # the stderr copy to the session's log folder, when there is one
+
+    async def _log_copied(self) -> None:
+        if self._tee is not None:
+            await asyncio.wait_for(asyncio.shield(self._tee), 10)
 
     @property
     def pid(self) -> int:
@@ -76,6 +114,7 @@ class ServerProcess:
                 await self.proc.wait()
         if self._drain is not None:
             self._drain.cancel()
+        await self._log_copied()
         assert self.proc.returncode is not None
         return self.proc.returncode
 
@@ -84,6 +123,7 @@ class ServerProcess:
         if self.proc.returncode is None:
             self.proc.kill()
             await self.proc.wait()
+        await self._log_copied()
 
 
 #: Kept for the tests that construct one around a process they started themselves.
@@ -92,11 +132,14 @@ P = TypeVar("P", bound=ServerProcess)
 
 
 async def start_server(args: Sequence[str], *, env: Mapping[str, str], process_type: type[P],
-                       name: str = "gateway", cwd: Path = REPO, timeout: float = 60) -> P:
-    """Run `python <args>` in `cwd` and wait for its listening line; kill it if none comes."""
+                       name: str = "gateway", cwd: Path = REPO, timeout: float = 60,
+                       preexec_fn: Callable[[], None] | None = None) -> P:
+    """Run `python <args>` in `cwd` and wait for its listening line; kill it if none comes.
+    `preexec_fn` runs in the child before it starts (e.g. to lower its open-files limit)."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, *args, env=dict(env), cwd=str(cwd),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, preexec_fn=preexec_fn)
+    tee = tee_stderr(proc)
 
     async def first_url() -> tuple[str, str]:
         assert proc.stdout is not None and proc.stderr is not None
@@ -115,14 +158,16 @@ async def start_server(args: Sequence[str], *, env: Mapping[str, str], process_t
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+        await process_type(proc, "", name, "", tee)._log_copied()
         raise
-    return process_type(proc, url, name, banner)
+    return process_type(proc, url, name, banner, tee)
 
 
-async def start_gateway(*args: str, env: Mapping[str, str], timeout: float = 60) -> ServerProcess:
+async def start_gateway(*args: str, env: Mapping[str, str], timeout: float = 60,
+                        preexec_fn: Callable[[], None] | None = None) -> ServerProcess:
     """Start `python -m gateway [args] serve --port 0` and wait for its listening line."""
     return await start_server(["-m", "gateway", *args, "serve", "--port", "0"], env=env,
-                              process_type=ServerProcess, timeout=timeout)
+                              process_type=ServerProcess, timeout=timeout, preexec_fn=preexec_fn)
 
 
 async def run_cli(*args: str, env: Mapping[str, str], timeout: float = 30,
@@ -133,4 +178,5 @@ async def run_cli(*args: str, env: Mapping[str, str], timeout: float = 30,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
     assert proc.returncode is not None
+    keep_log(f"cli-{proc.pid}", err.decode(errors="replace"))
     return proc.returncode, out.decode(), err.decode()

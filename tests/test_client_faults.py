@@ -68,7 +68,7 @@ async def trickle(port: int, body: bytes, every: float) -> tuple[bytes, bytes, f
     return the reply's head, its body and how long it took."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     start = time.monotonic()
-    writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                  b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n")
 
     async def send_slowly() -> None:

@@ -93,19 +93,16 @@ def freeze_startup_objects() -> None:
 
 
 async def serve(settings: Settings) -> None:
-    from aiohttp import web
-
     from gateway.http import appkeys
     from gateway.http.app import create_app
     from gateway.http.tracing import tracer_provider_from_env
+    from gateway.http_server import raise_fd_limit, start_site
 
+    raise_fd_limit()  # idle keep-alive clients, streams and the upstream pool all hold descriptors
     tracer_provider = tracer_provider_from_env()  # None unless OTEL_TRACES_EXPORTER names an exporter
     app = create_app(settings, tracer_provider=tracer_provider)
-    runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=1.0)
-    await runner.setup()
+    runner = await start_site(app, settings, settings.host, settings.port, shutdown_timeout=1.0)
     try:
-        site = web.TCPSite(runner, settings.host, settings.port)
-        await site.start()
         freeze_startup_objects()
         port = next(iter(runner.addresses))[1]
         host = f"[{settings.host}]" if ":" in settings.host else settings.host

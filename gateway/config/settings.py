@@ -141,7 +141,9 @@ OPTIONS: tuple[Option, ...] = (
            "bind address; a non-loopback address requires API_SERVER_KEY"),
     Option("port", "API_SERVER_PORT", "api_server.port", _parse_int, 8642, "TCP port", minimum=0),
     Option("api_key", "API_SERVER_KEY", "api_server.key", _parse_str, None,
-           "bearer key required on every route except /health", secret=True),
+           "bearer key required on every route except /health, /v1/health and /openapi.json", secret=True),
+    Option("allowed_hosts", "API_SERVER_ALLOWED_HOSTS", "api_server.allowed_hosts", _parse_list, (),
+           "without a key, Host names accepted besides localhost and the bind address (403 otherwise)"),
     Option("cors_origins", "API_SERVER_CORS_ORIGINS", "api_server.cors_origins", _parse_origins, (),
            "comma-separated browser origins allowed (none = no CORS; `*` = any, unsafe with a key)"),
     Option("model_name", "API_SERVER_MODEL_NAME", "api_server.model_name", _parse_str, None,
@@ -154,6 +156,10 @@ OPTIONS: tuple[Option, ...] = (
            10_000_000, "request body limit in bytes (413 beyond it)", minimum=1),
     Option("body_timeout", "API_SERVER_BODY_TIMEOUT", "api_server.body_timeout", _parse_float, 30.0,
            "seconds a client may take to send its whole request body (408 beyond it)", minimum=0.01),
+    Option("header_timeout", "API_SERVER_HEADER_TIMEOUT", "api_server.header_timeout", _parse_float, 10.0,
+           "seconds a connection may take to send a whole request head (closed beyond it)", minimum=0.01),
+    Option("max_connections", "API_SERVER_MAX_CONNECTIONS", "api_server.max_connections", _parse_int, 1000,
+           "open connections at most; beyond it new ones wait to be accepted", minimum=1),
     Option("shutdown_grace", "API_SERVER_SHUTDOWN_GRACE", "api_server.shutdown_grace", _parse_float, 10.0,
            "seconds in-flight requests get to finish on SIGTERM", minimum=0),
     Option("idempotency_ttl", "API_SERVER_IDEMPOTENCY_TTL", "api_server.idempotency_ttl", _parse_float, 300.0,
@@ -224,12 +230,15 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8642
     api_key: str | None = None
+    allowed_hosts: tuple[str, ...] = ()
     cors_origins: tuple[str, ...] = ()
     model_name: str = DEFAULT_MODEL_NAME
     max_stored_responses: int = 100
     max_concurrent_runs: int = 32
     max_body_bytes: int = 10_000_000
     body_timeout: float = 30.0
+    header_timeout: float = 10.0
+    max_connections: int = 1000
     shutdown_grace: float = 10.0
     idempotency_ttl: float = 300.0
     keepalive_interval: float = 10.0

@@ -19,6 +19,7 @@ import time
 from aiohttp import web
 
 from gateway.http.batched_log import BatchingStreamHandler
+from gateway.log_limits import printable
 
 HEADER = "X-Request-Id"
 _SANE_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
@@ -63,8 +64,9 @@ def log_access(request: web.Request, request_id: str, status: int | str, started
         # Written once this task step ends: a returned reply is sent right after the middleware,
         # so its bytes leave before the line is formatted and written (~15 us less latency per
         # reply). call_soon runs it in a copy of this context, so the record carries the id.
-        asyncio.get_running_loop().call_soon(access_log.info, "%s %s %s %.0fms id=%s", request.method,
-                                             request.path, status, elapsed_ms, request_id)
+        # the path is escaped here as well as by the serve formatter, for handlers configured elsewhere
+        asyncio.get_running_loop().call_soon(access_log.info, "%s %s %s %.0fms id=%s", printable(request.method),
+                                             printable(request.path), status, elapsed_ms, request_id)
 
 
 def add_request_id_header(response: web.StreamResponse) -> None:
@@ -95,6 +97,12 @@ class LogFormatter(logging.Formatter):
     def __init__(self, fmt: str) -> None:
         super().__init__(fmt)
         self._second: tuple[int, str] = (-1, "")  # one tuple, swapped whole: safe across threads
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802
+        # A message may carry what a client sent (a decoded path with %0a in it): escaped, it
+        # cannot start a forged line. Tracebacks are added after this and keep their lines.
+        record.message = printable(record.message)
+        return super().formatMessage(record)
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
         if datefmt is not None:

@@ -16,7 +16,7 @@ from gateway.agent.web_tools import build_web_tools
 from gateway.config.settings import Settings
 from gateway.http import appkeys
 from gateway.http.access_log import add_request_id_header
-from gateway.http.checks import add_security_headers
+from gateway.http.checks import add_security_headers, allowed_hosts
 from gateway.http.cors import add_cors_headers
 from gateway.http.cors_policy import CorsPolicy
 from gateway.http.lifecycle import Lifecycle, RunLimiter
@@ -52,6 +52,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     app = web.Application(middlewares=middlewares, client_max_size=settings.max_body_bytes)
     app[appkeys.SETTINGS] = settings
     app[appkeys.CORS_POLICY] = CorsPolicy.from_origins(settings.cors_origins)
+    app[appkeys.ALLOWED_HOSTS] = allowed_hosts(settings)
     app[appkeys.STARTED_AT] = int(time.time())
     app[appkeys.LIMITER] = RunLimiter(settings.max_concurrent_runs)
     app[appkeys.LIFECYCLE] = Lifecycle()

@@ -29,3 +29,5 @@ CORS_POLICY = web.AppKey("cors_policy", CorsPolicy)
 WEB_STATE = web.AppKey("web_state", WebState)
 #: Absent when API_SERVER_METRICS is false: nothing is counted then.
 METRICS = web.AppKey("metrics", Metrics)
+#: Host names a keyless gateway answers to (None: a key is set, any Host is fine), see middlewares.check_host
+ALLOWED_HOSTS: web.AppKey[frozenset[str] | None] = web.AppKey("allowed_hosts")

@@ -9,16 +9,19 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
+from gateway.config.settings import Settings
 from gateway.errors import (
     AuthenticationError,
     GatewayError,
     InvalidRequestError,
     NotFoundError,
     PayloadTooLargeError,
+    PermissionDeniedError,
     ServiceUnavailableError,
 )
 from gateway.http import appkeys
 from gateway.http.lifecycle import Lifecycle
+from gateway.log_limits import printable
 from gateway.wire import json_out
 
 log = logging.getLogger("agent_gateway")
@@ -29,12 +32,16 @@ SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-
 
 
 def error_response(error: GatewayError) -> web.Response:
-    return web.Response(
+    headers = error.headers()
+    response = web.Response(
         status=error.status,
         body=json_out.dumps(error.envelope(), ensure_ascii=True),
         content_type="application/json",
-        headers=error.headers(),
+        headers=headers,
     )
+    if headers.get("Connection") == "close":
+        response.force_close()  # no keep-alive after it; aiohttp still drains the body first
+    return response
 
 
 def from_http_exception(exc: web.HTTPException) -> GatewayError:
@@ -48,6 +55,11 @@ def from_http_exception(exc: web.HTTPException) -> GatewayError:
         return error
     if exc.status == 413:
         return PayloadTooLargeError("the request body is larger than API_SERVER_MAX_BODY_BYTES allows")
+    if exc.status == 417:  # aiohttp's own text repeats the header: ours does not
+        error = InvalidRequestError("the Expect header is not supported; only 'Expect: 100-continue' is",
+                                    code="expectation_failed")
+        error.status = 417
+        return error
     error = InvalidRequestError(exc.reason or "invalid request", code=None)
     error.status = exc.status
     return error
@@ -55,13 +67,14 @@ def from_http_exception(exc: web.HTTPException) -> GatewayError:
 
 def internal_error(request: web.Request) -> web.Response:
     """An unexpected exception: logged with its traceback, answered without it."""
-    log.exception("unhandled error on %s %s", request.method, request.path)
+    log.exception("unhandled error on %s %s", request.method, printable(request.path))
     return error_response(GatewayError("internal error; see the gateway's log", code="internal_error"))
 
 
 def admit(request: web.Request) -> Lifecycle:
     """The checks before routing, in this order: not shutting down (503), declared body size
-    (413), key (401). The caller must `leave()` the returned lifecycle once the request is done."""
+    (413), key (401) or, with no key, Host (403). The caller must `leave()` the returned lifecycle
+    once the request is done."""
     app = request.app
     lifecycle = app[appkeys.LIFECYCLE]
     if lifecycle.draining:
@@ -69,6 +82,9 @@ def admit(request: web.Request) -> Lifecycle:
     settings = app[appkeys.SETTINGS]
     check_body_size(request, settings.max_body_bytes)
     check_key(request, settings.api_key)
+    hosts = app[appkeys.ALLOWED_HOSTS]
+    if hosts is not None:
+        check_host(request, hosts)
     lifecycle.enter()
     return lifecycle
 
@@ -95,8 +111,38 @@ def check_key(request: web.Request, expected: str | None) -> None:
             raise AuthenticationError(
                 "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.", code=None
             )
-        if not hmac.compare_digest(presented.encode(), expected.encode()):
+        # aiohttp decodes header bytes that are not UTF-8 as surrogates: encode them back as they came
+        if not hmac.compare_digest(presented.encode("utf-8", "surrogateescape"), expected.encode()):
             raise AuthenticationError("Incorrect API key provided.")
+
+
+def allowed_hosts(settings: Settings) -> frozenset[str] | None:
+    """The Host names a keyless gateway answers to: loopback names, the bind address and
+    API_SERVER_ALLOWED_HOSTS. None when a key is set: a page that rebinds a name to us has no key."""
+    if settings.api_key:
+        return None
+    names = {"localhost", "127.0.0.1", "::1", settings.host, *settings.allowed_hosts}
+    return frozenset(name.strip("[]").rstrip(".").lower() for name in names)
+
+
+def host_name(host: str) -> str:
+    """The name part of a Host header: `[::1]:8642` -> `::1`, `Example.COM.:80` -> `example.com`."""
+    if host.startswith("["):
+        name = host[1:].partition("]")[0]
+    else:
+        name, colon, port = host.rpartition(":")
+        if not colon or not port.isdigit():
+            name = host
+    return name.rstrip(".").lower()
+
+
+def check_host(request: web.Request, allowed: frozenset[str]) -> None:
+    """No key means anything that reaches the port is trusted, so the name it used must be ours:
+    a web page that points a name of its own at 127.0.0.1 (DNS rebinding) is refused."""
+    if host_name(request.headers.get("Host", "")) not in allowed:
+        raise PermissionDeniedError(
+            "this Host is not allowed: a gateway without API_SERVER_KEY answers only to localhost, its bind "
+            "address and the names in API_SERVER_ALLOWED_HOSTS", code="host_not_allowed")
 
 
 def add_security_headers(response: web.StreamResponse) -> None:

@@ -29,6 +29,7 @@ from gateway.errors import GatewayError, InvalidRequestError
 from gateway.http import appkeys
 from gateway.http.checks import Handler, error_response, presented_key
 from gateway.store.idempotency import CachedReply
+from gateway.wire.checks import read_body
 
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
@@ -45,7 +46,7 @@ def credential_scope(request: web.Request) -> str:
     token = presented_key(request)
     if token is None:
         return "anonymous"
-    return "key:" + hashlib.sha256(token.encode()).hexdigest()
+    return "key:" + hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def cache_key(scope: str, method: str, path: str, idempotency_key: str) -> str:
@@ -101,7 +102,9 @@ async def run_idempotent(request: web.Request, handler: Handler) -> web.StreamRe
     """Serves a request that `wants_idempotency`: the kept reply, or the handler's, kept.
     Called after auth, so only accepted credentials ever reach (or evict from) the cache."""
     idempotency_key = _valid_key(request.headers[HEADER])
-    raw = await request.read()  # aiohttp keeps the bytes: the handler reads the same body again
+    # the same reader as the handlers (timeout, size, content type); aiohttp keeps the bytes, so
+    # the handler reads the same body again at no cost
+    raw = await read_body(request)
     if _is_stream(raw):
         return await handler(request)
     cache = request.app[appkeys.IDEMPOTENCY]

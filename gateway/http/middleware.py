@@ -2,13 +2,17 @@
 
 1. request id, and the access line with the final status (gateway/request_ids.py), outermost;
 2. any failure below leaves as the OpenAI error envelope, never a traceback or an HTML page;
-3. admission: not shutting down (503), declared body size (413), key (401) (gateway/middlewares.py);
+3. admission: not shutting down (503), declared body size (413), key (401) or, with no key, Host
+   (403) (gateway/middlewares.py);
    an admitted request counts as in flight until its handler returns;
 4. browser preflights are answered here, needing no key (gateway/cors.py);
 5. Idempotency-Key, after auth, so only accepted credentials reach its cache (gateway/idempotency.py).
 
 One middleware rather than five: each aiohttp middleware is a coroutine, a frame and a wrapper per
 request, for streams held for the stream's whole life (bench/README.md has the figures).
+
+What aiohttp refuses before any middleware runs (malformed requests, an unknown Expect) is
+answered by gateway/http_server.py in the same envelope.
 """
 
 from __future__ import annotations
