@@ -21,7 +21,7 @@ from aiohttp import web
 
 from gateway.config.settings import Settings
 from gateway.http.app import create_app
-from gateway.http_server import start_site
+from gateway.http.server import start_site
 from tests.fakes.tools import LookupTool
 from tests.fakes.upstream import FakeUpstream
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from gateway.config.settings import Settings
 from gateway.http.app import create_app
-from gateway.http_server import start_site
+from gateway.http.server import start_site
 from tests.fakes.tools import LookupTool
 
 

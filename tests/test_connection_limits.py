@@ -161,7 +161,7 @@ OUT_OF_FILES_SERVER = """
 import asyncio, logging, resource, sys
 from pathlib import Path
 from gateway.http.app import create_app
-from gateway.http_server import CappedSite, GatewayRunner
+from gateway.http.server import CappedSite, GatewayRunner
 from gateway.config.settings import Settings
 
 async def main():

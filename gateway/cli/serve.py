@@ -95,8 +95,8 @@ def freeze_startup_objects() -> None:
 async def serve(settings: Settings) -> None:
     from gateway.http import appkeys
     from gateway.http.app import create_app
+    from gateway.http.server import raise_fd_limit, start_site
     from gateway.http.tracing import tracer_provider_from_env
-    from gateway.http_server import raise_fd_limit, start_site
 
     raise_fd_limit()  # idle keep-alive clients, streams and the upstream pool all hold descriptors
     tracer_provider = tracer_provider_from_env()  # None unless OTEL_TRACES_EXPORTER names an exporter

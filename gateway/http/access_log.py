@@ -19,7 +19,7 @@ import time
 from aiohttp import web
 
 from gateway.http.batched_log import BatchingStreamHandler
-from gateway.log_limits import printable
+from gateway.http.log_limits import printable
 
 HEADER = "X-Request-Id"
 _SANE_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")

@@ -21,7 +21,7 @@ from gateway.errors import (
 )
 from gateway.http import appkeys
 from gateway.http.lifecycle import Lifecycle
-from gateway.log_limits import printable
+from gateway.http.log_limits import printable
 from gateway.wire import json_out
 
 log = logging.getLogger("agent_gateway")
