@@ -4,17 +4,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import gc
 import ipaddress
 import logging
 import signal
+import socket
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
+from gateway.envvars import redact_url
 from gateway.settings import Settings, load_settings
 
 log = logging.getLogger("agent_gateway")
+
+PORT_HINT = "choose another port with API_SERVER_PORT or `serve --port`"
+HOST_HINT = "set API_SERVER_HOST or `serve --host`"
+
+
+class BindError(Exception):
+    """The listening socket cannot be opened; the message says why and which setting to change."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,6 +41,41 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False  # a hostname may resolve anywhere: treat it as exposed
+
+
+def bind_problem(host: str, port: int, exc: OSError) -> str:
+    """One sentence for a failed bind, naming the setting that fixes it."""
+    if isinstance(exc, socket.gaierror):
+        return f"cannot listen on {host}: the name does not resolve ({exc.strerror}); {HOST_HINT} to an address"
+    if exc.errno == errno.EADDRINUSE:
+        return (f"port {port} on {host} is already in use (another gateway or profile?): stop that one, "
+                f"or {PORT_HINT}")
+    if exc.errno == errno.EACCES:
+        return (f"not allowed to listen on port {port} of {host} (permission denied; ports below 1024 need "
+                f"root): {PORT_HINT}")
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return (f"cannot listen on {host}: that address is not one of this machine's; {HOST_HINT} to one "
+                "of them (127.0.0.1: this machine only, 0.0.0.0: every interface)")
+    return f"cannot listen on {host} port {port}: {exc.strerror or exc}"
+
+
+def probe_bind(host: str, port: int) -> str | None:
+    """What would stop `serve` from listening on host:port (bound and released at once), or None."""
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return bind_problem(host, port, exc)
+    for family, kind, proto, _canonical, address in infos:
+        with socket.socket(family, kind, proto) as probe:
+            # as asyncio's create_server does, so a socket in TIME_WAIT is no false alarm
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                return bind_problem(host, port, exc)
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,18 +98,22 @@ def run(args: argparse.Namespace) -> int:
     from gateway.request_ids import configure_logging  # the server's imports load only for `serve`
 
     configure_logging(logging.INFO)
+    warnings = []  # printed once listening, so that a failure to start is one line alone
     if not settings.api_key:
-        print("agent-gateway: warning: no API_SERVER_KEY set; anyone on this machine can use the gateway.",
-              file=sys.stderr)
+        warnings.append("no API_SERVER_KEY set; anyone on this machine can use the gateway.")
     if "*" in settings.cors_origins:
-        print("agent-gateway: warning: API_SERVER_CORS_ORIGINS=* lets any web page call the gateway from a "
-              "visitor's browser; list the exact origins instead.", file=sys.stderr)
-    event_loop_runner()(serve(settings))
+        warnings.append("API_SERVER_CORS_ORIGINS=* lets any web page call the gateway from a visitor's browser; "
+                        "list the exact origins instead.")
+    try:
+        event_loop_runner()(serve(settings, warnings))
+    except BindError as exc:
+        print(f"agent-gateway: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 
 def event_loop_runner() -> Callable[[Coroutine[Any, Any, None]], None]:
-    """uvloop's runner when it is installed (`pip install agent-gateway[fast]`), else asyncio's.
+    """uvloop's runner where it is installed (a default dependency except on Windows), else asyncio's.
 
     Same behaviour either way; uvloop's C event loop cut the gateway's CPU per request by about
     15% in bench/ (non-streamed and streamed chat alike).
@@ -85,7 +134,7 @@ def freeze_startup_objects() -> None:
     gc.freeze()
 
 
-async def serve(settings: Settings) -> None:
+async def serve(settings: Settings, warnings: Sequence[str] = ()) -> None:
     from aiohttp import web
 
     from gateway import appkeys
@@ -96,12 +145,17 @@ async def serve(settings: Settings) -> None:
     await runner.setup()
     try:
         site = web.TCPSite(runner, settings.host, settings.port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:
+            raise BindError(bind_problem(settings.host, settings.port, exc)) from None
+        for warning in warnings:
+            print(f"agent-gateway: warning: {warning}", file=sys.stderr)
         freeze_startup_objects()
         port = next(iter(runner.addresses))[1]
         host = f"[{settings.host}]" if ":" in settings.host else settings.host
         print(f"agent-gateway listening on http://{host}:{port}/v1 (model {settings.model_name}, "
-              f"upstream {settings.llm_base_url})", flush=True)
+              f"upstream {redact_url(settings.llm_base_url)})", flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -24,9 +24,10 @@ def gateway_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str,
 
 
 class GatewayProcess:
-    def __init__(self, proc: asyncio.subprocess.Process, base_url: str) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, base_url: str, listening_line: str = "") -> None:
         self.proc = proc
         self.base_url = base_url
+        self.listening_line = listening_line  # serve's start-up line, as printed
 
     async def stop(self, timeout: float = 15) -> int:
         if self.proc.returncode is None:
@@ -56,22 +57,23 @@ async def start_gateway(*args: str, env: Mapping[str, str], timeout: float = 60)
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
 
-    async def first_url() -> str:
+    async def first_line() -> str:
         assert proc.stdout is not None
         while True:
             line = (await proc.stdout.readline()).decode()
             if not line:
                 err = (await proc.stderr.read()).decode()  # type: ignore[union-attr]
                 raise AssertionError(f"gateway exited before listening: {err[-2000:]}")
-            match = LISTENING.search(line)
-            if match:
-                return match.group(1)
+            if LISTENING.search(line):
+                return line
 
     try:
-        url = await asyncio.wait_for(first_url(), timeout)
+        line = await asyncio.wait_for(first_line(), timeout)
     except BaseException:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
         raise
-    return GatewayProcess(proc, url)
+    match = LISTENING.search(line)
+    assert match is not None
+    return GatewayProcess(proc, match.group(1), line.strip())
