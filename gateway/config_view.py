@@ -157,6 +157,7 @@ def web_provider_lines(settings: Settings) -> tuple[list[str], list[str]]:
     """Which provider serves search and extract; skipped quietly in a build without the registry."""
     try:
         from providers.loader import load_registry
+        from providers.registry import availability
     except ImportError:
         return ["web providers: (provider registry not installed)"], []
     registry = load_registry(settings)
@@ -170,6 +171,11 @@ def web_provider_lines(settings: Settings) -> tuple[list[str], list[str]]:
                 lines.append(f"web {capability}: none")
                 warnings.append(f"no web {capability}: {selection.reason}")
         warnings.extend(f"web plugin {error.plugin} failed to load: {error.reason}" for error in registry.load_errors)
+        builtin = registry.get("fetch")  # needs no settings: unavailable means the install is broken
+        if builtin is not None:
+            available, missing = availability(builtin)
+            if not available:
+                warnings.append(f"the built-in page reader fetch cannot run: {missing}")
     finally:
         asyncio.run(registry.aclose())
     return lines, warnings

@@ -47,6 +47,15 @@ async def test_config_check_warns_that_fetch_cannot_run_when_trafilatura_cannot_
     assert "Traceback" not in err
 
 
+async def test_config_check_warns_that_the_built_in_reader_cannot_run_even_when_another_provider_extracts(tmp_path):
+    code, out, err = await run_cli("config", "check", env=broken_extractor_env(tmp_path))
+
+    assert "web extract: keenable" in out  # the automatic choice moved on
+    assert ("warning: the built-in page reader fetch cannot run: its HTML extractor trafilatura cannot be "
+            "imported (ImportError: lxml.html.clean module is now a separate project lxml_html_clean.)") in out
+    assert "Traceback" not in err
+
+
 async def test_tools_says_fetch_is_available_on_a_complete_install(tmp_path):
     code, out, err = await run_cli("tools", env=gateway_env(tmp_path))
 
