@@ -5,13 +5,18 @@ Real processes: the commands run as a user runs them; the port is taken by a rea
 
 from __future__ import annotations
 
+import asyncio
+import os
+import shutil
 import socket
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import aiohttp
 import pytest
 
-from tests.gateway_process import gateway_env, run_cli, start_gateway
+from tests.gateway_process import REPO, gateway_env, run_cli, start_gateway
 
 #: TEST-NET-1 (RFC 5737): never an address of this machine, so binding it fails with EADDRNOTAVAIL.
 FOREIGN_ADDRESS = "192.0.2.1"
@@ -49,6 +54,29 @@ async def test_config_check_says_the_port_is_taken_and_that_serve_would_not_star
     assert code == 2
     assert f"error: port {taken_port} on 127.0.0.1 is already in use" in out
     assert out.rstrip().endswith("serve would refuse to start")
+
+
+def unprivileged_port_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_unprivileged_port_start").read_text())
+    except (OSError, ValueError):
+        return 1024
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None or os.geteuid() != 0 or unprivileged_port_start() <= 80,
+                    reason="needs root and util-linux's setpriv to start serve without the right to bind port 80")
+async def test_serve_on_a_privileged_port_without_the_right_says_permission_denied_in_one_line(tmp_path):
+    # Without CAP_NET_BIND_SERVICE even root gets EACCES on port 80, as an ordinary user would.
+    drop = ["setpriv", "--bounding-set", "-net_bind_service", "--inh-caps", "-net_bind_service"]
+    proc = await asyncio.create_subprocess_exec(
+        *drop, sys.executable, "-m", "gateway", "serve", "--port", "80", env=gateway_env(tmp_path), cwd=str(REPO),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+
+    assert proc.returncode == 1
+    assert one_line(err.decode()) == (
+        "agent-gateway: not allowed to listen on port 80 of 127.0.0.1 (permission denied; ports below 1024 "
+        "need root): choose another port with API_SERVER_PORT or `serve --port`")
 
 
 async def test_serve_on_an_address_of_another_machine_says_which_setting_to_change(tmp_path):
