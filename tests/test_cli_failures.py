@@ -123,6 +123,24 @@ async def test_serve_with_a_config_file_that_is_a_folder_says_it_cannot_read_it(
     assert one_line(err) == f"agent-gateway: cannot read {tmp_path / 'config.yaml'}: Is a directory"
 
 
+@pytest.mark.skipif(shutil.which("setpriv") is None or os.geteuid() != 0,
+                    reason="needs root and util-linux's setpriv to run without the right to read any file")
+@pytest.mark.parametrize("name", ["config.yaml", ".env"])
+async def test_serve_with_a_profile_file_it_may_not_read_says_permission_denied_in_one_line(tmp_path, name):
+    (tmp_path / name).write_text("")
+    (tmp_path / name).chmod(0)
+    # Without CAP_DAC_OVERRIDE root obeys file modes, as an ordinary user does.
+    drop = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search",
+            "--inh-caps", "-dac_override,-dac_read_search"]
+    proc = await asyncio.create_subprocess_exec(
+        *drop, sys.executable, "-m", "gateway", "serve", "--port", "0", env=gateway_env(tmp_path), cwd=str(REPO),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+
+    assert proc.returncode == 2
+    assert one_line(err.decode()) == f"agent-gateway: cannot read {tmp_path / name}: Permission denied"
+
+
 @pytest.mark.parametrize("command", [("serve", "--port", "0"), ("tools",), ("config", "check"), ("config", "list")])
 async def test_a_profile_that_does_not_exist_is_one_line_naming_it(tmp_path, command):
     code, _, err = await run_cli("-p", "nosuch", *command, env=gateway_env(tmp_path))
