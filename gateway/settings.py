@@ -69,7 +69,8 @@ def _parse_list(raw: Any) -> tuple[str, ...]:
     return tuple(item.strip() for item in items if item.strip())
 
 
-_HOST_NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$")
+# Labels of letters, digits, hyphens and (as container names have them) underscores.
+_HOST_NAME_RE = re.compile(r"^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$")
 
 
 def _parse_host(raw: Any) -> str:
