@@ -1,0 +1,411 @@
+"""Responses API requests: validation and translation to chat-format messages. Pure, no I/O.
+
+`parse_responses_request(body)` checks every field a client may send and raises
+`InvalidRequestError` (400, with `param`) for anything malformed. It also turns the `input`
+items into chat-format messages for the agent, and gives each input item an `id` for
+`/v1/responses/{id}/input_items`.
+
+Tools: flat function tools (`{"type": "function", "name", "parameters", ...}`) are the client's
+own and pass through to the model; a call to one ends the response with a `function_call` item.
+Hosted tool types (`web_search`, `file_search`, ...) are accepted and echoed but otherwise
+ignored: the agent brings its own web tools.
+
+Unknown top-level fields are ignored rather than refused, so newer SDKs keep working.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.errors import InvalidRequestError
+from gateway.wire.checks import in_range
+
+TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+MAX_METADATA_PAIRS = 16
+MAX_METADATA_KEY = 64
+MAX_METADATA_VALUE = 512
+INPUT_ROLES = ("user", "assistant", "system", "developer")
+TOOL_CHOICE_MODES = ("none", "auto", "required")
+TEXT_PART_TYPES = ("input_text", "output_text", "text", "refusal")
+
+
+def new_id(prefix: str) -> str:
+    """An OpenAI-looking id: `resp_...`, `msg_...`, `fc_...`, `fco_...`."""
+    return f"{prefix}_{secrets.token_hex(24)}"
+
+
+def _bad(message: str, param: str) -> InvalidRequestError:
+    return InvalidRequestError(message, param=param)
+
+
+@dataclass
+class ResponsesRequest:
+    """A validated `POST /v1/responses` body."""
+
+    model: str | None = None
+    #: This turn's input items, normalized, each with an `id`.
+    input_items: list[dict[str, Any]] = field(default_factory=list)
+    #: The same input as chat-format messages.
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    instructions: str | None = None
+    previous_response_id: str | None = None
+    conversation: str | None = None
+    store: bool = True
+    stream: bool = False
+    #: Tools as the client sent them (echoed in the response object).
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    #: The client's function tools in chat format, for the model.
+    chat_tools: list[dict[str, Any]] = field(default_factory=list)
+    tool_choice: str | dict[str, Any] = "auto"
+    metadata: dict[str, str] = field(default_factory=dict)
+    temperature: float | None = None
+    top_p: float | None = None
+    max_output_tokens: int | None = None
+    parallel_tool_calls: bool = True
+    user: str | None = None
+    text: dict[str, Any] = field(default_factory=lambda: {"format": {"type": "text"}})
+
+    def upstream_params(self) -> dict[str, Any]:
+        """Extra Chat Completions parameters for the upstream call (tools excluded)."""
+        params: dict[str, Any] = {}
+        if self.temperature is not None:
+            params["temperature"] = self.temperature
+        if self.top_p is not None:
+            params["top_p"] = self.top_p
+        if self.max_output_tokens is not None:
+            params["max_tokens"] = self.max_output_tokens
+        if self.user is not None:
+            params["user"] = self.user
+        if self.chat_tools:
+            params["parallel_tool_calls"] = self.parallel_tool_calls
+            chat_choice = _chat_tool_choice(self.tool_choice)
+            if chat_choice is not None:
+                params["tool_choice"] = chat_choice
+        fmt = self.text.get("format") or {}
+        if fmt.get("type") == "json_object":
+            params["response_format"] = {"type": "json_object"}
+        elif fmt.get("type") == "json_schema":
+            schema = {k: fmt[k] for k in ("name", "schema", "strict", "description") if k in fmt}
+            params["response_format"] = {"type": "json_schema", "json_schema": schema}
+        return params
+
+
+def _chat_tool_choice(choice: str | dict[str, Any]) -> str | dict[str, Any] | None:
+    if isinstance(choice, str):
+        return choice
+    if choice.get("type") == "function":
+        return {"type": "function", "function": {"name": choice["name"]}}
+    return None  # a hosted tool type: let the model decide
+
+
+# ---- scalar fields --------------------------------------------------------------------------
+
+
+def _optional_str(body: dict[str, Any], key: str) -> str | None:
+    value = body.get(key)
+    if value is not None and not isinstance(value, str):
+        raise _bad(f"'{key}' must be a string.", key)
+    return value
+
+
+def _bool(body: dict[str, Any], key: str, default: bool) -> bool:
+    value = body.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise _bad(f"'{key}' must be true or false.", key)
+    return value
+
+
+def _number(body: dict[str, Any], key: str, low: float, high: float) -> float | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not in_range(value, low, high):
+        raise _bad(f"'{key}' must be a number from {low:g} to {high:g}.", key)
+    return float(value)
+
+
+def _max_output_tokens(body: dict[str, Any]) -> int | None:
+    value = body.get("max_output_tokens")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _bad("'max_output_tokens' must be a positive integer.", "max_output_tokens")
+    return value
+
+
+def _metadata(body: dict[str, Any]) -> dict[str, str]:
+    value = body.get("metadata")
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _bad("'metadata' must be an object of string keys and string values.", "metadata")
+    if len(value) > MAX_METADATA_PAIRS:
+        raise _bad(f"'metadata' may hold at most {MAX_METADATA_PAIRS} pairs.", "metadata")
+    for key, item in value.items():
+        if len(key) > MAX_METADATA_KEY:
+            raise _bad(f"metadata keys may be at most {MAX_METADATA_KEY} characters.", "metadata")
+        if not isinstance(item, str):
+            raise _bad(f"metadata value for '{key}' must be a string.", f"metadata.{key}")
+        if len(item) > MAX_METADATA_VALUE:
+            raise _bad(f"metadata values may be at most {MAX_METADATA_VALUE} characters.", f"metadata.{key}")
+    return dict(value)
+
+
+def _conversation(body: dict[str, Any]) -> str | None:
+    value = body.get("conversation")
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        value = value.get("id")
+    if not isinstance(value, str) or not value.strip():
+        raise _bad("'conversation' must be a name or an object with an 'id'.", "conversation")
+    return value
+
+
+def _text_config(body: dict[str, Any]) -> dict[str, Any]:
+    value = body.get("text")
+    if value is None:
+        return {"format": {"type": "text"}}
+    fmt = value.get("format") if isinstance(value, dict) else None
+    if fmt is None and isinstance(value, dict):
+        return {**value, "format": {"type": "text"}}
+    if not isinstance(fmt, dict) or fmt.get("type") not in ("text", "json_object", "json_schema"):
+        raise _bad("'text.format.type' must be text, json_object or json_schema.", "text.format")
+    if fmt["type"] == "json_schema" and (
+        not isinstance(fmt.get("name"), str) or not isinstance(fmt.get("schema"), dict)
+    ):
+        raise _bad("a json_schema text format needs a 'name' and a 'schema' object.", "text.format")
+    return dict(value)
+
+
+# ---- tools ----------------------------------------------------------------------------------
+
+
+def _tools(body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    value = body.get("tools")
+    if value is None:
+        return [], []
+    if not isinstance(value, list):
+        raise _bad("'tools' must be a list.", "tools")
+    echoed: list[dict[str, Any]] = []
+    chat: list[dict[str, Any]] = []
+    for index, tool in enumerate(value):
+        param = f"tools[{index}]"
+        if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
+            raise _bad("each tool must be an object with a 'type'.", param)
+        echoed.append(tool)
+        if tool["type"] != "function":
+            continue  # hosted tools: the agent has its own web tools
+        if "function" in tool and "name" not in tool:
+            raise _bad(
+                "Responses function tools are flat: put 'name' and 'parameters' on the tool itself, "
+                "not under 'function'.",
+                f"{param}.name",
+            )
+        name = tool.get("name")
+        if not isinstance(name, str) or not TOOL_NAME_RE.match(name):
+            raise _bad("a function tool needs a 'name' of 1-64 letters, digits, '_' or '-'.", f"{param}.name")
+        parameters = tool.get("parameters")
+        if parameters is not None and not isinstance(parameters, dict):
+            raise _bad("'parameters' must be a JSON schema object.", f"{param}.parameters")
+        description = tool.get("description")
+        if description is not None and not isinstance(description, str):
+            raise _bad("'description' must be a string.", f"{param}.description")
+        function: dict[str, Any] = {"name": name}
+        if description is not None:
+            function["description"] = description
+        if parameters is None:
+            parameters = {"type": "object", "properties": {}}
+        function["parameters"] = parameters
+        if isinstance(tool.get("strict"), bool):
+            function["strict"] = tool["strict"]
+        chat.append({"type": "function", "function": function})
+    return echoed, chat
+
+
+def _tool_choice(body: dict[str, Any], chat_tools: list[dict[str, Any]]) -> str | dict[str, Any]:
+    value = body.get("tool_choice")
+    if value is None:
+        return "auto"
+    if isinstance(value, str):
+        if value not in TOOL_CHOICE_MODES:
+            raise _bad("'tool_choice' must be none, auto, required or a tool object.", "tool_choice")
+        return value
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+        raise _bad("'tool_choice' must be none, auto, required or a tool object.", "tool_choice")
+    if value["type"] == "function":
+        names = {tool["function"]["name"] for tool in chat_tools}
+        if not isinstance(value.get("name"), str) or value["name"] not in names:
+            raise _bad("'tool_choice' names a function that is not in 'tools'.", "tool_choice")
+    return value
+
+
+# ---- input items ----------------------------------------------------------------------------
+
+
+def _text_of_parts(parts: list[dict[str, Any]]) -> str:
+    return "\n".join(part.get("text") or part.get("refusal") or "" for part in parts)
+
+
+def _normalize_parts(content: Any, role: str, param: str) -> list[dict[str, Any]]:
+    """Content as a list of Responses parts (`input_text`, `input_image`, `output_text`)."""
+    text_type = "output_text" if role == "assistant" else "input_text"
+    if isinstance(content, str):
+        part: dict[str, Any] = {"type": text_type, "text": content}
+        if role == "assistant":
+            part["annotations"] = []
+        return [part]
+    if not isinstance(content, list):
+        raise _bad("message 'content' must be a string or a list of parts.", param)
+    parts: list[dict[str, Any]] = []
+    for index, part in enumerate(content):
+        where = f"{param}[{index}]"
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in TEXT_PART_TYPES:
+            key = "refusal" if kind == "refusal" else "text"
+            if not isinstance(part.get(key), str):
+                raise _bad(f"a {kind} part needs a string '{key}'.", where)
+            parts.append(dict(part))
+        elif kind == "input_image":
+            if role == "assistant":
+                raise _bad("assistant messages cannot carry images.", where)
+            if not isinstance(part.get("image_url"), str):
+                raise _bad("input_image needs an 'image_url' (file_id is not supported).", where)
+            parts.append(dict(part))
+        else:
+            raise _bad(f"unsupported content part type {kind!r}.", where)
+    return parts
+
+
+def _parts_to_chat(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """Text-only content becomes one string (what every upstream accepts); images keep parts."""
+    if all(part["type"] != "input_image" for part in parts):
+        return _text_of_parts(parts)
+    chat_parts: list[dict[str, Any]] = []
+    for part in parts:
+        if part["type"] == "input_image":
+            image: dict[str, Any] = {"url": part["image_url"]}
+            if part.get("detail") in ("low", "high", "auto"):
+                image["detail"] = part["detail"]
+            chat_parts.append({"type": "image_url", "image_url": image})
+        else:
+            chat_parts.append({"type": "text", "text": part.get("text") or part.get("refusal") or ""})
+    return chat_parts
+
+
+def _normalize_item(item: Any, param: str) -> dict[str, Any]:
+    if not isinstance(item, dict):
+        raise _bad("each input item must be an object.", param)
+    kind = item.get("type", "message" if "role" in item else None)
+    given_id = item.get("id") if isinstance(item.get("id"), str) else None
+    if kind == "message":
+        role = item.get("role")
+        if role not in INPUT_ROLES:
+            raise _bad(f"message 'role' must be one of {', '.join(INPUT_ROLES)}.", f"{param}.role")
+        parts = _normalize_parts(item.get("content"), role, f"{param}.content")
+        return {"id": given_id or new_id("msg"), "type": "message", "role": role, "content": parts,
+                "status": "completed"}
+    if kind == "function_call":
+        for key in ("call_id", "name", "arguments"):
+            if not isinstance(item.get(key), str):
+                raise _bad(f"a function_call item needs a string '{key}'.", f"{param}.{key}")
+        return {"id": given_id or new_id("fc"), "type": "function_call", "call_id": item["call_id"],
+                "name": item["name"], "arguments": item["arguments"], "status": "completed"}
+    if kind == "function_call_output":
+        if not isinstance(item.get("call_id"), str):
+            raise _bad("a function_call_output item needs a string 'call_id'.", f"{param}.call_id")
+        output = item.get("output")
+        if isinstance(output, list):
+            parts = _normalize_parts(output, "tool", f"{param}.output")
+            if any(part["type"] == "input_image" for part in parts):
+                raise _bad("images in a function_call_output are not supported.", f"{param}.output")
+            output = _text_of_parts(parts)
+        elif not isinstance(output, str):
+            raise _bad("a function_call_output item needs an 'output' string.", f"{param}.output")
+        return {"id": given_id or new_id("fco"), "type": "function_call_output", "call_id": item["call_id"],
+                "output": output, "status": "completed"}
+    raise _bad(
+        f"unsupported input item type {kind!r}: use messages, function_call or function_call_output.",
+        f"{param}.type",
+    )
+
+
+def normalize_input(value: Any) -> list[dict[str, Any]]:
+    """`input` (a string or a list of items) as normalized items, each with an `id`."""
+    if isinstance(value, str):
+        return [_normalize_item({"role": "user", "content": value}, "input")]
+    if not isinstance(value, list):
+        raise _bad("'input' must be a string or a list of input items.", "input")
+    return [_normalize_item(item, f"input[{index}]") for index, item in enumerate(value)]
+
+
+def input_to_messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Normalized input items as chat-format messages.
+
+    Consecutive `function_call` items join one assistant message (parallel calls), attached to
+    a directly preceding assistant text message if there is one; `function_call_output` becomes
+    a `tool` message.
+    """
+    messages: list[dict[str, Any]] = []
+    for item in items:
+        if item["type"] == "message":
+            messages.append({"role": item["role"], "content": _parts_to_chat(item["content"])})
+        elif item["type"] == "function_call":
+            call = {"id": item["call_id"], "type": "function",
+                    "function": {"name": item["name"], "arguments": item["arguments"]}}
+            last = messages[-1] if messages else None
+            if last is not None and last["role"] == "assistant":
+                last.setdefault("tool_calls", []).append(call)
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        else:
+            messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
+    return messages
+
+
+# ---- the request ----------------------------------------------------------------------------
+
+
+def parse_responses_request(body: Any) -> ResponsesRequest:
+    """Validate a `POST /v1/responses` body; raises InvalidRequestError (400) naming the field."""
+    if not isinstance(body, dict):
+        raise InvalidRequestError("The request body must be a JSON object.")
+    if body.get("background"):
+        raise _bad("background responses are not supported by this gateway.", "background")
+    previous = _optional_str(body, "previous_response_id")
+    conversation = _conversation(body)
+    if previous is not None and conversation is not None:
+        raise _bad(
+            "'previous_response_id' and 'conversation' cannot be used together.", "previous_response_id"
+        )
+    raw_input = body.get("input")
+    items = [] if raw_input is None else normalize_input(raw_input)
+    if not items and previous is None and conversation is None:
+        raise _bad("'input' is required: a string or a non-empty list of input items.", "input")
+    tools, chat_tools = _tools(body)
+    return ResponsesRequest(
+        model=_optional_str(body, "model"),
+        input_items=items,
+        messages=input_to_messages(items),
+        instructions=_optional_str(body, "instructions"),
+        previous_response_id=previous,
+        conversation=conversation,
+        store=_bool(body, "store", True),
+        stream=_bool(body, "stream", False),
+        tools=tools,
+        chat_tools=chat_tools,
+        tool_choice=_tool_choice(body, chat_tools),
+        metadata=_metadata(body),
+        temperature=_number(body, "temperature", 0, 2),
+        top_p=_number(body, "top_p", 0, 1),
+        max_output_tokens=_max_output_tokens(body),
+        parallel_tool_calls=_bool(body, "parallel_tool_calls", True),
+        user=_optional_str(body, "user"),
+        text=_text_config(body),
+    )
+
