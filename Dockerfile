@@ -8,11 +8,15 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /app
+# The same dependencies as `pip install .` (pyproject.toml), pinned with hashes in requirements.lock
+# so that every build gets the versions CI tested; README (Docker) says how to regenerate it.
+COPY requirements.lock ./
+RUN pip install --require-hashes -r requirements.lock
 COPY pyproject.toml README.md ./
 COPY gateway ./gateway
 COPY providers ./providers
 COPY plugins ./plugins
-RUN pip install . \
+RUN pip install --no-deps . \
     && useradd --create-home --uid 10001 --shell /usr/sbin/nologin gateway \
     && mkdir -p /data \
     && chown gateway:gateway /data \

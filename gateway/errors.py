@@ -25,6 +25,7 @@
     ├── DuplicateProviderError        (providers/registry.py; also a ValueError) a provider name is taken
     ├── SettingsError                 (settings; also a ValueError) a bad setting: serve refuses to start
     ├── ProfileError                  (profiles) a profile command cannot go ahead: exit 1
+    ├── BindError                     (cli/serve) the listening socket cannot be opened: exit 1
     └── UsageError                    (cli_config) a bad key or value on the command line: exit 2
 
 Every GatewayError carries `message`, `param` and `code`; the class fixes `status` and `type`.

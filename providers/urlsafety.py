@@ -88,6 +88,43 @@ def _ip(text: str) -> IPAddress:
     return ipaddress.ip_address(text.split("%", 1)[0])  # drop an IPv6 zone id
 
 
+def _legacy_part(text: str) -> int | None:
+    if text[:2] in ("0x", "0X"):
+        digits, base = text[2:], 16
+    elif len(text) > 1 and text[0] == "0":
+        digits, base = text[1:], 8
+    else:
+        digits, base = text, 10
+    if digits == "" and base == 16:
+        return 0  # "0x" alone: glibc reads it as zero
+    try:
+        return int(digits, base) if digits.isalnum() and digits.isascii() else None
+    except ValueError:
+        return None
+
+
+def legacy_ipv4(host: str) -> ipaddress.IPv4Address | None:
+    """The IPv4 address the C resolver (inet_aton) reads in `host`, or None when it reads none.
+
+    inet_aton takes 1 to 4 parts, each decimal, octal (leading 0) or hex (0x); the last part fills
+    the remaining bytes: `127.1`, `2130706433`, `017700000001`, `0x7f.1` and `0` are all addresses
+    to it (and so to getaddrinfo), though `ipaddress` calls them names. A trailing dot is tolerated.
+    """
+    parts = (host[:-1] if host.endswith(".") else host).split(".")
+    if not 1 <= len(parts) <= 4 or any(part == "" for part in parts):
+        return None
+    values = [_legacy_part(part) for part in parts]
+    if any(value is None for value in values):
+        return None
+    *leading, last = [value for value in values if value is not None]
+    if any(value > 0xFF for value in leading) or last >= 1 << (8 * (4 - len(leading))):
+        return None
+    number = last
+    for index, value in enumerate(leading):
+        number |= value << (8 * (3 - index))
+    return ipaddress.IPv4Address(number)
+
+
 def check_url(url: str, policy: AddressPolicy = address_problem) -> URL:
     """Parse and vet the scheme, and the host when it is an IP literal; return the parsed URL."""
     try:
@@ -103,7 +140,15 @@ def check_url(url: str, policy: AddressPolicy = address_problem) -> URL:
     try:
         address = _ip(host)
     except ValueError:
-        return parsed  # a name: CheckedResolver vets what it resolves to
+        legacy = legacy_ipv4(host)
+        if legacy is None:
+            return parsed  # a name: CheckedResolver vets what it resolves to
+        # Vetted here, whatever the HTTP library does with it: some aiohttp releases hand these
+        # to the C resolver as names, which reads them as addresses without asking our resolver.
+        problem = policy(legacy)
+        if problem:
+            raise BlockedUrlError(f"blocked: {host} is the IPv4 address {legacy}, {problem}") from None
+        return parsed
     problem = policy(address)
     if problem:
         raise BlockedUrlError(f"blocked: {address} is {problem}")

@@ -150,7 +150,7 @@ async def start_server(args: Sequence[str], *, env: Mapping[str, str], process_t
                 raise RuntimeError(f"{name} exited before listening: {err[-2000:]}")
             match = LISTENING.search(line)
             if match:
-                return match.group(1), line
+                return match.group(1), line.strip()
 
     try:
         url, banner = await asyncio.wait_for(first_url(), timeout)

@@ -32,7 +32,7 @@ def test_image_is_slim_python_run_by_a_non_root_user():
     users = [rest for keyword, rest in instructions if keyword == "USER"]
     assert users and users[-1] not in ("root", "0")
     runs = " ".join(rest for keyword, rest in instructions if keyword == "RUN")
-    assert "pip install ." in runs
+    assert "pip install --require-hashes -r requirements.lock" in runs and "pip install --no-deps ." in runs
     assert "useradd" in runs
 
 

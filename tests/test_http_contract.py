@@ -121,6 +121,12 @@ BAD_REQUESTS = [
     (b'{"messages": [{"role": "user", "content": "hi"}], "stream": "yes"}', "stream"),
     (b'{"messages": [{"role": "user", "content": "hi"}], "temperature": "hot"}', "temperature"),
     (b'{"messages": [{"role": "user", "content": "hi"}], "temperature": 9}', "temperature"),
+    (b'{"messages": [{"role": "user", "content": "hi"}], "temperature": NaN}', "temperature"),
+    (b'{"messages": [{"role": "user", "content": "hi"}], "temperature": Infinity}', "temperature"),
+    (b'{"messages": [{"role": "user", "content": "hi"}], "temperature": -Infinity}', "temperature"),
+    (b'{"messages": [{"role": "user", "content": "hi"}], "top_p": NaN}', "top_p"),
+    (b'{"messages": [{"role": "user", "content": "hi"}], "presence_penalty": NaN}', "presence_penalty"),
+    (b'{"messages": [{"role": "user", "content": "hi"}], "frequency_penalty": Infinity}', "frequency_penalty"),
     (b'{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 0}', "max_tokens"),
     (b'{"messages": [{"role": "user", "content": "hi"}], "max_tokens": true}', "max_tokens"),
     (b'{"messages": [{"role": "user", "content": "hi"}], "model": 5}', "model"),
@@ -139,4 +145,21 @@ async def test_malformed_chat_request_is_400_envelope(client, upstream, raw, par
     body = await resp.json()
     assert_error_envelope(body, param=param)
     assert body["error"]["type"] == "invalid_request_error"
+    assert upstream.requests == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "param"),
+    [
+        (b'{"input": "hi", "temperature": NaN}', "temperature"),
+        (b'{"input": "hi", "tool_choice": {"type": "function", "name": ["x"]}}', "tool_choice"),
+        (b'{"input": "hi", "tools": [{"type": "function", "name": "x"}], '
+         b'"tool_choice": {"type": "function", "name": {"x": 1}}}', "tool_choice"),
+    ],
+)
+async def test_malformed_responses_request_is_400_envelope(client, upstream, raw, param):
+    resp = await client.post("/v1/responses", data=raw, headers={"Content-Type": "application/json"})
+    assert resp.status == 400, await resp.text()
+    body = await resp.json()
+    assert_error_envelope(body, param=param)
     assert upstream.requests == []

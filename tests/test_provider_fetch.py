@@ -91,3 +91,14 @@ async def test_by_default_loopback_private_and_metadata_urls_fetch_nothing(page_
         "blocked: only http and https URLs can be fetched, not file",
     ]
     assert page_server.requests == []
+
+
+async def test_a_page_with_an_unknown_charset_fails_alone_and_the_rest_of_the_batch_is_read(
+    fetcher, page_server  # noqa: F811
+):
+    result = await fetcher.extract([page_server.url + "/bogus-charset", page_server.url + "/article"])
+
+    bogus, article = result["data"]
+    assert result["success"] is True
+    assert bogus["error"] == "the page declares an unknown character set 'x-bogus-charset'"
+    assert ARTICLE_PARAGRAPH in article["content"] and "error" not in article

@@ -69,6 +69,8 @@ def test_string_input_becomes_one_user_message_with_an_id() -> None:
         ),
         ({"input": "x", "tool_choice": "always"}, "tool_choice"),
         ({"input": "x", "tool_choice": {"type": "function", "name": "missing"}}, "tool_choice"),
+        ({"input": "x", "tool_choice": {"type": "function", "name": ["x"]}}, "tool_choice"),
+        ({"input": "x", "tool_choice": {"type": "function", "name": {"x": 1}}}, "tool_choice"),
         ({"input": "x", "text": {"format": {"type": "yaml"}}}, "text.format"),
         ({"input": "x", "background": True}, "background"),
     ],

@@ -64,3 +64,18 @@ def test_bad_yaml_names_the_file(tmp_path):
 def test_profile_names_are_validated(tmp_path, name):
     with pytest.raises(SettingsError, match="profile name"):
         load_settings(tmp_path, name, environ={})
+
+
+@pytest.mark.parametrize(
+    ("raw", "host"),
+    [("[::1]", "::1"), ("LocalHost.", "localhost"), ("127.0.0.1.", "127.0.0.1"), ("[::]", "::"),
+     ("gateway_1", "gateway_1"), ("0.0.0.0", "0.0.0.0")],
+)
+def test_bind_address_is_normalised_so_guard_and_bind_see_one_spelling(tmp_path, raw, host):
+    assert load_settings(tmp_path, environ={"API_SERVER_HOST": raw}).host == host
+
+
+@pytest.mark.parametrize("raw", ["", "http://127.0.0.1", "[::1", "a host", "127.0.0.1:8642"])
+def test_a_bind_address_that_is_no_address_is_a_settings_error_naming_it(tmp_path, raw):
+    with pytest.raises(SettingsError, match="API_SERVER_HOST"):
+        load_settings(tmp_path, environ={"API_SERVER_HOST": raw})

@@ -58,6 +58,41 @@ def test_check_url_refuses_bad_schemes_and_non_public_ip_literals(url: str, mess
     assert str(info.value) == message
 
 
+@pytest.mark.parametrize(
+    ("host", "address", "problem"),
+    [
+        ("127.1", "127.0.0.1", "a loopback address"),
+        ("127.0.1", "127.0.0.1", "a loopback address"),
+        ("2130706433", "127.0.0.1", "a loopback address"),
+        ("017700000001", "127.0.0.1", "a loopback address"),
+        ("0177.0.0.1", "127.0.0.1", "a loopback address"),
+        ("0x7f.1", "127.0.0.1", "a loopback address"),
+        ("0x7f000001", "127.0.0.1", "a loopback address"),
+        ("0x7F.0.0.1", "127.0.0.1", "a loopback address"),
+        ("127.0.0.1.", "127.0.0.1", "a loopback address"),
+        ("0", "0.0.0.0", "an unspecified address"),
+        ("0x", "0.0.0.0", "an unspecified address"),
+        ("10.1", "10.0.0.1", "a private address"),
+        ("0300.0250.1.1", "192.168.1.1", "a private address"),
+        ("0xa9.0xfe.0xa9.0xfe", "169.254.169.254", "a cloud metadata address"),
+        ("2852039166", "169.254.169.254", "a cloud metadata address"),
+        ("0251.0376.1.1", "169.254.1.1", "a link-local address"),
+        ("100.0x40.1", "100.64.0.1", "a carrier-grade NAT (100.64/10) address"),
+    ],
+)
+def test_legacy_ipv4_spellings_are_read_as_the_address_the_c_resolver_sees_and_refused(
+    host: str, address: str, problem: str
+):
+    with pytest.raises(BlockedUrlError) as info:
+        check_url(f"http://{host}:8080/")
+    assert str(info.value) == f"blocked: {host.lower()} is the IPv4 address {address}, {problem}"
+
+
+@pytest.mark.parametrize("host", ["134744072", "8.8.8.8.", "0x08080808", "example.com", "256.1.1.1", "08", "1e3"])
+def test_public_legacy_ipv4_spellings_and_names_pass_the_literal_check(host: str):
+    assert check_url(f"http://{host}/").raw_host == host.lower()
+
+
 def test_names_are_left_to_the_resolver_and_public_literals_pass():
     assert check_url("https://example.org/a").host == "example.org"
     assert check_url("http://8.8.8.8/").host == "8.8.8.8"

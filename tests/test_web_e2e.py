@@ -54,3 +54,20 @@ async def test_web_extract_of_a_loopback_url_fetches_nothing_end_to_end(
     [entry] = json.loads(tool_message["content"])["data"]
     assert entry["error"] == "blocked: 127.0.0.1 is a loopback address"
     assert page_server.requests == []
+
+
+@pytest.mark.parametrize("host", ["127.1", "2130706433", "017700000001", "0177.0.0.1", "0x7f.1", "0"])
+async def test_web_extract_of_a_legacy_ipv4_spelling_of_loopback_fetches_nothing_end_to_end(
+    web_client, upstream: FakeUpstream, page_server: PageServer, host: str  # noqa: F811
+):
+    port = page_server.url.rsplit(":", 1)[1]
+    upstream.queue(tool_call(("web_extract", {"urls": [f"http://{host}:{port}/article"]})), text("Blocked."))
+    resp = await web_client.post("/v1/chat/completions", json={"messages": USER})
+
+    assert resp.status == 200
+    [tool_message] = tool_messages(upstream)
+    [entry] = json.loads(tool_message["content"])["data"]
+    address = "0.0.0.0" if host == "0" else "127.0.0.1"
+    problem = "an unspecified address" if host == "0" else "a loopback address"
+    assert entry["error"] == f"blocked: {host} is the IPv4 address {address}, {problem}"
+    assert page_server.requests == []

@@ -47,6 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"agent-gateway: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a file or socket the command needed: one line, not a traceback
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"agent-gateway: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 

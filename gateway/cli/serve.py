@@ -4,17 +4,28 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import gc
 import ipaddress
 import logging
 import signal
+import socket
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import IO, Any
 
+from gateway.config.envvars import redact_url
 from gateway.config.settings import Settings, load_settings
+from gateway.errors import AgentGatewayError
 
 log = logging.getLogger("agent_gateway")
+
+PORT_HINT = "choose another port with API_SERVER_PORT or `serve --port`"
+HOST_HINT = "set API_SERVER_HOST or `serve --host`"
+
+
+class BindError(AgentGatewayError):
+    """The listening socket cannot be opened; the message says why and which setting to change."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -42,6 +53,41 @@ def say(settings: Settings, text: str, *, level: str = "INFO", stream: IO[str] |
     print(text, file=stream or sys.stderr, flush=True)
 
 
+def bind_problem(host: str, port: int, exc: OSError) -> str:
+    """One sentence for a failed bind, naming the setting that fixes it."""
+    if isinstance(exc, socket.gaierror):
+        return f"cannot listen on {host}: the name does not resolve ({exc.strerror}); {HOST_HINT} to an address"
+    if exc.errno == errno.EADDRINUSE:
+        return (f"port {port} on {host} is already in use (another gateway or profile?): stop that one, "
+                f"or {PORT_HINT}")
+    if exc.errno == errno.EACCES:
+        return (f"not allowed to listen on port {port} of {host} (permission denied; ports below 1024 need "
+                f"root): {PORT_HINT}")
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return (f"cannot listen on {host}: that address is not one of this machine's; {HOST_HINT} to one "
+                "of them (127.0.0.1: this machine only, 0.0.0.0: every interface)")
+    return f"cannot listen on {host} port {port}: {exc.strerror or exc}"
+
+
+def probe_bind(host: str, port: int) -> str | None:
+    """What would stop `serve` from listening on host:port (bound and released at once), or None."""
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return bind_problem(host, port, exc)
+    for family, kind, proto, _canonical, address in infos:
+        with socket.socket(family, kind, proto) as probe:
+            # as asyncio's create_server does, so a socket in TIME_WAIT is no false alarm
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                return bind_problem(host, port, exc)
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     settings = load_settings(profile=args.profile, overrides={"host": args.host, "port": args.port})
     if settings.profile is not None and not settings.profile_dir.is_dir():
@@ -60,13 +106,17 @@ def run(args: argparse.Namespace) -> int:
     from gateway.http.json_log import JsonFormatter
 
     configure_logging(logging.INFO, JsonFormatter() if settings.log_format == "json" else None)
+    warnings = []  # said once listening, so that a failure to start is one line alone
     if not settings.api_key:
-        say(settings, "agent-gateway: warning: no API_SERVER_KEY set; anyone on this machine can use the gateway.",
-            level="WARNING")
+        warnings.append("no API_SERVER_KEY set; anyone on this machine can use the gateway.")
     if "*" in settings.cors_origins:
-        say(settings, "agent-gateway: warning: API_SERVER_CORS_ORIGINS=* lets any web page call the gateway "
-            "from a visitor's browser; list the exact origins instead.", level="WARNING")
-    event_loop_runner()(serve(settings))
+        warnings.append("API_SERVER_CORS_ORIGINS=* lets any web page call the gateway from a visitor's browser; "
+                        "list the exact origins instead.")
+    try:
+        event_loop_runner()(serve(settings, warnings))
+    except BindError as exc:
+        say(settings, f"agent-gateway: {exc}", level="ERROR")
+        return 1
     return 0
 
 
@@ -92,22 +142,32 @@ def freeze_startup_objects() -> None:
     gc.freeze()
 
 
-async def serve(settings: Settings) -> None:
+async def serve(settings: Settings, warnings: Sequence[str] = ()) -> None:
     from gateway.http import appkeys
     from gateway.http.app import create_app
     from gateway.http.server import raise_fd_limit, start_site
     from gateway.http.tracing import tracer_provider_from_env
 
+    # Binding comes after the app's start-up (plugins, store, upstream pool), which logs; a port
+    # that is taken is found first, so that its one line is all a failed start prints.
+    problem = probe_bind(settings.host, settings.port)
+    if problem is not None:
+        raise BindError(problem)
     raise_fd_limit()  # idle keep-alive clients, streams and the upstream pool all hold descriptors
     tracer_provider = tracer_provider_from_env()  # None unless OTEL_TRACES_EXPORTER names an exporter
     app = create_app(settings, tracer_provider=tracer_provider)
-    runner = await start_site(app, settings, settings.host, settings.port, shutdown_timeout=1.0)
     try:
+        runner = await start_site(app, settings, settings.host, settings.port, shutdown_timeout=1.0)
+    except OSError as exc:
+        raise BindError(bind_problem(settings.host, settings.port, exc)) from None
+    try:
+        for warning in warnings:
+            say(settings, f"agent-gateway: warning: {warning}", level="WARNING")
         freeze_startup_objects()
         port = next(iter(runner.addresses))[1]
         host = f"[{settings.host}]" if ":" in settings.host else settings.host
         say(settings, f"agent-gateway listening on http://{host}:{port}/v1 (model {settings.model_name}, "
-            f"upstream {settings.llm_base_url})", stream=sys.stdout)
+            f"upstream {redact_url(settings.llm_base_url)})", stream=sys.stdout)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

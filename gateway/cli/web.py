@@ -6,12 +6,14 @@ Pure functions returning text (and an exit code); the CLI module wires them into
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from gateway.agent.web_fallback import chain_report
 from gateway.config.files import get_config_value, set_config_value
-from gateway.config.settings import Settings, load_settings
+from gateway.config.profiles import ProfileError, require_profile
+from gateway.config.settings import Settings, default_home, load_settings
 from providers.loader import bundled_plugin_dir, load_registry, user_plugin_dir
 from providers.registry import CAPABILITIES, availability, supports
 
@@ -153,12 +155,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     plugins.set_defaults(func=_run_plugins)
 
 
+def _existing_profile(args: argparse.Namespace) -> bool:
+    """False (and one line on stderr) when -p names a profile that does not exist."""
+    try:
+        require_profile(default_home(os.environ), args.profile)
+    except ProfileError as exc:
+        print(f"agent-gateway: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
 def _run_tools(args: argparse.Namespace) -> int:
+    if not _existing_profile(args):
+        return 1
     sys.stdout.write(tools_report(load_settings(profile=args.profile)))
     return 0
 
 
 def _run_plugins(args: argparse.Namespace) -> int:
+    if not _existing_profile(args):
+        return 1
     code, text = plugins_command(load_settings(profile=args.profile), args.action, args.name)
     (sys.stdout if code == 0 else sys.stderr).write(text)
     return code

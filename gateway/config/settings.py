@@ -9,6 +9,7 @@ table drives loading, validation, `config set/get/list` and the `.env.example` c
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -69,6 +70,25 @@ def _parse_list(raw: Any) -> tuple[str, ...]:
     else:
         items = str(raw).split(",")
     return tuple(item.strip() for item in items if item.strip())
+
+
+# Labels of letters, digits, hyphens and (as container names have them) underscores.
+_HOST_NAME_RE = re.compile(r"^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$")
+
+
+def _parse_host(raw: Any) -> str:
+    """A bind address: an IP (IPv6 with or without brackets) or a host name, a trailing dot dropped."""
+    text = _parse_str(raw)
+    host = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    if host.endswith(".") and ":" not in host:
+        host = host[:-1]  # the fully qualified spelling of the same name ("localhost.")
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        host = host.lower()  # names are case-insensitive; an IPv6 zone id (after %) is not
+    if not _HOST_NAME_RE.match(host):
+        raise ValueError(f"{text!r} is not an IP address or host name; write it like 127.0.0.1, ::1 or localhost")
+    return host
 
 
 def _parse_http_url(raw: Any) -> str:
@@ -137,7 +157,7 @@ class Option:
 OPTIONS: tuple[Option, ...] = (
     Option("enabled", "API_SERVER_ENABLED", "api_server.enabled", _parse_bool, True,
            "false makes `serve` exit with a clear message"),
-    Option("host", "API_SERVER_HOST", "api_server.host", _parse_str, "127.0.0.1",
+    Option("host", "API_SERVER_HOST", "api_server.host", _parse_host, "127.0.0.1",
            "bind address; a non-loopback address requires API_SERVER_KEY"),
     Option("port", "API_SERVER_PORT", "api_server.port", _parse_int, 8642, "TCP port", minimum=0),
     Option("api_key", "API_SERVER_KEY", "api_server.key", _parse_str, None,
@@ -328,6 +348,8 @@ def read_dotenv(path: Path) -> dict[str, str]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SettingsError(f"cannot read {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise SettingsError(f"cannot read {path}: it is not UTF-8 text (byte {exc.start})") from exc
     values: dict[str, str] = {}
     for lineno, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
@@ -355,6 +377,8 @@ def read_config_yaml(path: Path) -> dict[str, Any]:
         loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise SettingsError(f"cannot read {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise SettingsError(f"cannot read {path}: it is not UTF-8 text (byte {exc.start})") from exc
     except yaml.YAMLError as exc:
         raise SettingsError(f"{path} is not valid YAML: {str(exc).splitlines()[0]}") from exc
     if loaded is None:

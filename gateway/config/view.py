@@ -8,13 +8,19 @@ shown as effective come from `load_settings` itself wherever the files load.
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gateway.config.envvars import is_secret_name, known_names, mask, nearest, plugin_variables
+from gateway.config.envvars import (
+    is_secret_name,
+    known_names,
+    mask,
+    nearest,
+    plugin_variables,
+    redact_url,
+)
 from gateway.config.settings import (
     OPTIONS,
     OPTIONS_BY_ENV,
@@ -68,8 +74,10 @@ def format_value(value: Any) -> str:
 
 
 def shown(name: str, value: str, secret: bool, reveal: bool = False) -> str:
-    if not value or reveal or not (secret or is_secret_name(name)):
+    if not value or reveal:
         return value
+    if not (secret or is_secret_name(name)):
+        return redact_url(value) if "@" in value else value  # http://user:PASSWORD@host/v1
     return mask(value)
 
 
@@ -155,22 +163,11 @@ class CheckReport:
         return not self.errors
 
 
-def _port_in_use(host: str, port: int) -> bool:
-    if port == 0:
-        return False
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        try:
-            probe.bind((host.strip("[]"), port))
-        except OSError:
-            return True
-    return False
-
-
 def web_provider_lines(settings: Settings) -> tuple[list[str], list[str]]:
     """Which provider serves search and extract; skipped quietly in a build without the registry."""
     try:
         from providers.loader import load_registry
+        from providers.registry import availability
     except ImportError:
         return ["web providers: (provider registry not installed)"], []
     registry = load_registry(settings.plugin_settings())
@@ -189,13 +186,18 @@ def web_provider_lines(settings: Settings) -> tuple[list[str], list[str]]:
         lines.extend(chain_lines)
         warnings.extend(chain_warnings)
         warnings.extend(f"web plugin {error.plugin} failed to load: {error.reason}" for error in registry.load_errors)
+        builtin = registry.get("fetch")  # needs no settings: unavailable means the install is broken
+        if builtin is not None:
+            available, missing = availability(builtin)
+            if not available:
+                warnings.append(f"the built-in page reader fetch cannot run: {missing}")
     finally:
         asyncio.run(registry.aclose())
     return lines, warnings
 
 
 def check(settings: Settings, files: ProfileFiles) -> CheckReport:
-    from gateway.cli.serve import is_loopback  # the same guard serve applies
+    from gateway.cli.serve import is_loopback, probe_bind  # the same guard and bind serve applies
 
     report = CheckReport([], unknown_names(files), [])
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
@@ -206,7 +208,7 @@ def check(settings: Settings, files: ProfileFiles) -> CheckReport:
     report.lines.append(f"model id: {settings.model_name}")
     report.lines.append("auth: " + ("on (API_SERVER_KEY is set)" if settings.api_key else "off (no API_SERVER_KEY)"))
     report.lines.append("cors: " + (", ".join(settings.cors_origins) if settings.cors_origins else "off"))
-    report.lines.append(f"upstream: {settings.llm_base_url} (model "
+    report.lines.append(f"upstream: {redact_url(settings.llm_base_url)} (model "
                         f"{settings.llm_model or 'the first one the upstream lists'}"
                         f"{', with a key' if settings.llm_api_key else ''})")
     try:
@@ -227,8 +229,9 @@ def check(settings: Settings, files: ProfileFiles) -> CheckReport:
     if settings.allow_private_urls:
         report.warnings.append("WEB_ALLOW_PRIVATE_URLS is true: the model can make the gateway fetch "
                                "internal addresses")
-    if _port_in_use(settings.host, settings.port):
-        report.warnings.append(f"port {settings.port} on {settings.host} is in use (another gateway or profile?)")
+    problem = probe_bind(settings.host, settings.port)
+    if problem:
+        report.errors.append(problem)
     return report
 
 

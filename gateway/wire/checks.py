@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import Any
 
 from aiohttp import web
@@ -80,12 +81,19 @@ def _as_tuple(kinds: type | tuple[type, ...]) -> tuple[type, ...]:
     return kinds if isinstance(kinds, tuple) else (kinds,)
 
 
+def in_range(value: float, low: float | None, high: float | None) -> bool:
+    """A finite number within [low, high]; NaN and the infinities (which Python's JSON reads) are not."""
+    return math.isfinite(value) and (low is None or value >= low) and (high is None or value <= high)
+
+
 def optional_number(body: dict[str, Any], name: str, low: float | None = None, high: float | None = None) -> None:
     value = body.get(name)
     if value is None:
         return
     expect(value, (int, float), name, "a number")
-    if (low is not None and value < low) or (high is not None and value > high):
+    if not in_range(value, low, high):
+        if low is None or high is None:
+            raise InvalidRequestError(f"'{name}' must be a finite number", param=name)
         raise InvalidRequestError(f"'{name}' must be between {low:g} and {high:g}", param=name)
 
 

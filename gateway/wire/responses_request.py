@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.errors import InvalidRequestError
+from gateway.wire.checks import in_range
 
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_METADATA_PAIRS = 16
@@ -123,7 +124,7 @@ def _number(body: dict[str, Any], key: str, low: float, high: float) -> float | 
     value = body.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not in_range(value, low, high):
         raise _bad(f"'{key}' must be a number from {low:g} to {high:g}.", key)
     return float(value)
 
@@ -239,7 +240,7 @@ def _tool_choice(body: dict[str, Any], chat_tools: list[dict[str, Any]]) -> str 
         raise _bad("'tool_choice' must be none, auto, required or a tool object.", "tool_choice")
     if value["type"] == "function":
         names = {tool["function"]["name"] for tool in chat_tools}
-        if value.get("name") not in names:
+        if not isinstance(value.get("name"), str) or value["name"] not in names:
             raise _bad("'tool_choice' names a function that is not in 'tools'.", "tool_choice")
     return value
 

@@ -53,6 +53,8 @@ class PageServer:
             "/photo.png": lambda: web.Response(body=b"\x89PNG" + bytes(64), content_type="image/png"),
             "/missing": lambda: web.Response(status=404, text="not here"),
             "/big.txt": lambda: web.Response(text="x" * 100_000, content_type="text/plain"),
+            "/bogus-charset": lambda: web.Response(
+                body=ARTICLE_HTML.encode(), headers={"Content-Type": "text/html; charset=x-bogus-charset"}),
         }
         for path, make in routes.items():
             app.router.add_get(path, _fixed(make))

@@ -9,6 +9,8 @@ with a clear error rather than fed to the model as noise.
 from __future__ import annotations
 
 import asyncio
+import codecs
+import logging
 from typing import Any
 
 from providers.urlsafety import Fetched, SafeFetcher
@@ -19,6 +21,23 @@ TEXT_TYPES = frozenset({
     "text/plain", "text/markdown", "text/x-markdown", "text/csv", "text/xml", "application/xml",
     "application/json", "application/ld+json",
 })
+
+log = logging.getLogger(__name__)
+
+
+def extractor_import_error() -> str | None:
+    """Why the HTML extractor (trafilatura and its lxml stack) cannot be imported, or None when it can.
+
+    Imports it for real: a package that is present but broken (trafilatura 2 on lxml 6 without
+    lxml_html_clean raises ImportError from deep inside) is caught only by importing.
+    """
+    try:
+        import trafilatura  # noqa: F401
+    except Exception as exc:  # noqa: BLE001 - any import-time failure means the extractor cannot run
+        detail = " ".join(str(exc).split()) or "no message"
+        return (f"its HTML extractor trafilatura cannot be imported ({type(exc).__name__}: {detail}); "
+                "reinstall agent-gateway so its dependencies are complete")
+    return None
 
 
 class FetchProvider(WebSearchProvider):
@@ -31,10 +50,22 @@ class FetchProvider(WebSearchProvider):
         if max_bytes is not None:
             options["max_bytes"] = max_bytes
         self._fetcher = SafeFetcher(**options)
+        # Checked on first ask, then kept: an import either works for this process or it does not.
+        self._extractor_checked = False
+        self._extractor_error: str | None = None
 
     @property
     def display_name(self) -> str:
         return "Built-in fetcher"
+
+    def is_available(self) -> bool:
+        return self.unavailable_reason() is None
+
+    def unavailable_reason(self) -> str | None:
+        if not self._extractor_checked:
+            self._extractor_error = extractor_import_error()
+            self._extractor_checked = True
+        return self._extractor_error
 
     def supports_search(self) -> bool:
         return False
@@ -57,6 +88,9 @@ class FetchProvider(WebSearchProvider):
             title, text = await asyncio.to_thread(readable, fetched)
         except ProviderError as exc:
             return page(url, error=str(exc))
+        except Exception as exc:  # noqa: BLE001 - one page the extractor chokes on must not sink the batch
+            log.warning("fetch: reading %s failed: %s: %s", url, type(exc).__name__, exc)
+            return page(url, error=f"the page could not be read ({type(exc).__name__})")
         metadata: dict[str, Any] = {"content_type": fetched.content_type or "unknown"}
         if fetched.final_url != url:
             metadata["final_url"] = fetched.final_url
@@ -71,11 +105,21 @@ class FetchProvider(WebSearchProvider):
 def readable(fetched: Fetched) -> tuple[str, str]:
     """(title, text) of a fetched document; CPU-bound, so callers run it in a thread."""
     kind = fetched.content_type
+    _check_charset(fetched.charset)
     if kind in HTML_TYPES or (not kind and fetched.body.lstrip()[:1] == b"<"):
         return _from_html(fetched)
     if kind in TEXT_TYPES or kind.startswith("text/") or kind.endswith("+json") or kind.endswith("+xml"):
         return "", fetched.body.decode(fetched.charset or "utf-8", errors="replace")
     raise ProviderError(f"refused: {kind or 'untyped binary data'} is not a web page or text document")
+
+
+def _check_charset(charset: str | None) -> None:
+    if charset is None:
+        return
+    try:
+        codecs.lookup(charset)
+    except LookupError:
+        raise ProviderError(f"the page declares an unknown character set {charset[:60]!r}") from None
 
 
 def _from_html(fetched: Fetched) -> tuple[str, str]:
