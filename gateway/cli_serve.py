@@ -13,6 +13,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from gateway.settings import Settings, load_settings
+from providers.upstream_text import redact_url
 
 log = logging.getLogger("agent_gateway")
 
@@ -101,7 +102,7 @@ async def serve(settings: Settings) -> None:
         port = next(iter(runner.addresses))[1]
         host = f"[{settings.host}]" if ":" in settings.host else settings.host
         print(f"agent-gateway listening on http://{host}:{port}/v1 (model {settings.model_name}, "
-              f"upstream {settings.llm_base_url})", flush=True)
+              f"upstream {redact_url(settings.llm_base_url)})", flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

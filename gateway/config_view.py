@@ -26,6 +26,7 @@ from gateway.settings import (
     read_config_yaml,
     read_dotenv,
 )
+from providers.upstream_text import redact_url
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ def format_value(value: Any) -> str:
 
 
 def shown(name: str, value: str, secret: bool, reveal: bool = False) -> str:
+    if not reveal and "@" in value and "://" in value:
+        value = redact_url(value)  # `http://user:PASSWORD@host`: credentials are secrets wherever they are
     if not value or reveal or not (secret or is_secret_name(name)):
         return value
     return mask(value)
@@ -198,7 +201,7 @@ def check(settings: Settings, files: ProfileFiles) -> CheckReport:
     report.lines.append(f"model id: {settings.model_name}")
     report.lines.append("auth: " + ("on (API_SERVER_KEY is set)" if settings.api_key else "off (no API_SERVER_KEY)"))
     report.lines.append("cors: " + (", ".join(settings.cors_origins) if settings.cors_origins else "off"))
-    report.lines.append(f"upstream: {settings.llm_base_url} (model "
+    report.lines.append(f"upstream: {redact_url(settings.llm_base_url)} (model "
                         f"{settings.llm_model or 'the first one the upstream lists'}"
                         f"{', with a key' if settings.llm_api_key else ''})")
     try:
