@@ -1,6 +1,6 @@
 """The upstream model: any OpenAI-compatible `/v1` endpoint, through one aiohttp `ClientSession`.
 
-The session honours `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` (`trust_env`), keeps connections alive
+The session honours `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` (read at start), keeps connections alive
 between requests, and times out a connect after `LLM_CONNECT_TIMEOUT` and a read after `LLM_TIMEOUT`
 without a byte. Replies, streamed or whole, come out as typed deltas (`providers.upstream_deltas`).
 
@@ -22,6 +22,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
 from gateway import __version__, json_out
@@ -98,6 +99,8 @@ class UpstreamClient:
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         self._session: aiohttp.ClientSession | None = None
+        self._proxy: URL | None = None
+        self._proxy_auth: aiohttp.BasicAuth | None = None
         self._model_lock = asyncio.Lock()
         self._chat_url = self._url / "chat/completions"
         self._models_url = self._url / "models"
@@ -114,8 +117,16 @@ class UpstreamClient:
         tracer = aiohttp.TraceConfig()
         tracer.on_connection_reuseconn.append(_on_reuse)
         tracer.freeze()
+        # The proxy the environment names for the upstream (HTTP(S)_PROXY, NO_PROXY, ~/.netrc for
+        # its credentials), looked up once by the function `trust_env=True` would call on every
+        # request: there it is two thread-pool hops per request (the proxy, then ~/.netrc).
+        try:
+            self._proxy, self._proxy_auth = get_env_proxy_for_url(self._url)
+        except LookupError:
+            self._proxy = self._proxy_auth = None
         self._session = aiohttp.ClientSession(
-            connector=connector, headers=headers, trust_env=True, trace_configs=[tracer],
+            connector=connector, headers=headers, trust_env=False, trace_configs=[tracer],
+            cookie_jar=aiohttp.DummyCookieJar(),  # an API client keeps no cookies (and filters none per request)
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout,
                                           sock_read=self._read_timeout))
 
@@ -148,7 +159,7 @@ class UpstreamClient:
             try:
                 response = await self.session.request(
                     method, url, data=body, headers=_POST_HEADERS if body is not None else None,
-                    trace_request_ctx=trace)
+                    proxy=self._proxy, proxy_auth=self._proxy_auth, trace_request_ctx=trace)
             except aiohttp.ServerDisconnectedError as exc:
                 # closed unanswered on a pooled connection: the request never reached the server
                 if attempt == 1 and trace["reused"]:
