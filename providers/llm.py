@@ -18,7 +18,9 @@ import contextlib
 import os
 import socket
 import ssl
+import weakref
 from collections.abc import AsyncGenerator
+from contextvars import ContextVar
 from typing import Any
 
 import aiohttp
@@ -69,8 +71,28 @@ def _reason(exc: aiohttp.ClientConnectorError) -> str:
     return error.strerror or str(error) or type(error).__name__
 
 
-async def _on_reuse(session: Any, ctx: Any, params: Any) -> None:
-    ctx.trace_request_ctx["reused"] = True
+#: Whether the upstream request this task made last went out on a pooled connection. A context
+#: variable (per task), not shared state: each request's task reads the answer its own connect set.
+_REUSED: ContextVar[bool] = ContextVar("upstream_connection_reused", default=False)
+
+
+class _PoolConnector(aiohttp.TCPConnector):
+    """aiohttp's connector, telling (in `_REUSED`) whether a connection came from the pool: a
+    pooled connection the server closed unanswered (its keep-alive ran out as the request went)
+    is retried once, where aiohttp itself retries only idempotent methods. (A TraceConfig's
+    `on_connection_reuseconn` says the same at several times the cost per request.)"""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._used: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    async def connect(self, req: Any, traces: Any, timeout: aiohttp.ClientTimeout) -> Any:
+        connection = await super().connect(req, traces, timeout)
+        protocol = connection.protocol
+        if protocol is not None:
+            _REUSED.set(protocol in self._used)
+            self._used.add(protocol)
+        return connection
 
 
 class UpstreamClient:
@@ -111,12 +133,7 @@ class UpstreamClient:
             headers["Authorization"] = self._authorization
         # built here, not aiohttp's context made at import: SSL_CERT_FILE set since is honoured
         tls = ssl.create_default_context() if self._url.scheme == "https" else True
-        connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEPALIVE, ssl=tls)
-        # a pooled connection the server closed as we sent (its keep-alive ran out) is retried once:
-        # the trace tells a reused connection from a new one
-        tracer = aiohttp.TraceConfig()
-        tracer.on_connection_reuseconn.append(_on_reuse)
-        tracer.freeze()
+        connector = _PoolConnector(limit=0, keepalive_timeout=KEEPALIVE, ssl=tls)
         # The proxy the environment names for the upstream (HTTP(S)_PROXY, NO_PROXY, ~/.netrc for
         # its credentials), looked up once by the function `trust_env=True` would call on every
         # request: there it is two thread-pool hops per request (the proxy, then ~/.netrc).
@@ -125,7 +142,7 @@ class UpstreamClient:
         except LookupError:
             self._proxy = self._proxy_auth = None
         self._session = aiohttp.ClientSession(
-            connector=connector, headers=headers, trust_env=False, trace_configs=[tracer],
+            connector=connector, headers=headers, trust_env=False,
             cookie_jar=aiohttp.DummyCookieJar(),  # an API client keeps no cookies (and filters none per request)
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout,
                                           sock_read=self._read_timeout))
@@ -155,14 +172,14 @@ class UpstreamClient:
     async def _request(self, method: str, url: URL, body: bytes | None = None) -> aiohttp.ClientResponse:
         """The reply's head, or the typed gateway error for a fault or an HTTP status of 400 and above."""
         for attempt in (1, 2):
-            trace = {"reused": False}
+            _REUSED.set(False)
             try:
                 response = await self.session.request(
                     method, url, data=body, headers=_POST_HEADERS if body is not None else None,
-                    proxy=self._proxy, proxy_auth=self._proxy_auth, trace_request_ctx=trace)
+                    proxy=self._proxy, proxy_auth=self._proxy_auth)
             except aiohttp.ServerDisconnectedError as exc:
                 # closed unanswered on a pooled connection: the request never reached the server
-                if attempt == 1 and trace["reused"]:
+                if attempt == 1 and _REUSED.get():
                     continue
                 raise self._fault(exc) from exc
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
