@@ -115,8 +115,7 @@ class UpstreamClient:
         self._url = url.with_user(None)
         #: the URL as messages name it: never its credentials
         self.base_url = redact_url(base_url.rstrip("/"))
-        self._secrets = (api_key, url.password, url.user if url.password else None)
-        self._api_key = api_key
+        self._secrets = (api_key, url.password)  # never relayed, whatever an upstream echoes
         self._model = model
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
@@ -189,7 +188,7 @@ class UpstreamClient:
             try:
                 await self._raise_for_status(response)
             finally:
-                response.close()
+                response.release()  # back to the pool when read whole, closed otherwise
         return response
 
     async def _post_chat(self, payload: dict[str, Any], *, stream: bool) -> aiohttp.ClientResponse:
