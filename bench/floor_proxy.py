@@ -19,7 +19,7 @@ import aiohttp
 import httpx
 from aiohttp import web
 
-from gateway.cli_serve import event_loop_runner
+from gateway.cli.serve import event_loop_runner
 
 Relay = Callable[[bytes, bool], Awaitable[tuple[int, str, AsyncIterator[bytes]]]]
 

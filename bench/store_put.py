@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gateway.store import SQLiteResponseStore, StoredResponse
+from gateway.store.sqlite import SQLiteResponseStore, StoredResponse
 
 EXTRA_PUTS = 300
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from gateway.settings import Settings
+from gateway.config.settings import Settings
 from providers.registry import DuplicateProviderError, Origin, PluginContext, PluginInfo, ProviderRegistry
 
 log = logging.getLogger(__name__)

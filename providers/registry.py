@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from providers.web import WebSearchProvider
 
 if TYPE_CHECKING:
-    from gateway.settings import Settings
+    from gateway.config.settings import Settings
 
 log = logging.getLogger(__name__)
 

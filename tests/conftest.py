@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from gateway.app import create_app
-from gateway.settings import Settings
+from gateway.config.settings import Settings
+from gateway.http.app import create_app
 from tests.fakes.tools import LookupTool
 from tests.fakes.upstream import FakeUpstream
 

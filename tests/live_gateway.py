@@ -17,8 +17,8 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.app import create_app
-from gateway.settings import Settings
+from gateway.config.settings import Settings
+from gateway.http.app import create_app
 from tests.fakes.tools import LookupTool
 from tests.fakes.upstream import FakeUpstream
 

@@ -19,7 +19,7 @@ from contextlib import asynccontextmanager
 
 from aiohttp import web
 
-from gateway import appkeys
+from gateway.http import appkeys
 
 
 def open_fds() -> int:

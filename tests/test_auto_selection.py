@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.cli_web import tools_report
-from gateway.settings import load_settings
+from gateway.cli.web import tools_report
+from gateway.config.settings import load_settings
 from providers.loader import load_registry
 
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from gateway.chat_wire import ChatChunkEncoder
-from gateway.events import Finished, TextDelta
+from gateway.agent.events import Finished, TextDelta
+from gateway.wire.chat import ChatChunkEncoder
 
 TRICKY = ['tok0 ', 'quote " backslash \\ slash /', 'new\nline\ttab \x00 nul', 'é ü 中文 😀 \u2028', '</script>']
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import yaml
 
-from gateway.cli_web import plugins_command, tools_report
-from gateway.settings import load_settings
+from gateway.cli.web import plugins_command, tools_report
+from gateway.config.settings import load_settings
 
 USER_PLUGIN = '''
 from providers.web import WebSearchProvider

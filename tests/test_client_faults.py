@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from gateway.app import create_app
+from gateway.http.app import create_app
 from tests.fakes.tools import LookupTool
 from tests.fakes.upstream import Reply, text
 from tests.faults import MODE_IDS, MODES, ask, request_for

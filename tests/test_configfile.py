@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gateway.configfile import set_config_value, set_env_value, unset_config_value, unset_env_value
-from gateway.settings import load_settings, read_dotenv
+from gateway.config.files import set_config_value, set_env_value, unset_config_value, unset_env_value
+from gateway.config.settings import load_settings, read_dotenv
 
 
 def test_set_env_value_creates_the_file_and_parents_readable_by_owner_only(tmp_path: Path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.settings import SettingsError, load_settings
+from gateway.config.settings import SettingsError, load_settings
 from tests.conftest import API_KEY
 from tests.fakes.upstream import error
 from tests.helpers import assert_error_envelope, chat_chunks

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from gateway.envvars import PROCESS_ONLY, PROVIDER_VARIABLES, known_variables
-from gateway.settings import OPTIONS, load_settings
+from gateway.config.envvars import PROCESS_ONLY, PROVIDER_VARIABLES, known_variables
+from gateway.config.settings import OPTIONS, load_settings
 from tests.gateway_process import REPO
 
 ASSIGNMENT = re.compile(r"^#?\s*([A-Z][A-Z0-9_]*)=(.*)$")
@@ -48,8 +48,8 @@ def source_reads() -> dict[str, str]:
 
 
 def variables_the_code_reads() -> dict[str, str]:
-    found = {o.env: "gateway/settings.py OPTIONS" for o in OPTIONS if o.env}
-    found.update({name: "gateway/envvars.py" for name in (*PROVIDER_VARIABLES, *PROCESS_ONLY)})
+    found = {o.env: "gateway/config/settings.py OPTIONS" for o in OPTIONS if o.env}
+    found.update({name: "gateway/config/envvars.py" for name in (*PROVIDER_VARIABLES, *PROCESS_ONLY)})
     return {**source_reads(), **found}
 
 
@@ -60,7 +60,7 @@ def test_every_variable_the_code_reads_is_in_env_example():
 
 def test_the_scan_sees_reads_in_source_and_manifests():
     # Guard against a scan that silently finds nothing beyond the settings table.
-    assert source_reads().get("AGENT_GATEWAY_HOME") == "gateway/settings.py"
+    assert source_reads().get("AGENT_GATEWAY_HOME") == "gateway/config/settings.py"
 
 
 def test_every_documented_variable_is_known_to_config_set():

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from gateway.events import Finished, TextDelta, Usage
-from gateway.responses_builder import ResponseBuilder
-from gateway.responses_wire import parse_responses_request
+from gateway.agent.events import Finished, TextDelta, Usage
+from gateway.wire.responses_output import ResponseBuilder
+from gateway.wire.responses_request import parse_responses_request
 
 
 def test_one_huge_text_delta_becomes_several_short_responses_delta_events():

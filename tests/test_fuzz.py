@@ -1,6 +1,6 @@
 """Property-based fuzzing of every documented operation with schemathesis.
 
-Valid and invalid requests generated from gateway/openapi.json go to a live gateway (fake upstream):
+Valid and invalid requests generated from gateway/http/openapi.json go to a live gateway (fake upstream):
 no answer may be a 5xx, every 4xx must be the OpenAI error envelope, every 2xx must match the
 document, and nothing may hang. FUZZ_EXAMPLES raises the number of generated cases per operation
 for a longer run by hand (`FUZZ_EXAMPLES=1000 pytest tests/test_fuzz.py`).
@@ -27,7 +27,7 @@ from schemathesis.specs.openapi.checks import (
 from tests.conftest import API_KEY
 from tests.live_gateway import LiveGateway, live_gateway
 
-DOCUMENT = Path(__file__).resolve().parent.parent / "gateway" / "openapi.json"
+DOCUMENT = Path(__file__).resolve().parent.parent / "gateway" / "http" / "openapi.json"
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "10"))
 REQUEST_TIMEOUT = 10.0  # seconds; a request that takes longer counts as a hang
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.app import create_app
+from gateway.http.app import create_app
 from tests.conftest import API_KEY
 from tests.helpers import assert_error_envelope
 

@@ -8,8 +8,8 @@ import json
 import pytest
 from aiohttp.test_utils import TestClient
 
-from gateway.app import create_app
-from gateway.idempotency_store import CachedReply, InMemoryIdempotencyCache
+from gateway.http.app import create_app
+from gateway.store.idempotency import CachedReply, InMemoryIdempotencyCache
 from tests.conftest import API_KEY
 from tests.fakes.upstream import error, text
 from tests.helpers import assert_error_envelope, chat_chunks

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from providers import jsontext
+from gateway.wire import jsontext
 
 SAME_AS_STDLIB = [
     b'{"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.7}',

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.settings import load_settings
+from gateway.config.settings import load_settings
 from providers.loader import load_registry
 
 REPO = Path(__file__).resolve().parents[1]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from gateway.lifecycle import Lifecycle
-from gateway.memory_release import MemoryReleaser, malloc_trim
+from gateway.http.lifecycle import Lifecycle
+from gateway.http.memory_release import MemoryReleaser, malloc_trim
 
 
 class Trims:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gateway.app import create_app
-from gateway.routes.openapi import openapi_document
+from gateway.http.app import create_app
+from gateway.http.routes.openapi import openapi_document
 from tests.conftest import API_KEY
 
 HTTP_METHODS = {"get", "post", "put", "patch", "delete"}

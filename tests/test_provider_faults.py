@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from gateway.app import create_app
-from gateway.tools import build_web_tools
+from gateway.agent.web_tools import build_web_tools
+from gateway.http.app import create_app
 from plugins.web.fetch.provider import FetchProvider
 from providers.registry import ProviderRegistry
 from providers.web import WebSearchProvider

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from gateway.app import create_app
-from gateway.settings import Settings
+from gateway.config.settings import Settings
+from gateway.http.app import create_app
 from tests.fakes.scripted import Reply
 from tests.fakes.tavily import API_KEY, TavilyFake, tavily_fake  # noqa: F401 - fixture
 from tests.fakes.upstream import FakeUpstream, text, tool_call

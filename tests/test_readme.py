@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gateway.settings import OPTIONS
+from gateway.config.settings import OPTIONS
 from tests.gateway_process import REPO, gateway_env, run_cli, start_gateway
 
 README = (REPO / "README.md").read_text(encoding="utf-8")

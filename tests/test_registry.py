@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.settings import Settings
+from gateway.config.settings import Settings
 from providers.registry import AUTO_ORDER, DuplicateProviderError, PluginContext, ProviderRegistry
 from providers.web import WebSearchProvider
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from gateway.request_ids import LOG_FORMAT, LogFormatter, RequestIdFilter
+from gateway.http.access_log import LOG_FORMAT, LogFormatter, RequestIdFilter
 from tests.conftest import API_KEY
 from tests.fakes.upstream import Reply, error
 from tests.helpers import chat_chunks

@@ -11,9 +11,9 @@ from openai.lib.streaming.responses._responses import ResponseStreamState
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
-from gateway.events import ClientToolCall, Finished, TextDelta, ToolCallFinished, ToolCallStarted, Usage
-from gateway.responses_builder import ResponseBuilder, event_json
-from gateway.responses_wire import parse_responses_request
+from gateway.agent.events import ClientToolCall, Finished, TextDelta, ToolCallFinished, ToolCallStarted, Usage
+from gateway.wire.responses_output import ResponseBuilder, event_json
+from gateway.wire.responses_request import parse_responses_request
 
 EVENTS = TypeAdapter(ResponseStreamEvent)
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from gateway.errors import InvalidRequestError
-from gateway.responses_wire import input_to_messages, normalize_input, parse_responses_request
+from gateway.wire.responses_request import input_to_messages, normalize_input, parse_responses_request
 
 
 def bad_param(body: Any) -> str | None:

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from gateway.runs import Deadline
+from gateway.http.runs import Deadline
 
 
 async def test_a_body_past_its_deadline_leaves_as_timeout_error():

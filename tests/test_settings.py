@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.settings import SettingsError, load_settings
+from gateway.config.settings import SettingsError, load_settings
 
 
 def test_defaults(tmp_path):

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from gateway.sse import KEEPALIVE, LastBatch, batched_with_keepalive
+from gateway.http.sse import KEEPALIVE, LastBatch, batched_with_keepalive
 
 
 class Source:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from providers.llm import _well_formed
-from providers.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta
+from gateway.upstream.client import _well_formed
+from gateway.upstream.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta
 from tests.fakes.upstream import Reply
 from tests.helpers import chat_chunks, streamed_text
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.store import SQLiteResponseStore, StoredResponse, StoreUnavailableError
+from gateway.store.sqlite import SQLiteResponseStore, StoredResponse, StoreUnavailableError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -180,7 +180,7 @@ async def test_a_failed_group_fails_each_of_its_puts_with_its_own_503(tmp_path: 
 _WRITER = textwrap.dedent(
     """
     import asyncio, sys
-    from gateway.store import SQLiteResponseStore, StoredResponse
+    from gateway.store.sqlite import SQLiteResponseStore, StoredResponse
 
     async def main() -> None:
         async with SQLiteResponseStore(sys.argv[1], max_responses=100_000) as store:

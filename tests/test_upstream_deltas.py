@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from providers.upstream_deltas import Finish, Reasoning, Text, TokenUsage, ToolCallPart, deltas_of
+from gateway.upstream.deltas import Finish, Reasoning, Text, TokenUsage, ToolCallPart, deltas_of
 from tests.fakes.upstream import Reply
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gateway.app import create_app
+from gateway.http.app import create_app
 from tests.fakes.tools import LookupTool
 from tests.fakes.upstream import Reply, error, text
 from tests.faults import MODE_IDS, MODES, ask, free_port

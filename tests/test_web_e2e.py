@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from gateway.app import create_app
-from gateway.settings import Settings
+from gateway.config.settings import Settings
+from gateway.http.app import create_app
 from tests.fakes.pages import PageServer, page_server  # noqa: F401
 from tests.fakes.searxng import FakeSearxng, searxng_server  # noqa: F401
 from tests.fakes.upstream import FakeUpstream, text, tool_call

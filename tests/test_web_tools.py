@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from gateway.settings import Settings, load_settings
-from gateway.tools import WebExtractTool, WebSearchTool, build_web_tools
+from gateway.agent.web_tools import WebExtractTool, WebSearchTool, build_web_tools
+from gateway.config.settings import Settings, load_settings
 from providers.loader import load_registry
 from providers.registry import ProviderRegistry
 from providers.web import ProviderError, WebSearchProvider, extract_result, page, search_result

@@ -1,0 +1,1 @@
+"""The agent: one loop for both APIs, wire-agnostic, yielding typed events."""

@@ -1,0 +1,289 @@
+"""The agent loop, shared by every wire format: model -> tool calls -> results -> model ...
+
+It sends the conversation (its own system prompt first) and the tool schemas upstream, relays
+the model's text, runs calls to its own tools in parallel, appends the results, and repeats up to
+`max_rounds` tool rounds, after which the model must answer without tools. Calls to tools the
+client supplied are not run: they end the turn and go back to the client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.agent.events import (
+    AgentEvent,
+    ClientToolCall,
+    Finished,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    Usage,
+)
+from gateway.agent.toolbox import Toolbox
+from gateway.upstream.client import UpstreamClient
+from gateway.upstream.deltas import Finish, Text, TokenUsage, ToolCallPart
+from gateway.wire.markers import strip_markers
+
+BACKGROUND_TASK_PREFIX = "### Task:"
+FINAL_ROUND_NOTE = (
+    "You have used all tool rounds for this turn. Answer now from what you already found, "
+    "without calling tools."
+)
+
+
+@dataclass
+class AgentRequest:
+    #: Chat-format conversation as the client sent it (its system/developer messages in place).
+    messages: list[dict[str, Any]]
+    #: Chat-format function tools the client supplied; calls to them go back to the client.
+    client_tools: list[dict[str, Any]] = field(default_factory=list)
+    #: Sampling and other fields passed upstream unchanged (temperature, max_tokens, tool_choice ...).
+    params: dict[str, Any] = field(default_factory=dict)
+    #: Stream the upstream (token deltas) or ask for whole replies.
+    stream: bool = True
+    #: Extra system text for this request only (the Responses API's `instructions`).
+    instructions: str | None = None
+
+
+@dataclass
+class _ToolCall:
+    id: str
+    name: str
+    arguments: str
+
+
+def is_background_task(messages: list[dict[str, Any]]) -> bool:
+    """A frontend's housekeeping prompt (Open WebUI's title/tags/follow-ups): no web tools for it."""
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            return _text_of(message.get("content")).lstrip().startswith(BACKGROUND_TASK_PREFIX)
+    return False
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""
+
+
+def _clean_message(message: dict[str, Any]) -> dict[str, Any]:
+    """What the upstream gets for one client message: markers stripped, `developer` as `system`
+    (many OpenAI-compatible servers reject the newer role)."""
+    role = message.get("role")
+    if role == "developer":
+        return {**message, "role": "system"}
+    if role != "assistant":
+        return message
+    content = message.get("content")
+    if isinstance(content, str):
+        stripped = strip_markers(content)
+        # most answers hold no marker: the message itself, not a copy per message per turn
+        return message if stripped is content else {**message, "content": stripped}
+    if isinstance(content, list):
+        parts = [
+            {**p, "text": strip_markers(p["text"])} if isinstance(p, dict) and isinstance(p.get("text"), str) else p
+            for p in content
+        ]
+        return {**message, "content": parts}
+    return message
+
+
+class Agent:
+    def __init__(
+        self,
+        upstream: UpstreamClient,
+        toolbox: Toolbox,
+        *,
+        max_rounds: int,
+        tool_timeout: float,
+        system_prompt: str | None = None,
+    ) -> None:
+        self.upstream = upstream
+        self.toolbox = toolbox
+        self.max_rounds = max_rounds
+        self.tool_timeout = tool_timeout
+        self.system_prompt = system_prompt
+        # (UTC day number, prompt without tools, prompt with tools): rebuilt when the date changes,
+        # not on every request (strftime and the f-strings were ~1.9 us per request)
+        self._dated_prompts: tuple[int, str, str] = (-1, "", "")
+
+    def _system_prompt(self, with_tools: bool) -> str:
+        if self.system_prompt:
+            return self.system_prompt
+        day = int(time.time()) // 86400  # days since the epoch: the UTC date changes with it
+        if self._dated_prompts[0] != day:
+            self._dated_prompts = (day, self._default_prompt(day, False), self._default_prompt(day, True))
+        _, plain, tooled = self._dated_prompts
+        return tooled if with_tools else plain
+
+    @staticmethod
+    def _default_prompt(day: int, with_tools: bool) -> str:
+        today = time.strftime("%A, %d %B %Y", time.gmtime(day * 86400))
+        if not with_tools:
+            return f"You are a helpful assistant. Today is {today} (UTC)."
+        return (
+            f"You are a helpful assistant with live web access. Today is {today} (UTC).\n"
+            "Use web_search for anything recent, factual or niche that you are not sure of, and "
+            "web_extract to read a page in full (crawl=true to follow a site's pages). Prefer a few "
+            "precise searches over many vague ones. Base your answer on what you found and cite the "
+            "sources you used as markdown links. If the tools fail, say so and answer as best you can."
+        )
+
+    async def run(
+        self, request: AgentRequest, transcript: list[dict[str, Any]] | None = None
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """Yield events for one turn; append the messages it adds (assistant, tool) to `transcript`."""
+        use_agent_tools = len(self.toolbox) > 0 and not is_background_task(request.messages)
+        client_names = {t["function"]["name"] for t in request.client_tools}
+        # A client tool with the same name as one of ours wins: the client asked for it explicitly.
+        agent_schemas = [s for s in self.toolbox.schemas() if s["function"]["name"] not in client_names]
+        tools = (agent_schemas if use_agent_tools else []) + request.client_tools
+
+        conversation: list[dict[str, Any]] = [{"role": "system", "content": self._system_prompt(use_agent_tools)}]
+        if request.instructions:
+            conversation.append({"role": "system", "content": request.instructions})
+        conversation.extend(_clean_message(m) for m in request.messages)
+        added = transcript if transcript is not None else []
+
+        prompt_tokens = completion_tokens = 0
+        finish = "stop"
+        rounds = 0
+        while True:
+            final_round = rounds >= self.max_rounds and use_agent_tools
+            payload: dict[str, Any] = {**request.params, "messages": conversation}
+            if tools and not final_round:
+                payload["tools"] = tools
+            else:
+                payload.pop("tool_choice", None)
+                payload.pop("parallel_tool_calls", None)
+                if final_round:
+                    payload["messages"] = [*conversation, {"role": "system", "content": FINAL_ROUND_NOTE}]
+
+            text_parts: list[str] = []
+            round_finish: str | None = None
+            round_usage: TokenUsage | None = None
+            partial: dict[int, _ToolCall] = {}
+            deltas = self.upstream.deltas(payload, stream=request.stream)
+            async with contextlib.aclosing(deltas):
+                async for delta in deltas:
+                    if type(delta) is Text:  # nearly every delta: checked first
+                        text_parts.append(delta.text)
+                        yield TextDelta(delta.text)
+                    elif isinstance(delta, ToolCallPart):
+                        _merge_call_part(partial, delta)
+                    elif isinstance(delta, Finish):
+                        round_finish = delta.reason
+                    elif isinstance(delta, TokenUsage):
+                        round_usage = delta
+                    # Reasoning is not relayed to clients yet
+            calls = [
+                _ToolCall(p.id or f"call_{rounds}_{i}", p.name, p.arguments)
+                for i, p in sorted(partial.items())
+                if p.name
+            ]
+            if round_usage is not None:
+                prompt_tokens += round_usage.prompt_tokens
+                completion_tokens += round_usage.completion_tokens
+
+            text = "".join(text_parts)
+            if not calls:
+                added.append({"role": "assistant", "content": text})
+                finish = round_finish if round_finish in ("length", "content_filter") else "stop"
+                break
+
+            client_calls = [c for c in calls if c.name in client_names]
+            if client_calls:
+                # The turn ends here; calls to our own tools in the same round are dropped, since the
+                # client will continue the conversation without their results.
+                added.append(_assistant_with_calls(text, client_calls))
+                for call in client_calls:
+                    yield ClientToolCall(call.id, call.name, call.arguments)
+                finish = "tool_calls"
+                break
+
+            assistant = _assistant_with_calls(text, calls)
+            conversation.append(assistant)
+            added.append(assistant)
+            async for event in self._run_tools(calls, use_agent_tools):
+                if isinstance(event, ToolCallFinished):
+                    tool_message = {"role": "tool", "tool_call_id": event.call_id, "content": event.output}
+                    conversation.append(tool_message)
+                    added.append(tool_message)
+                yield event
+            rounds += 1
+
+        yield Usage(prompt_tokens, completion_tokens)
+        yield Finished(finish)
+
+    async def _run_tools(self, calls: list[_ToolCall], allowed: bool) -> AsyncGenerator[AgentEvent, None]:
+        parsed: list[dict[str, Any] | str] = []
+        for call in calls:
+            arguments = _parse_arguments(call.arguments)
+            parsed.append(arguments)
+            tool = self.toolbox.get(call.name) if allowed else None
+            marker = tool.marker(arguments) if tool is not None and isinstance(arguments, dict) else None
+            yield ToolCallStarted(call.id, call.name, call.arguments, marker)
+        outputs = await asyncio.gather(*(self._run_one(c, a, allowed) for c, a in zip(calls, parsed, strict=True)))
+        for call, (output, ok) in zip(calls, outputs, strict=True):
+            yield ToolCallFinished(call.id, call.name, output, ok)
+
+    async def _run_one(self, call: _ToolCall, arguments: dict[str, Any] | str, allowed: bool) -> tuple[str, bool]:
+        tool = self.toolbox.get(call.name) if allowed else None
+        if tool is None:
+            return _tool_error(f"unknown tool {call.name!r}; available: {', '.join(self.toolbox.names())}"), False
+        if isinstance(arguments, str):
+            return _tool_error(arguments), False
+        try:
+            output = await asyncio.wait_for(tool.run(arguments), timeout=self.tool_timeout)
+        except TimeoutError:
+            return _tool_error(f"{call.name} timed out after {self.tool_timeout:g} s"), False
+        except Exception as exc:  # noqa: BLE001 - a tool's bug must cost the call, not the turn
+            return _tool_error(f"{call.name} failed: {exc or type(exc).__name__}"), False
+        return output, True
+
+
+def _merge_call_part(partial: dict[int, _ToolCall], part: ToolCallPart) -> None:
+    index = part.index if part.index is not None else len(partial)
+    entry = partial.setdefault(index, _ToolCall("", "", ""))
+    if part.id:
+        entry.id = part.id
+    if part.name:
+        entry.name += part.name
+    if part.arguments:
+        entry.arguments += part.arguments
+
+
+def _assistant_with_calls(text: str, calls: list[_ToolCall]) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": text or None,
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments or "{}"}}
+            for c in calls
+        ],
+    }
+
+
+def _parse_arguments(raw: str) -> dict[str, Any] | str:
+    """The call's arguments as a dict, or an error sentence for the model."""
+    if not raw or not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return "the arguments were not valid JSON; call the tool again with a JSON object"
+    if not isinstance(value, dict):
+        return "the arguments must be a JSON object"
+    return value
+
+
+def _tool_error(message: str) -> str:
+    return json.dumps({"success": False, "error": message}, ensure_ascii=False)

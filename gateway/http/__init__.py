@@ -1,0 +1,1 @@
+"""The aiohttp server: app factory, the one front door (middleware), routes, streaming."""

@@ -1,0 +1,126 @@
+"""The application factory: everything is built here, nothing at import time."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
+
+from aiohttp import web
+
+from gateway.agent.loop import Agent
+from gateway.agent.toolbox import AgentTool, Toolbox
+from gateway.agent.web_tools import build_web_tools
+from gateway.config.settings import Settings
+from gateway.http import appkeys
+from gateway.http.access_log import add_request_id_header
+from gateway.http.checks import add_security_headers
+from gateway.http.cors import add_cors_headers
+from gateway.http.cors_policy import CorsPolicy
+from gateway.http.lifecycle import Lifecycle, RunLimiter
+from gateway.http.memory_release import MemoryReleaser
+from gateway.http.middleware import front_door
+from gateway.http.routes import chat, health, models, openapi, responses
+from gateway.store.idempotency import IdempotencyCache, InMemoryIdempotencyCache
+from gateway.store.sqlite import SQLiteResponseStore, StoreUnavailableError
+from gateway.upstream.client import UpstreamClient
+from providers.loader import load_registry
+from providers.registry import ProviderRegistry
+
+log = logging.getLogger("agent_gateway")
+
+
+def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
+               idempotency: IdempotencyCache | None = None) -> web.Application:
+    """Build the gateway. `tools` replaces the agent's default tool set (tests use their own);
+    `idempotency` replaces the in-memory Idempotency-Key cache (tests pass one with a fake clock)."""
+    # the order of the per-request steps lives in gateway/front_door.py
+    app = web.Application(middlewares=[front_door], client_max_size=settings.max_body_bytes)
+    app[appkeys.SETTINGS] = settings
+    app[appkeys.CORS_POLICY] = CorsPolicy.from_origins(settings.cors_origins)
+    app[appkeys.STARTED_AT] = int(time.time())
+    app[appkeys.LIMITER] = RunLimiter(settings.max_concurrent_runs)
+    app[appkeys.LIFECYCLE] = Lifecycle()
+    app[appkeys.IDEMPOTENCY] = (idempotency if idempotency is not None
+                                else InMemoryIdempotencyCache(ttl=settings.idempotency_ttl))
+    app.on_response_prepare.append(_response_headers)
+    app.cleanup_ctx.append(_upstream_ctx)
+    app.cleanup_ctx.append(_agent_ctx(tools))
+    app.cleanup_ctx.append(_store_ctx)
+    app.cleanup_ctx.append(_memory_release_ctx)
+    for module in (health, openapi, models, chat, responses):
+        app.router.add_routes(module.routes)
+    return app
+
+
+async def _response_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """The on_response_prepare hook: runs for JSON, errors and streams alike. One hook calling
+    plain functions rather than three hooks: a signal receiver is a coroutine per response."""
+    add_security_headers(response)
+    add_request_id_header(response)
+    add_cors_headers(request, response)
+
+
+async def _upstream_ctx(app: web.Application) -> AsyncIterator[None]:
+    settings = app[appkeys.SETTINGS]
+    upstream = UpstreamClient(
+        settings.llm_base_url,
+        api_key=settings.llm_api_key,
+        model=settings.llm_model,
+        connect_timeout=settings.llm_connect_timeout,
+        read_timeout=settings.llm_timeout,
+    )
+    await upstream.start()
+    app[appkeys.UPSTREAM] = upstream
+    yield
+    await upstream.close()
+
+
+def _agent_ctx(tools: Iterable[AgentTool] | None) -> Callable[[web.Application], AsyncIterator[None]]:
+    async def ctx(app: web.Application) -> AsyncIterator[None]:
+        settings = app[appkeys.SETTINGS]
+        registry: ProviderRegistry | None = None
+        agent_tools = tools
+        if agent_tools is None:
+            registry = load_registry(settings)
+            for error in registry.load_errors:
+                log.warning("web plugin %s failed to load: %s", error.plugin, error.reason)
+            agent_tools = build_web_tools(registry, settings)
+        toolbox = Toolbox(agent_tools)
+        app[appkeys.TOOLBOX] = toolbox
+        app[appkeys.AGENT] = Agent(
+            app[appkeys.UPSTREAM],
+            toolbox,
+            max_rounds=settings.max_rounds,
+            tool_timeout=settings.tool_timeout,
+            system_prompt=settings.system_prompt,
+        )
+        yield
+        if registry is not None:
+            await registry.aclose()
+
+    return ctx
+
+
+async def _store_ctx(app: web.Application) -> AsyncIterator[None]:
+    """The Responses store. A store that cannot open does not stop the gateway: chat still works,
+    the Responses routes answer 503 saying why, and the store retries on the next request."""
+    settings = app[appkeys.SETTINGS]
+    store = SQLiteResponseStore(settings.db_path, settings.max_stored_responses)
+    try:
+        await store.open()
+    except StoreUnavailableError as exc:
+        logging.getLogger("agent_gateway.store").warning("%s", exc.message)
+    app[appkeys.STORE] = store
+    yield
+    await store.close()
+
+
+async def _memory_release_ctx(app: web.Application) -> AsyncIterator[None]:
+    """Freed heap pages go back to the OS once a burst of requests is over (gateway/memory_release.py)."""
+    lifecycle = app[appkeys.LIFECYCLE]
+    releaser = MemoryReleaser(lambda: lifecycle.in_flight == 0)
+    lifecycle.on_idle = releaser.after_idle
+    yield
+    lifecycle.on_idle = None
+    releaser.cancel()

@@ -1,0 +1,105 @@
+"""The checks and renderings every request goes through: errors, headers, auth, limits.
+gateway/front_door.py calls them in order."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from gateway.errors import (
+    AuthenticationError,
+    GatewayError,
+    InvalidRequestError,
+    NotFoundError,
+    PayloadTooLargeError,
+    ServiceUnavailableError,
+)
+from gateway.http import appkeys
+from gateway.http.lifecycle import Lifecycle
+from gateway.wire import json_out
+
+log = logging.getLogger("agent_gateway")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+OPEN_PATHS = frozenset({"/health", "/v1/health", "/openapi.json"})
+SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+
+
+def error_response(error: GatewayError) -> web.Response:
+    return web.Response(
+        status=error.status,
+        body=json_out.dumps(error.envelope(), ensure_ascii=True),
+        content_type="application/json",
+        headers=error.headers(),
+    )
+
+
+def from_http_exception(exc: web.HTTPException) -> GatewayError:
+    """aiohttp's own refusals (no route, wrong method, body too large) as the OpenAI envelope."""
+    if exc.status == 404:
+        return NotFoundError("no such route; the API lives under /v1 (e.g. /v1/chat/completions)")
+    if exc.status == 405:
+        error = InvalidRequestError(f"method not allowed; allowed: {exc.headers.get('Allow', '?')}",
+                                    code="method_not_allowed")
+        error.status = 405
+        return error
+    if exc.status == 413:
+        return PayloadTooLargeError("the request body is larger than API_SERVER_MAX_BODY_BYTES allows")
+    error = InvalidRequestError(exc.reason or "invalid request", code=None)
+    error.status = exc.status
+    return error
+
+
+def internal_error(request: web.Request) -> web.Response:
+    """An unexpected exception: logged with its traceback, answered without it."""
+    log.exception("unhandled error on %s %s", request.method, request.path)
+    return error_response(GatewayError("internal error; see the gateway's log", code="internal_error"))
+
+
+def admit(request: web.Request) -> Lifecycle:
+    """The checks before routing, in this order: not shutting down (503), declared body size
+    (413), key (401). The caller must `leave()` the returned lifecycle once the request is done."""
+    app = request.app
+    lifecycle = app[appkeys.LIFECYCLE]
+    if lifecycle.draining:
+        raise ServiceUnavailableError("the gateway is shutting down; retry shortly", retry_after=1)
+    settings = app[appkeys.SETTINGS]
+    check_body_size(request, settings.max_body_bytes)
+    check_key(request, settings.api_key)
+    lifecycle.enter()
+    return lifecycle
+
+
+def check_body_size(request: web.Request, limit: int) -> None:
+    """Refuse a declared oversize body before reading it; chunked bodies hit client_max_size."""
+    length = request.content_length
+    if length is not None and length > limit:
+        raise PayloadTooLargeError(f"the request body is larger than the {limit} bytes allowed")
+
+
+def presented_key(request: web.Request) -> str | None:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    return None
+
+
+def check_key(request: web.Request, expected: str | None) -> None:
+    if expected and request.path not in OPEN_PATHS and request.method != "OPTIONS":
+        presented = presented_key(request)
+        if presented is None:
+            raise AuthenticationError(
+                "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.", code=None
+            )
+        if not hmac.compare_digest(presented.encode(), expected.encode()):
+            raise AuthenticationError("Incorrect API key provided.")
+
+
+def add_security_headers(response: web.StreamResponse) -> None:
+    """Part of the response-prepare hook (app.py): JSON, errors and streams alike."""
+    response.headers.update(SECURITY_HEADERS)
+

@@ -1,0 +1,71 @@
+"""Every request's way in: the one middleware, calling each concern's plain functions in order.
+
+1. request id, and the access line with the final status (gateway/request_ids.py), outermost;
+2. any failure below leaves as the OpenAI error envelope, never a traceback or an HTML page;
+3. admission: not shutting down (503), declared body size (413), key (401) (gateway/middlewares.py);
+   an admitted request counts as in flight until its handler returns;
+4. browser preflights are answered here, needing no key (gateway/cors.py);
+5. Idempotency-Key, after auth, so only accepted credentials reach its cache (gateway/idempotency.py).
+
+One middleware rather than five: each aiohttp middleware is a coroutine, a frame and a wrapper per
+request, for streams held for the stream's whole life (bench/README.md has the figures).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from aiohttp import web
+
+from gateway.errors import GatewayError
+from gateway.http.access_log import begin_request, log_access
+from gateway.http.checks import Handler, admit, error_response, from_http_exception, internal_error
+from gateway.http.cors import preflight_response
+from gateway.http.idempotency import run_idempotent, wants_idempotency
+from gateway.http.lifecycle import Lifecycle
+
+
+@web.middleware
+async def front_door(request: web.Request, handler: Handler) -> web.StreamResponse:
+    request_id = begin_request(request)
+    started = time.perf_counter()
+    status: int | str = "-"
+    try:
+        lifecycle: Lifecycle | None = None
+        try:
+            lifecycle = admit(request)
+            preflight = preflight_response(request)
+            response: web.StreamResponse
+            if preflight is not None:
+                response = preflight
+            elif wants_idempotency(request):
+                response = await run_idempotent(request, handler)
+            else:
+                response = await handler(request)
+        except GatewayError as exc:
+            response = error_response(exc)
+        except web.HTTPException as exc:
+            if exc.status < 400:
+                raise  # a redirect is a reply, not a failure
+            response = error_response(from_http_exception(exc))
+        except ConnectionError:
+            raise  # the client is gone: nothing to answer
+        except Exception:
+            response = internal_error(request)
+        finally:
+            if lifecycle is not None:
+                lifecycle.leave()
+        status = response.status
+        return response
+    except web.HTTPException as exc:
+        status = exc.status
+        raise
+    except asyncio.CancelledError:
+        status = "cancelled"
+        raise
+    except ConnectionError:
+        status = "disconnected"
+        raise
+    finally:
+        log_access(request, request_id, status, started)

@@ -1,0 +1,1 @@
+"""State kept between requests: stored responses, conversations, idempotency entries."""

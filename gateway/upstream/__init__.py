@@ -1,0 +1,1 @@
+"""The upstream model client: any OpenAI-compatible `/v1` endpoint."""

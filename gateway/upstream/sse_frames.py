@@ -1,0 +1,111 @@
+"""The upstream's SSE body, frame by frame: `data:` payloads and their JSON, on the hot path.
+
+A 50-chunk stream goes through here 52 times, so the common frame (a text delta) takes a fast
+lane: `orjson` when it is installed (the optional `fast` extra), and a shape check that knows the
+frame carries nothing but text. Everything else, and any frame orjson refuses, goes the stdlib
+way exactly as before, so results never depend on whether orjson is installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Any
+
+from gateway.errors import UpstreamError
+from gateway.wire import jsontext
+
+try:  # optional (agent-gateway[fast]); checked once here, never required
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - depends on the environment
+    _orjson = None  # type: ignore[assignment]
+
+#: A frame decoder faster than `json.loads`, or None. Raises ValueError on input it refuses.
+FastLoads = Callable[[bytes], Any]
+FAST_LOADS: FastLoads | None = _orjson.loads if _orjson is not None else None
+
+MAX_SSE_LINE = 16 * 1024 * 1024  # one upstream frame larger than this is not a model reply
+DONE = b"[DONE]"
+
+
+def is_done(payload: bytes) -> bool:
+    return len(payload) <= 16 and payload.strip() == DONE
+
+
+def load_stdlib(payload: bytes) -> Any:
+    """What the gateway always did: lenient UTF-8 (bad bytes become U+FFFD), then `json.loads`."""
+    return jsontext.loads(payload.strip().decode("utf-8", "replace"))
+
+
+def load_text_delta(payload: bytes, fast: FastLoads | None = FAST_LOADS) -> dict[str, Any] | None:
+    """The frame's object when `fast` can read it and it is a plain text delta (`is_text_delta`);
+    None sends the caller down the stdlib path, which then decides.
+
+    A refusal from orjson (NaN, lone surrogates, bad UTF-8 ...) is not an answer, and only text
+    deltas are taken from it because it turns integers past 64 bits into floats: a text delta
+    holds no number the gateway reads, so its result is the same either way.
+    """
+    if fast is None:
+        return None
+    try:
+        chunk = fast(payload)
+    except ValueError:
+        return None
+    return chunk if is_text_delta(chunk) else None
+
+
+def plain_text(chunk: dict[str, Any]) -> str | None:
+    """For a chunk `is_text_delta` accepted: its text ("" for none) when it has one choice and no
+    finish reason, the frame nearly every chunk of a stream is; None for any other shape."""
+    choices = chunk["choices"]
+    if len(choices) != 1 or choices[0].get("finish_reason") is not None:
+        return None
+    return choices[0]["delta"].get("content") or ""
+
+
+def is_text_delta(chunk: Any) -> bool:
+    """A well-formed chunk holding at most text and a finish reason: no usage, tool calls or error.
+    (A stricter, quicker `_well_formed(chunk, "delta")` for the frame a stream is made of.)"""
+    if type(chunk) is not dict or chunk.get("usage") is not None or "error" in chunk:
+        return False
+    choices = chunk.get("choices")
+    if type(choices) is not list:
+        return False
+    for choice in choices:
+        if type(choice) is not dict:
+            return False
+        delta = choice.get("delta")
+        finish = choice.get("finish_reason")
+        if type(delta) is not dict or (finish is not None and type(finish) is not str):
+            return False
+        content = delta.get("content")
+        if (content is not None and type(content) is not str) or delta.get("tool_calls") is not None:
+            return False
+    return True
+
+
+async def sse_batches(next_piece: Callable[[], Awaitable[bytes]]) -> AsyncGenerator[list[bytes], None]:
+    """The `data:` payloads of an SSE body (bytes after `data:`, unstripped), one per `data:` line
+    (LLM servers send one JSON a line), tolerant of CRLF, comments and event lines; yielded as
+    the list of lines each received piece completes, so the consumer pays one async step per
+    piece rather than per frame. `next_piece` returns the body's next bytes, b"" at its end."""
+    pending: list[bytes] = []  # a line's start, joined once its end arrives (never re-copied)
+    size = 0
+    while piece := await next_piece():
+        if b"\n" not in piece:
+            pending.append(piece)
+            size += len(piece)
+            if size > MAX_SSE_LINE:
+                raise UpstreamError("the upstream model sent a stream line larger than 16 MiB")
+            continue
+        if pending:
+            pending.append(piece)
+            piece = b"".join(pending)
+        *lines, rest = piece.split(b"\n")
+        pending = [rest] if rest else []
+        size = len(rest)
+        frames = [line[5:] for line in lines if line.startswith(b"data:")]
+        if frames:
+            yield frames
+    rest = b"".join(pending)
+    if rest.startswith(b"data:"):
+        yield [rest[5:]]

@@ -1,0 +1,355 @@
+"""Agent events -> a Responses API response object, its stream events and its transcript. Pure.
+
+One builder per response. Feed it the agent's events; each call returns the stream events to send
+(dicts with `type` and a rising `sequence_number`), and `response()` is the response object at any
+moment (the final one after `finish()`, `fail()` or `interrupt()`).
+
+Output items are in the order things happened: text opens a `message` item, a call to one of the
+agent's own tools closes it and adds a `function_call` item and, once the tool returns, a
+`function_call_output` item; a call to a client tool adds a `function_call` item for the client.
+The common shape is therefore tool calls and their outputs first, then one message; a model that
+writes a preamble before calling tools yields a message before the calls too, as OpenAI does.
+
+`transcript()` is the conversation so far in chat format (the history handed in plus what this
+response produced), for storage: continuing from a stored response needs nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from json.encoder import encode_basestring
+from typing import Any
+
+from gateway.agent.events import (
+    AgentEvent,
+    ClientToolCall,
+    Finished,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    Usage,
+)
+from gateway.wire.chat import split_text
+from gateway.wire.responses_request import ResponsesRequest, new_id
+
+INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
+
+#: The text-delta event's keys, in the order `_text` builds them (the fast lane of `event_json`).
+TEXT_DELTA_KEYS = ("type", "sequence_number", "item_id", "output_index", "content_index", "delta", "logprobs")
+
+
+def _json_copy(value: Any) -> Any:
+    """A deep copy of JSON-shaped data (dicts, lists, scalars). All the builder copies is such
+    data, and copy.deepcopy's memo and dispatch made it most of the builder's time on a stream
+    (snapshots in `response.created`, `in_progress`, the item events and the final response)."""
+    if isinstance(value, dict):
+        return {key: _json_copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_json_copy(item) for item in value]
+    return value
+
+
+def event_json(event: dict[str, Any]) -> str:
+    """A stream event as `json.dumps(event, ensure_ascii=False)` writes it. The text delta, most of
+    a stream, is assembled from its parts: the same bytes at about a third of the cost (no
+    JSONEncoder and walk per event); any other event, or one of another shape, goes through json.dumps."""
+    if event.get("type") == "response.output_text.delta" and tuple(event) == TEXT_DELTA_KEYS:
+        _, seq, item_id, output_index, content_index, delta, logprobs = event.values()
+        if (type(item_id) is str and type(delta) is str and type(seq) is int and type(output_index) is int
+                and type(content_index) is int and logprobs == []):
+            return (
+                f'{{"type": "response.output_text.delta", "sequence_number": {seq}, '
+                f'"item_id": {encode_basestring(item_id)}, "output_index": {output_index}, '
+                f'"content_index": {content_index}, "delta": {encode_basestring(delta)}, "logprobs": []}}'
+            )
+    return json.dumps(event, ensure_ascii=False)
+
+
+class ResponseBuilder:
+    def __init__(
+        self,
+        request: ResponsesRequest,
+        *,
+        model: str,
+        history: list[dict[str, Any]],
+        response_id: str | None = None,
+        created_at: int | None = None,
+        events: bool = True,
+    ) -> None:
+        """`events=False` when nobody reads the stream events (a request without `stream`): the
+        builder keeps the same state but skips the snapshots the events would carry (the
+        `response.created` / `in_progress` / final response and a copy of each item)."""
+        self.request = request
+        self._events = events
+        self.model = model
+        self.id = response_id or new_id("resp")
+        self.created_at = int(time.time()) if created_at is None else created_at
+        self.status = "in_progress"
+        # A list of its own, sharing the message dicts: nothing changes a message once parsed (the
+        # agent copies on write, see agent._clean_message), and a deep copy of a long chain's
+        # history was the builder's largest cost per request.
+        self._history = list(history)
+        self._output: list[dict[str, Any]] = []
+        self._seq = 0
+        self._message_index: int | None = None  # the open message item, if any
+        self._produced: list[dict[str, Any]] = []  # chat messages this response added
+        self._round: dict[str, Any] | None = None  # the assistant chat message being written
+        self._round_has_results = False
+        # Text of the open message not yet joined into it and into the round's chat message: one
+        # join when something reads them, not a copy of the whole text so far per delta.
+        self._pending: list[str] = []
+        self._usage: Usage | None = None
+        self._finish_reason: str | None = None
+        self._error: dict[str, Any] | None = None
+        self._incomplete_details: dict[str, Any] | None = None
+        self._completed_at: int | None = None
+
+    # ---- stream events ------------------------------------------------------------------------
+
+    def _snapshot(self, value: Any) -> Any:
+        """What an event carries of an item: a copy, so later changes to the item do not reach an
+        event not yet sent; the item itself when no event is sent."""
+        return _json_copy(value) if self._events else value
+
+    def _event(self, kind: str, **fields: Any) -> dict[str, Any]:
+        event = {"type": kind, "sequence_number": self._seq, **fields}
+        self._seq += 1
+        return event
+
+    def start(self) -> list[dict[str, Any]]:
+        """`response.created` (with `output: []`) and `response.in_progress`."""
+        if not self._events:
+            return []
+        snapshot = self.response()
+        return [
+            self._event("response.created", response=snapshot),
+            self._event("response.in_progress", response=_json_copy(snapshot)),
+        ]
+
+    def feed(self, event: AgentEvent) -> list[dict[str, Any]]:
+        """Take one agent event; return the stream events it produces (possibly none; always
+        none with `events=False`)."""
+        if isinstance(event, TextDelta):
+            produced = self._text(event.text)
+        elif isinstance(event, ToolCallStarted | ClientToolCall):
+            produced = self._function_call(event.call_id, event.name, event.arguments)
+        elif isinstance(event, ToolCallFinished):
+            produced = self._function_output(event.call_id, event.output)
+        else:
+            self._note(event)
+            return []
+        return produced if self._events else []
+
+    def _note(self, event: AgentEvent) -> None:
+        if isinstance(event, Usage):
+            self._usage = event
+        elif isinstance(event, Finished):
+            self._finish_reason = event.reason
+
+    def finish(self) -> list[dict[str, Any]]:
+        """End normally: `response.completed`, or `response.incomplete` when the model stopped on
+        its token limit or a content filter."""
+        reason = INCOMPLETE_REASONS.get(self._finish_reason or "")
+        status = "incomplete" if reason else "completed"
+        events = self._close_message("incomplete" if reason else "completed")
+        if reason:
+            self._incomplete_details = {"reason": reason}
+        self._end(status)
+        return self._ending(events, f"response.{status}")
+
+    def fail(self, message: str, code: str = "server_error") -> list[dict[str, Any]]:
+        """End with an error after the stream started: `response.failed`."""
+        events = self._close_message("incomplete")
+        self._error = {"code": code, "message": message}
+        self._end("failed")
+        return self._ending(events, "response.failed")
+
+    def interrupt(self) -> list[dict[str, Any]]:
+        """End because the client went away: an `incomplete` response with what was produced."""
+        events = self._close_message("incomplete")
+        self._end("incomplete")
+        return self._ending(events, "response.incomplete")
+
+    def _ending(self, events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+        return [*events, self._event(kind, response=self.response())] if self._events else []
+
+    def _end(self, status: str) -> None:
+        self._sync()
+        self.status = status
+        if status == "completed":
+            self._completed_at = int(time.time())
+        last = self._produced[-1] if self._produced else None
+        # Keep the stored chat well-formed: a turn ends on an assistant message.
+        if status != "failed" and (last is None or last["role"] == "tool"):
+            self._produced.append({"role": "assistant", "content": ""})
+
+    # ---- items --------------------------------------------------------------------------------
+
+    def _sync(self) -> None:
+        """Join the pending text into the open message item and the round's chat message (the two
+        places `_text` writes); every reader and every change of message or round calls this first."""
+        if not self._pending:
+            return
+        text = "".join(self._pending)
+        self._pending.clear()
+        assert self._round is not None and self._message_index is not None
+        self._round["content"] = (self._round["content"] or "") + text
+        self._output[self._message_index]["content"][0]["text"] += text
+
+    def _assistant_message(self) -> dict[str, Any]:
+        if self._round is None or self._round_has_results:
+            self._sync()
+            self._round = {"role": "assistant", "content": None}
+            self._round_has_results = False
+            self._produced.append(self._round)
+        return self._round
+
+    def _text(self, text: str) -> list[dict[str, Any]]:
+        if not text:
+            return []
+        self._assistant_message()
+        events: list[dict[str, Any]] = []
+        if self._message_index is None:
+            events = self._open_message()
+        index = self._message_index
+        assert index is not None
+        item = self._output[index]
+        self._pending.append(text)
+        # One huge upstream delta becomes several events, as in chat streams, so no delta line is huge.
+        events.extend(self._event(
+            "response.output_text.delta", item_id=item["id"], output_index=index, content_index=0,
+            delta=piece, logprobs=[],
+        ) for piece in split_text(text))
+        return events
+
+    def _open_message(self) -> list[dict[str, Any]]:
+        item: dict[str, Any] = {"id": new_id("msg"), "type": "message", "role": "assistant", "status": "in_progress",
+                "content": []}
+        index = len(self._output)
+        self._output.append(item)
+        self._message_index = index
+        part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+        events = [self._event("response.output_item.added", output_index=index, item=self._snapshot(item))]
+        item["content"].append(part)
+        events.append(self._event(
+            "response.content_part.added", item_id=item["id"], output_index=index, content_index=0,
+            part=self._snapshot(part),
+        ))
+        return events
+
+    def _close_message(self, status: str) -> list[dict[str, Any]]:
+        self._sync()
+        index, self._message_index = self._message_index, None
+        if index is None:
+            return []
+        item = self._output[index]
+        item["status"] = status
+        part = item["content"][0]
+        return [
+            self._event("response.output_text.done", item_id=item["id"], output_index=index,
+                        content_index=0, text=part["text"], logprobs=[]),
+            self._event("response.content_part.done", item_id=item["id"], output_index=index,
+                        content_index=0, part=self._snapshot(part)),
+            self._event("response.output_item.done", output_index=index, item=self._snapshot(item)),
+        ]
+
+    def _function_call(self, call_id: str, name: str, arguments: str) -> list[dict[str, Any]]:
+        events = self._close_message("completed")
+        chat = self._assistant_message()
+        chat.setdefault("tool_calls", []).append(
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+        )
+        item = {"id": new_id("fc"), "type": "function_call", "call_id": call_id, "name": name,
+                "arguments": "", "status": "in_progress"}
+        index = len(self._output)
+        self._output.append(item)
+        events.append(self._event("response.output_item.added", output_index=index, item=self._snapshot(item)))
+        if arguments:
+            events.append(self._event(
+                "response.function_call_arguments.delta", item_id=item["id"], output_index=index,
+                delta=arguments,
+            ))
+        item["arguments"] = arguments
+        item["status"] = "completed"
+        events.append(self._event(
+            "response.function_call_arguments.done", item_id=item["id"], output_index=index,
+            arguments=arguments,
+        ))
+        events.append(self._event("response.output_item.done", output_index=index, item=self._snapshot(item)))
+        return events
+
+    def _function_output(self, call_id: str, output: str) -> list[dict[str, Any]]:
+        self._sync()
+        self._produced.append({"role": "tool", "tool_call_id": call_id, "content": output})
+        self._round_has_results = True
+        item = {"id": new_id("fco"), "type": "function_call_output", "call_id": call_id, "output": output,
+                "status": "completed"}
+        index = len(self._output)
+        self._output.append(item)
+        return [
+            self._event("response.output_item.added", output_index=index, item=self._snapshot(item)),
+            self._event("response.output_item.done", output_index=index, item=self._snapshot(item)),
+        ]
+
+    # ---- results ------------------------------------------------------------------------------
+
+    @property
+    def output_text(self) -> str:
+        self._sync()
+        return "".join(
+            part["text"] for item in self._output if item["type"] == "message" for part in item["content"]
+        )
+
+    def usage(self) -> dict[str, Any] | None:
+        if self._usage is None:
+            return None
+        return {
+            "input_tokens": self._usage.prompt_tokens,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": self._usage.completion_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": self._usage.total_tokens,
+        }
+
+    def response(self) -> dict[str, Any]:
+        """The response object as it stands (a fresh copy)."""
+        self._sync()
+        request = self.request
+        return {
+            "id": self.id,
+            "object": "response",
+            "created_at": self.created_at,
+            "status": self.status,
+            "completed_at": self._completed_at,
+            "background": False,
+            "error": _json_copy(self._error),
+            "incomplete_details": _json_copy(self._incomplete_details),
+            "instructions": request.instructions,
+            "max_output_tokens": request.max_output_tokens,
+            "max_tool_calls": None,
+            "model": self.model,
+            "output": _json_copy(self._output),
+            "parallel_tool_calls": request.parallel_tool_calls,
+            "previous_response_id": request.previous_response_id,
+            "conversation": {"id": request.conversation} if request.conversation else None,
+            "reasoning": {"effort": None, "summary": None},
+            "service_tier": "default",
+            "store": request.store,
+            "temperature": request.temperature,
+            "text": _json_copy(request.text),
+            "tool_choice": _json_copy(request.tool_choice),
+            "tools": _json_copy(request.tools),
+            "top_p": request.top_p,
+            "truncation": "disabled",
+            "usage": self.usage(),
+            "user": request.user,
+            "metadata": dict(request.metadata),
+        }
+
+    def transcript(self) -> list[dict[str, Any]]:
+        """History handed in plus the chat messages this response produced. A new list of the
+        builder's own message dicts, not copies: for encoding at once (the store does, in `put`),
+        not for keeping and changing. A deep copy here was half the builder's work on a long chain."""
+        self._sync()
+        return [*self._history, *self._produced]
