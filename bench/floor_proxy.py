@@ -1,12 +1,12 @@
 """The floor: the least a Python relay can do per request, to put the gateway's cost in context.
 
-`python -m bench.floor_proxy --upstream http://127.0.0.1:PORT --client lean|aiohttp|httpx` serves
+`python -m bench.floor_proxy --upstream http://127.0.0.1:PORT --client aiohttp|httpx` serves
 POST /v1/chat/completions on aiohttp's server and relays the body to the upstream unchanged,
 with no validation, agent, middlewares or re-encoding: JSON in, upstream bytes out (streams
 relayed piece by piece). Its CPU per request is what aiohttp's server plus the chosen client cost
-on this machine, so it also answers "which client on this hot path?" on equal terms: `lean` is the
-gateway's own (providers/upstream_http.py), `aiohttp` and `httpx` the two libraries. It runs on
-uvloop when installed, as the gateway does.
+on this machine, so it also answers "which client on this hot path?" on equal terms: `aiohttp` is
+the one the gateway uses (providers/llm.py), `httpx` the other library. It runs on uvloop when
+installed, as the gateway does.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import httpx
 from aiohttp import web
 
 from gateway.cli.serve import event_loop_runner
-from providers.upstream_http import OriginPool
 
 Relay = Callable[[bytes, bool], Awaitable[tuple[int, str, AsyncIterator[bytes]]]]
 
@@ -40,23 +39,6 @@ def aiohttp_relay(session: aiohttp.ClientSession, url: str) -> Relay:
                 response.release()
 
         return response.status, response.headers.get("Content-Type", ""), pieces()
-
-    return relay
-
-
-def lean_relay(pool: OriginPool) -> Relay:
-    async def relay(body: bytes, stream: bool) -> tuple[int, str, AsyncIterator[bytes]]:
-        response = await pool.request("POST", "/chat/completions", body, "application/json")
-
-        async def pieces() -> AsyncIterator[bytes]:
-            async with response:
-                if stream:
-                    while piece := await response.next_piece():
-                        yield piece
-                else:
-                    yield await response.read()
-
-        return response.status, response.headers.get("content-type", ""), pieces()
 
     return relay
 
@@ -85,11 +67,7 @@ async def serve(upstream: str, client_kind: str, port: int) -> None:
     url = upstream.rstrip("/") + "/v1/chat/completions"
     session: aiohttp.ClientSession | None = None
     client: httpx.AsyncClient | None = None
-    pool: OriginPool | None = None
-    if client_kind == "lean":
-        pool = OriginPool(upstream.rstrip("/") + "/v1", connect_timeout=10, read_timeout=30)
-        relay = lean_relay(pool)
-    elif client_kind == "httpx":
+    if client_kind == "httpx":
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=1000)
         client = httpx.AsyncClient(timeout=30, limits=limits)
         relay = httpx_relay(client, url)
@@ -124,14 +102,12 @@ async def serve(upstream: str, client_kind: str, port: int) -> None:
             await session.close()
         if client is not None:
             await client.aclose()
-        if pool is not None:
-            await pool.close()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="minimal relay: the cost floor for the gateway")
     parser.add_argument("--upstream", required=True, help="the fake upstream's base URL (no /v1)")
-    parser.add_argument("--client", choices=("lean", "aiohttp", "httpx"), default="lean")
+    parser.add_argument("--client", choices=("aiohttp", "httpx"), default="aiohttp")
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
     try:

@@ -366,9 +366,10 @@ async def memory(bench: Bench, idle_fresh: float) -> None:
 
 
 async def _floor_burst(bench: Bench, body: bytes, n: int) -> None:
-    """The same burst through the bare floor relay (aiohttp's low-level server and the gateway's
-    own client, no gateway logic): what the stack itself keeps after one."""
-    relay = await processes.start("floor relay (lean)", ["-m", "bench.floor_proxy", "--upstream", bench.fake.base_url],
+    """The same burst through the bare floor relay (aiohttp's low-level server and client, the
+    gateway's stack without its logic): what the stack itself keeps after one."""
+    relay = await processes.start("floor relay (aiohttp)",
+                                  ["-m", "bench.floor_proxy", "--upstream", bench.fake.base_url],
                                   processes.clean_env({}))
     try:
         await asyncio.sleep(0.5)
@@ -431,10 +432,10 @@ async def _open_streams(bench: Bench, url: str, body: bytes, n: int, server: Pro
 
 async def floor(bench: Bench) -> None:
     """The same figures through bench/floor_proxy.py (a bare aiohttp relay, no gateway logic), with
-    the gateway's own upstream client, aiohttp's and httpx's: what any Python relay costs on this
-    machine. The 'gateway' column holds the relay's figure here."""
+    aiohttp's client (the gateway's) and httpx's: what any Python relay costs on this machine.
+    The 'gateway' column holds the relay's figure here."""
     chat, stream = chat_body(stream=False), chat_body(stream=True, text="bench: chunks=50")
-    for client in ("lean", "aiohttp", "httpx"):
+    for client in ("aiohttp", "httpx"):
         relay = await processes.start(f"floor relay ({client})",
                                       ["-m", "bench.floor_proxy", "--upstream", bench.fake.base_url,
                                        "--client", client],

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -28,6 +28,7 @@ from gateway.agent.events import (
 from gateway.agent.observer import CURRENT_TOOL_REPORT, AgentObserver, ToolReport, UpstreamCall, upstream_outcome
 from gateway.agent.toolbox import Toolbox
 from gateway.upstream.client import UpstreamClient
+from gateway.upstream.deltas import Finish, Text, TokenUsage, ToolCallPart
 from gateway.wire.markers import strip_markers
 
 BACKGROUND_TASK_PREFIX = "### Task:"
@@ -204,63 +205,38 @@ class Agent:
 
             text_parts: list[str] = []
             turn._write(text_parts)
-            calls: list[_ToolCall] = []
             round_finish: str | None = None
-            round_usage: dict[str, Any] | None = None
+            round_usage: TokenUsage | None = None
+            partial: dict[int, _ToolCall] = {}
             model_call = self.observer.upstream_call(request.stream)
-            if request.stream:
-                partial: dict[int, dict[str, str]] = {}
-                chunks = self.upstream.stream(payload, headers=model_call.headers)
-                waiting = True  # for the first token
-                async with _observed(model_call, chunks):
-                    async for chunk in chunks:
-                        if isinstance(chunk, str):  # a plain text delta (see UpstreamClient.stream)
-                            if chunk:
-                                if waiting:
-                                    waiting = False
-                                    model_call.first_token()
-                                text_parts.append(chunk)
-                                yield TextDelta(chunk)
-                            continue
-                        if chunk.get("usage"):
-                            round_usage = chunk["usage"]
-                        for choice in chunk.get("choices") or ():
-                            delta = choice.get("delta") or {}
-                            if waiting and (delta.get("content") or delta.get("tool_calls")):
-                                waiting = False
-                                model_call.first_token()
-                            content = delta.get("content")
-                            if content:
-                                text_parts.append(content)
-                                yield TextDelta(content)
-                            for call_delta in delta.get("tool_calls") or ():
-                                _merge_call_delta(partial, call_delta)
-                            if choice.get("finish_reason"):
-                                round_finish = choice["finish_reason"]
-                calls = [
-                    _ToolCall(p["id"] or f"call_{rounds}_{i}", p["name"], p["arguments"])
-                    for i, p in sorted(partial.items())
-                    if p["name"]
-                ]
-            else:
-                async with _observed(model_call):
-                    data = await self.upstream.complete(payload, headers=model_call.headers)
-                round_usage = data.get("usage")
-                choice = data["choices"][0]
-                message = choice.get("message") or {}
-                round_finish = choice.get("finish_reason")
-                content = message.get("content")
-                if content:
-                    text_parts.append(content)
-                    yield TextDelta(content)
-                for i, call in enumerate(message.get("tool_calls") or ()):
-                    function = call.get("function") or {}
-                    if function.get("name"):
-                        calls.append(_ToolCall(call.get("id") or f"call_{rounds}_{i}", function["name"],
-                                               function.get("arguments") or ""))
-            if isinstance(round_usage, Mapping):
-                prompt_tokens += int(round_usage.get("prompt_tokens") or 0)
-                completion_tokens += int(round_usage.get("completion_tokens") or 0)
+            deltas = self.upstream.deltas(payload, stream=request.stream, headers=model_call.headers)
+            waiting = request.stream  # time to first token: a streamed reply's measure
+            async with _observed(model_call, deltas):
+                async for delta in deltas:
+                    if type(delta) is Text:  # nearly every delta: checked first
+                        if waiting:
+                            waiting = False
+                            model_call.first_token()
+                        text_parts.append(delta.text)
+                        yield TextDelta(delta.text)
+                    elif isinstance(delta, ToolCallPart):
+                        if waiting:
+                            waiting = False
+                            model_call.first_token()
+                        _merge_call_part(partial, delta)
+                    elif isinstance(delta, Finish):
+                        round_finish = delta.reason
+                    elif isinstance(delta, TokenUsage):
+                        round_usage = delta
+                    # Reasoning is not relayed to clients yet
+            calls = [
+                _ToolCall(p.id or f"call_{rounds}_{i}", p.name, p.arguments)
+                for i, p in sorted(partial.items())
+                if p.name
+            ]
+            if round_usage is not None:
+                prompt_tokens += round_usage.prompt_tokens
+                completion_tokens += round_usage.completion_tokens
 
             text = "".join(text_parts)
             if not calls:
@@ -358,18 +334,15 @@ class _observed:  # noqa: N801 - used like the context-manager function it repla
             self._call.finish("ok" if exc is None else upstream_outcome(exc))
 
 
-def _merge_call_delta(partial: dict[int, dict[str, str]], delta: Mapping[str, Any]) -> None:
-    index = delta.get("index", len(partial))
-    if not isinstance(index, int):
-        index = len(partial)
-    entry = partial.setdefault(index, {"id": "", "name": "", "arguments": ""})
-    if delta.get("id"):
-        entry["id"] = delta["id"]
-    function = delta.get("function") or {}
-    if function.get("name"):
-        entry["name"] += function["name"]
-    if function.get("arguments"):
-        entry["arguments"] += function["arguments"]
+def _merge_call_part(partial: dict[int, _ToolCall], part: ToolCallPart) -> None:
+    index = part.index if part.index is not None else len(partial)
+    entry = partial.setdefault(index, _ToolCall("", "", ""))
+    if part.id:
+        entry.id = part.id
+    if part.name:
+        entry.name += part.name
+    if part.arguments:
+        entry.arguments += part.arguments
 
 
 def _assistant_with_calls(text: str, calls: list[_ToolCall]) -> dict[str, Any]:

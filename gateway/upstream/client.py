@@ -1,17 +1,31 @@
-"""The upstream model: any OpenAI-compatible `/v1` endpoint, over one keep-alive connection pool.
+"""The upstream model: any OpenAI-compatible `/v1` endpoint, through one aiohttp `ClientSession`.
 
-Faults become typed gateway errors with the upstream's own message:
-unreachable -> 502, timeout -> 504, upstream 429 -> 429 (its Retry-After kept),
-upstream 400/422 (the request was refused) -> 400, anything else -> 502.
+The session honours `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` (read at start), keeps connections alive
+between requests, and times out a connect after `LLM_CONNECT_TIMEOUT` and a read after `LLM_TIMEOUT`
+without a byte. Replies, streamed or whole, come out as typed deltas (`providers.upstream_deltas`).
+
+Faults become typed gateway errors with the upstream's own message, cut short and scrubbed of
+anything key-like (`gateway.upstream.text`): unreachable -> 502, timeout -> 504, upstream 429 ->
+429 (its Retry-After kept), upstream 400/422 (the request was refused) -> 400, anything else -> 502.
+The base URL's credentials, if any, never appear in a message.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
-import json
+import os
+import socket
+import ssl
+import weakref
 from collections.abc import AsyncGenerator, Mapping
+from contextvars import ContextVar
 from typing import Any
+
+import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
 from gateway import __version__
 from gateway.errors import (
@@ -21,42 +35,19 @@ from gateway.errors import (
     UpstreamError,
     UpstreamTimeoutError,
 )
+from gateway.upstream.deltas import Text, UpstreamDelta, deltas_of
 from gateway.upstream.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta, plain_text, sse_batches
+from gateway.upstream.text import error_message, relayed, without_credentials
 from gateway.wire import json_out, jsontext
-from providers.upstream_http import (
-    ConnectFault,
-    ConnectTimeout,
-    Disconnected,
-    HttpFault,
-    OriginPool,
-    ReadTimeout,
-    Response,
-)
 
 #: After `[DONE]`, how long (and how much) to read for the end of the body, so that the connection
 #: goes back to the pool instead of being closed (a new TCP connection per stream otherwise).
 DRAIN_SECONDS = 0.05
 DRAIN_BYTES = 64 * 1024
+MAX_BODY = 64 * 1024 * 1024  # a whole (non-streamed) reply larger than this is not a model reply
+KEEPALIVE = 30.0  # seconds an idle upstream connection is kept
 JSON = "application/json"
-
-
-def _error_message(body: bytes) -> str:
-    try:
-        data = json.loads(body)
-    except ValueError:
-        text = body.decode("utf-8", "replace").strip()
-        return text[:300] or "no details"
-    if isinstance(data, dict):
-        error = data.get("error", data)
-        if isinstance(error, dict):
-            message = error.get("message") or error.get("detail")
-            if message:
-                return str(message)[:500]
-        elif isinstance(error, str):
-            return error[:500]
-        if "detail" in data:
-            return str(data["detail"])[:500]
-    return json.dumps(data)[:300]
+_POST_HEADERS = {"Content-Type": JSON}
 
 
 def _parse_retry_after(value: str | None) -> float | None:
@@ -68,8 +59,44 @@ def _parse_retry_after(value: str | None) -> float | None:
         return None
 
 
+def _reason(exc: aiohttp.ClientConnectorError) -> str:
+    """A connect failure in the OS's words: "Connection refused", "Name or service not known" ..."""
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return f"TLS: {getattr(exc.certificate_error, 'reason', None) or exc.certificate_error}"
+    error = exc.os_error
+    if isinstance(error, ssl.SSLError):
+        return f"TLS: {error.reason or error}"
+    if error.errno and error.errno > 0 and not isinstance(error, socket.gaierror):
+        return os.strerror(error.errno)  # asyncio words it "Connect call failed (...)"
+    return error.strerror or str(error) or type(error).__name__
+
+
+#: Whether the upstream request this task made last went out on a pooled connection. A context
+#: variable (per task), not shared state: each request's task reads the answer its own connect set.
+_REUSED: ContextVar[bool] = ContextVar("upstream_connection_reused", default=False)
+
+
+class _PoolConnector(aiohttp.TCPConnector):
+    """aiohttp's connector, telling (in `_REUSED`) whether a connection came from the pool: a
+    pooled connection the server closed unanswered (its keep-alive ran out as the request went)
+    is retried once, where aiohttp itself retries only idempotent methods. (A TraceConfig's
+    `on_connection_reuseconn` says the same at several times the cost per request.)"""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._used: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    async def connect(self, req: Any, traces: Any, timeout: aiohttp.ClientTimeout) -> Any:
+        connection = await super().connect(req, traces, timeout)
+        protocol = connection.protocol
+        if protocol is not None:
+            _REUSED.set(protocol in self._used)
+            self._used.add(protocol)
+        return connection
+
+
 class UpstreamClient:
-    """One pool of keep-alive connections to the upstream model for the app's lifetime."""
+    """One aiohttp session (its keep-alive connection pool) to the upstream model for the app's lifetime."""
 
     def __init__(
         self,
@@ -80,68 +107,111 @@ class UpstreamClient:
         connect_timeout: float,
         read_timeout: float,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self._api_key = api_key
+        url = URL(base_url.rstrip("/"))
+        self._authorization = f"Bearer {api_key}" if api_key else None
+        if url.user is not None and not api_key:  # `http://user:pass@host/v1`: HTTP basic auth
+            pair = f"{url.user}:{url.password or ''}".encode()
+            self._authorization = "Basic " + base64.b64encode(pair).decode("ascii")
+        self._url = url.with_user(None)
+        #: the URL as messages name it: never its credentials
+        self.base_url = without_credentials(base_url.rstrip("/"))
+        self._secrets = (api_key, url.password)  # never relayed, whatever an upstream echoes
         self._model = model
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
-        self._pool: OriginPool | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._proxy: URL | None = None
+        self._proxy_auth: aiohttp.BasicAuth | None = None
         self._model_lock = asyncio.Lock()
+        self._chat_url = self._url / "chat/completions"
+        self._models_url = self._url / "models"
 
     async def start(self) -> None:
         headers = {"Accept": JSON, "User-Agent": f"agent-gateway/{__version__}"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        self._pool = OriginPool(self.base_url, connect_timeout=self._connect_timeout,
-                                read_timeout=self._read_timeout, headers=headers)
+        if self._authorization:
+            headers["Authorization"] = self._authorization
+        # built here, not aiohttp's context made at import: SSL_CERT_FILE set since is honoured
+        tls = ssl.create_default_context() if self._url.scheme == "https" else True
+        connector = _PoolConnector(limit=0, keepalive_timeout=KEEPALIVE, ssl=tls)
+        # The proxy the environment names for the upstream (HTTP(S)_PROXY, NO_PROXY, ~/.netrc for
+        # its credentials), looked up once by the function `trust_env=True` would call on every
+        # request: there it is two thread-pool hops per request (the proxy, then ~/.netrc).
+        try:
+            self._proxy, self._proxy_auth = get_env_proxy_for_url(self._url)
+        except LookupError:
+            self._proxy = self._proxy_auth = None
+        self._session = aiohttp.ClientSession(
+            connector=connector, headers=headers, trust_env=False,
+            cookie_jar=aiohttp.DummyCookieJar(),  # an API client keeps no cookies (and filters none per request)
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout,
+                                          sock_read=self._read_timeout))
 
     async def close(self) -> None:
-        if self._pool is not None:
-            await self._pool.close()
-            self._pool = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
     @property
-    def pool(self) -> OriginPool:
-        if self._pool is None:
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
             raise RuntimeError("UpstreamClient.start() was not awaited")
-        return self._pool
+        return self._session
 
-    def _fault(self, exc: HttpFault) -> GatewayError:
-        if isinstance(exc, ReadTimeout | ConnectTimeout):
-            return UpstreamTimeoutError(f"the upstream model at {self.base_url} timed out")
-        if isinstance(exc, ConnectFault):
-            return UpstreamError(f"the upstream model at {self.base_url} is unreachable ({exc.reason})",
+    def _fault(self, exc: BaseException) -> GatewayError:
+        where = f"the upstream model at {self.base_url}"
+        if isinstance(exc, TimeoutError):
+            return UpstreamTimeoutError(f"{where} timed out")
+        if isinstance(exc, aiohttp.ClientConnectorError):
+            return UpstreamError(f"{where} is unreachable ({relayed(_reason(exc), self._secrets)})",
                                  code="upstream_unreachable")
-        if isinstance(exc, Disconnected):
-            return UpstreamError(f"the upstream model at {self.base_url} closed the connection mid-reply")
-        return UpstreamError(f"the upstream model at {self.base_url} failed: {exc}")
+        if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError | ConnectionError):
+            return UpstreamError(f"{where} closed the connection mid-reply")
+        return UpstreamError(f"{where} failed: {relayed(str(exc) or type(exc).__name__, self._secrets)}")
 
-    async def _request(self, method: str, path: str, body: bytes | None = None,
-                       headers: Mapping[str, str] | None = None) -> Response:
-        """The reply's head, or the typed gateway error for an HTTP status of 400 and above."""
-        response = await self.pool.request(method, path, body, JSON if body is not None else None, headers)
+    async def _request(self, method: str, url: URL, body: bytes | None = None,
+                       headers: Mapping[str, str] | None = None) -> aiohttp.ClientResponse:
+        """The reply's head, or the typed gateway error for a fault or an HTTP status of 400 and above."""
+        sent = _POST_HEADERS if body is not None else None
+        if headers:  # e.g. a trace's `traceparent`
+            sent = {**(sent or {}), **headers}
+        for attempt in (1, 2):
+            _REUSED.set(False)
+            try:
+                response = await self.session.request(
+                    method, url, data=body, headers=sent,
+                    proxy=self._proxy, proxy_auth=self._proxy_auth)
+            except aiohttp.ServerDisconnectedError as exc:
+                # closed unanswered on a pooled connection: the request never reached the server
+                if attempt == 1 and _REUSED.get():
+                    continue
+                raise self._fault(exc) from exc
+            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                raise self._fault(exc) from exc
+            break
         if response.status >= 400:
-            async with response:
+            try:
                 await self._raise_for_status(response)
+            finally:
+                response.release()  # back to the pool when read whole, closed otherwise
         return response
 
     async def _post_chat(self, payload: dict[str, Any], *, stream: bool,
-                         headers: Mapping[str, str] | None = None) -> Response:
+                         headers: Mapping[str, str] | None = None) -> aiohttp.ClientResponse:
         """POST /chat/completions. The encoded body lives only for the call: a stream's generator
-        frame would otherwise hold it until the stream ends (~8 KB per open stream, tracemalloc)."""
+        frame would otherwise hold it until the stream ends."""
         body: dict[str, Any] = {**payload, "model": await self.model(), "stream": stream}
         if stream:
             body["stream_options"] = {"include_usage": True}
-        return await self._request("POST", "/chat/completions", json_out.dumps(body, ensure_ascii=True), headers)
+        return await self._request("POST", self._chat_url, json_out.dumps(body, ensure_ascii=True), headers)
 
-    async def _raise_for_status(self, response: Response) -> None:
+    async def _raise_for_status(self, response: aiohttp.ClientResponse) -> None:
         try:
-            body = await response.read(1024 * 1024)
-        except HttpFault:
+            body = await _read(response, 1024 * 1024)
+        except (aiohttp.ClientError, TimeoutError, OSError, UpstreamError):
             body = b""
-        message = f"upstream model error (HTTP {response.status}): {_error_message(body)}"
+        message = f"upstream model error (HTTP {response.status}): {error_message(body, self._secrets)}"
         if response.status == 429:
-            raise RateLimitError(message, retry_after=_parse_retry_after(response.headers.get("retry-after")))
+            raise RateLimitError(message, retry_after=_parse_retry_after(response.headers.get("Retry-After")))
         if response.status in (400, 422):
             raise InvalidRequestError(message, code="upstream_rejected")
         raise UpstreamError(message)
@@ -161,92 +231,101 @@ class UpstreamClient:
         return self._model
 
     async def list_models(self) -> list[str]:
-        try:
-            async with await self._request("GET", "/models") as response:
-                data = jsontext.loads(await response.read())
-        except HttpFault as exc:
-            raise self._fault(exc) from exc
-        except ValueError as exc:
-            raise UpstreamError(f"the upstream at {self.base_url}/models did not return JSON") from exc
-        items = data.get("data") if isinstance(data, dict) else None
+        response = await self._request("GET", self._models_url)
+        data = await self._read_json(response, what=f"the upstream at {self.base_url}/models")
+        items = data.get("data")
         if not isinstance(items, list):
             raise UpstreamError(f"the upstream at {self.base_url}/models did not return a model list")
         return [str(item["id"]) for item in items if isinstance(item, dict) and "id" in item]
 
-    async def complete(self, payload: dict[str, Any], *, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
-        """A non-streaming chat completion; returns the upstream's JSON object. `headers` are sent
-        with this call only (a W3C `traceparent`)."""
+    async def deltas(self, payload: dict[str, Any], *, stream: bool,
+                     headers: Mapping[str, str] | None = None) -> AsyncGenerator[UpstreamDelta, None]:
+        """One chat completion as typed deltas, streamed (`stream`) or asked for whole; `headers`
+        go with the request (a trace's `traceparent`)."""
+        response = await self._post_chat(payload, stream=stream, headers=headers)
         try:
-            async with await self._post_chat(payload, stream=False, headers=headers) as response:
-                raw = await response.read()
-        except HttpFault as exc:
+            if not stream or not response.headers.get("Content-Type", "").startswith("text/event-stream"):
+                # Some servers ignore stream=true; a whole completion is the same deltas.
+                for delta in _completion_deltas(await self._read_json(response)):
+                    yield delta
+                return
+            # closed here, not left to the loop's finaliser hook, when the stream returns at [DONE]
+            async with contextlib.aclosing(sse_batches(response.content.readany)) as batches:
+                async for frames in batches:
+                    for frame in frames:
+                        if is_done(frame):  # before JSON: a refused parse raises, which is dear
+                            await _finish_body(response)
+                            return
+                        chunk = load_text_delta(frame)  # the fast lane: most frames end here
+                        if chunk is not None:
+                            text = plain_text(chunk)
+                            if text is not None:
+                                if text:
+                                    yield Text(text)
+                                continue
+                        else:
+                            chunk = self._checked_frame(frame)
+                            if chunk is None:
+                                continue
+                        for delta in deltas_of(chunk, "delta"):
+                            yield delta
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise self._fault(exc) from exc
+        finally:
+            response.close()  # a no-op once the reply was read whole and its connection released
+
+    async def _read_json(self, response: aiohttp.ClientResponse, *, what: str = "the upstream model") -> dict[str, Any]:
+        try:
+            raw = await _read(response, MAX_BODY)
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise self._fault(exc) from exc
+        finally:
+            response.release()
         try:
             data = jsontext.loads(raw)
-        except ValueError as exc:
-            raise UpstreamError("the upstream model returned a body that is not JSON") from exc
-        if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
-            raise UpstreamError("the upstream model returned a completion without choices")
-        if not _well_formed(data, "message"):
-            raise UpstreamError("the upstream model returned a completion of an unexpected shape")
-        return data
-
-    async def stream(self, payload: dict[str, Any], *,
-                     headers: Mapping[str, str] | None = None) -> AsyncGenerator[dict[str, Any] | str, None]:
-        """A streaming chat completion; yields each parsed `chat.completion.chunk`, except that the
-        usual one (one choice, nothing but text, not finished) is handed over as its text alone
-        ("" when it has none): the consumer then skips probing a dict for what it cannot hold."""
-        try:
-            async with await self._post_chat(payload, stream=True, headers=headers) as response:
-                if not response.headers.get("content-type", "").startswith("text/event-stream"):
-                    # Some servers ignore stream=true; accept a whole completion as one chunk.
-                    yield _completion_as_chunk(await self._read_json(response))
-                    return
-                # closed here, not left to the loop's finaliser hook (a task and a wake-up per
-                # stream), when the stream returns at [DONE]
-                async with contextlib.aclosing(sse_batches(response.next_piece)) as batches:
-                    async for frames in batches:
-                        for frame in frames:
-                            if is_done(frame):  # before JSON: a refused parse raises, which is dear
-                                await _finish_body(response)
-                                return
-                            chunk = load_text_delta(frame)  # the fast lane: most frames end here
-                            if chunk is not None:
-                                text = plain_text(chunk)
-                                yield chunk if text is None else text
-                                continue
-                            chunk = _checked_frame(frame)
-                            if chunk is not None:
-                                yield chunk
-        except HttpFault as exc:
-            raise self._fault(exc) from exc
-
-    async def _read_json(self, response: Response) -> dict[str, Any]:
-        try:
-            data = jsontext.loads(await response.read())
-        except ValueError as exc:
-            raise UpstreamError("the upstream model returned a body that is not JSON") from exc
+        except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested thousands deep
+            raise UpstreamError(f"{what} returned a body that is not JSON (or nested too deep)") from exc
         if not isinstance(data, dict):
-            raise UpstreamError("the upstream model returned an unexpected body")
+            raise UpstreamError(f"{what} returned an unexpected body")
         return data
 
+    def _checked_frame(self, payload: bytes) -> dict[str, Any] | None:
+        """One stream frame the stdlib way: its chunk, None for JSON that is not an object (skipped),
+        or an UpstreamError for malformed JSON, an error object or a chunk of the wrong shape."""
+        try:
+            chunk = load_stdlib(payload)
+        except (ValueError, RecursionError) as exc:
+            raise UpstreamError("the upstream model sent a malformed stream frame") from exc
+        if not isinstance(chunk, dict):
+            return None
+        if "error" in chunk:
+            # the message read from the leniently decoded text, as the frame itself was
+            lenient = payload.strip().decode("utf-8", "replace").encode()
+            raise UpstreamError(f"upstream model error mid-stream: {error_message(lenient, self._secrets)}")
+        if not is_text_delta(chunk) and not _well_formed(chunk, "delta"):
+            raise UpstreamError("the upstream model sent a malformed stream frame (unexpected shape)")
+        return chunk
 
-def _checked_frame(payload: bytes) -> dict[str, Any] | None:
-    """One stream frame the stdlib way: its chunk, None for JSON that is not an object (skipped),
-    or an UpstreamError for malformed JSON, an error object or a chunk of the wrong shape."""
-    try:
-        chunk = load_stdlib(payload)
-    except ValueError as exc:
-        raise UpstreamError("the upstream model sent a malformed stream frame") from exc
-    if not isinstance(chunk, dict):
-        return None
-    if "error" in chunk:
-        # the message read from the leniently decoded text, as the frame itself was
-        lenient = payload.strip().decode("utf-8", "replace").encode()
-        raise UpstreamError(f"upstream model error mid-stream: {_error_message(lenient)}")
-    if not is_text_delta(chunk) and not _well_formed(chunk, "delta"):
-        raise UpstreamError("the upstream model sent a malformed stream frame (unexpected shape)")
-    return chunk
+
+async def _read(response: aiohttp.ClientResponse, limit: int) -> bytes:
+    """The whole body (decoded), refused past `limit` bytes."""
+    parts = []
+    size = 0
+    while piece := await response.content.readany():
+        parts.append(piece)
+        size += len(piece)
+        if size > limit:
+            raise UpstreamError(f"the upstream model's reply is larger than {limit // (1024 * 1024)} MiB")
+    return b"".join(parts)
+
+
+def _completion_deltas(data: dict[str, Any]) -> list[UpstreamDelta]:
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise UpstreamError("the upstream model returned a completion without choices")
+    if not _well_formed(data, "message"):
+        raise UpstreamError("the upstream model returned a completion of an unexpected shape")
+    return deltas_of({**data, "choices": choices[:1]}, "message")
 
 
 def _optional(value: Any, kind: type | tuple[type, ...]) -> bool:
@@ -282,26 +361,19 @@ def _well_formed(data: dict[str, Any], body_key: str) -> bool:
     return True
 
 
-def _completion_as_chunk(data: dict[str, Any]) -> dict[str, Any]:
-    choices = data.get("choices") or [{}]
-    message = choices[0].get("message") or {}
-    delta: dict[str, Any] = {"content": message.get("content")}
-    if message.get("tool_calls"):
-        delta["tool_calls"] = [{**call, "index": i} for i, call in enumerate(message["tool_calls"])]
-    return {"choices": [{"index": 0, "delta": delta, "finish_reason": choices[0].get("finish_reason")}],
-            "usage": data.get("usage")}
-
-
-async def _finish_body(response: Response) -> None:
+async def _finish_body(response: aiohttp.ClientResponse) -> None:
     """Read what follows `[DONE]` (normally only the chunked-encoding terminator, a few bytes behind)
     so the connection can be reused; a server that keeps talking is left to be closed as before."""
-    if response.release_if_ended():  # the usual case: the terminator came with [DONE]
+    content = response.content
+    if content.at_eof():  # the usual case: the terminator came with [DONE]
+        response.release()
         return
     drained = 0
-    with contextlib.suppress(TimeoutError, HttpFault):
+    with contextlib.suppress(TimeoutError, aiohttp.ClientError):
         async with asyncio.timeout(DRAIN_SECONDS):
             while drained <= DRAIN_BYTES:
-                piece = await response.next_piece()
+                piece = await content.readany()
                 if not piece:
+                    response.release()
                     return
                 drained += len(piece)

@@ -7,6 +7,7 @@ mid-reply is counted in `fake.disconnects` (with the loop time in `fake.disconne
 Misbehaviour on demand: `delay` (before the headers), `body_delay` (headers sent, body late),
 `drop_after` (stream cut after N chunks), `cut_body_at` (non-stream body cut after N bytes),
 `endless` (a stream, or a JSON body, that never ends), `raw` (any bytes: malformed SSE, HTML ...),
+`echo_headers` (an error repeating the request's headers, key included),
 and a huge single chunk via `chunk_size` as large as `text`.
 """
 
@@ -39,6 +40,7 @@ class Reply:
     body_delay: float = 0.0  # headers sent at once, then this long before the first body byte
     cut_body_at: int | None = None  # non-stream: send this many bytes of the JSON body, then close
     endless: bool = False  # never finish: stream deltas (or JSON whitespace) every `chunk_delay`
+    echo_headers: bool = False  # with `status`: the error message repeats the request's headers
 
 
 def text(content: str = "Hello from the fake model.", **kw: Any) -> Reply:
@@ -92,7 +94,10 @@ class FakeUpstream:
             if reply.raw is not None:
                 return web.Response(body=reply.raw, content_type=reply.raw_content_type)
             if reply.status >= 400:
-                return web.json_response(reply.error_body, status=reply.status, headers=reply.headers)
+                body = reply.error_body
+                if reply.echo_headers:  # as some proxies do: "you sent {...}"
+                    body = {"error": {"message": f"bad request; you sent {dict(request.headers)}"}}
+                return web.json_response(body, status=reply.status, headers=reply.headers)
             if reply.endless or reply.body_delay or reply.cut_body_at is not None:
                 return await self._misbehave(request, body, reply)
             if body.get("stream"):
@@ -101,13 +106,20 @@ class FakeUpstream:
                 response = web.json_response(self._completion(body, reply))
             self.completed += 1
             return response
-        except (asyncio.CancelledError, ConnectionError):
-            # Cancelled (handler cancellation) or a failed write: either way the client went away.
-            self.disconnects += 1
-            self.disconnect_times.append(time.monotonic())
+        except asyncio.CancelledError:  # handler cancellation: the client went away
+            self._disconnected()
             raise
+        except ConnectionError:
+            # a failed write (the client closed as the reply began): a quiet end, as a server's
+            # own reply to a client that left would be, not an "Error handling request" log
+            self._disconnected()
+            return web.Response(status=499)
         finally:
             self.active -= 1
+
+    def _disconnected(self) -> None:
+        self.disconnects += 1
+        self.disconnect_times.append(time.monotonic())
 
     async def _misbehave(self, request: web.Request, body: dict[str, Any], reply: Reply) -> web.StreamResponse:
         streaming = bool(body.get("stream"))

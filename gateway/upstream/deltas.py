@@ -1,0 +1,92 @@
+"""What the upstream model said, as typed deltas: the one shape the agent reads, streamed or not.
+
+The upstream client turns OpenAI chat-completion chunks (streamed) and whole completions into
+these, so nothing past it parses `choices`, `delta` or `tool_calls`. A whole reply comes out as the
+same sequence a stream of it would: its text, its reasoning, one fragment per tool call, usage,
+finish reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+#: The fields OpenAI-compatible servers put a model's reasoning in (vLLM/DeepSeek, OpenRouter, others).
+REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
+
+
+@dataclass(slots=True)
+class Text:
+    """A piece of the answer's text (never empty)."""
+
+    text: str
+
+
+@dataclass(slots=True)
+class Reasoning:
+    """A piece of the model's reasoning, apart from its answer (never empty)."""
+
+    text: str
+
+
+@dataclass(slots=True)
+class ToolCallPart:
+    """A fragment of one tool call: fragments with the same `index` make one call, their `name`
+    and `arguments` concatenated; `id` comes with one of them. `index` None: a call of its own."""
+
+    index: int | None
+    id: str | None = None
+    name: str | None = None
+    arguments: str | None = None
+
+
+@dataclass(slots=True)
+class TokenUsage:
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(slots=True)
+class Finish:
+    """The choice's finish reason ("stop", "length", "tool_calls", "content_filter" ...)."""
+
+    reason: str
+
+
+UpstreamDelta = Text | Reasoning | ToolCallPart | TokenUsage | Finish
+
+
+def _reasoning(body: dict[str, Any]) -> str | None:
+    for name in REASONING_FIELDS:
+        value = body.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def deltas_of(data: dict[str, Any], body_key: str) -> list[UpstreamDelta]:
+    """The deltas in one well-formed chunk (`body_key` "delta") or whole completion ("message"),
+    in the order a stream sends them. The shape was checked before (`llm._well_formed`)."""
+    out: list[UpstreamDelta] = []
+    for choice in data.get("choices") or ():
+        body = choice.get(body_key) or {}
+        reasoning = _reasoning(body)
+        if reasoning:
+            out.append(Reasoning(reasoning))
+        content = body.get("content")
+        if content:
+            out.append(Text(content))
+        for position, call in enumerate(body.get("tool_calls") or ()):
+            index = call.get("index")
+            if not isinstance(index, int) or isinstance(index, bool):
+                # a whole reply's calls carry no index: each is its own, by position
+                index = position if body_key == "message" else None
+            function = call.get("function") or {}
+            out.append(ToolCallPart(index, call.get("id") or None, function.get("name") or None,
+                                    function.get("arguments") or None))
+        if choice.get("finish_reason"):
+            out.append(Finish(choice["finish_reason"]))
+    usage = data.get("usage")
+    if isinstance(usage, dict):
+        out.append(TokenUsage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)))
+    return out
