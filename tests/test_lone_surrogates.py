@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gateway.wire.jsontext import loads, scrub_surrogates
+from gateway.wire.json_in import loads, scrub_surrogates
 from tests.fakes.upstream import Reply
 from tests.helpers import chat_chunks, streamed_text
 

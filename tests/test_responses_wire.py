@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from gateway.errors import InvalidRequestError
-from gateway.wire.responses_request import input_to_messages, normalize_input, parse_responses_request
+from gateway.wire.responses_input import input_to_messages, normalize_input
+from gateway.wire.responses_request import parse_responses_request
 
 
 def bad_param(body: Any) -> str | None:

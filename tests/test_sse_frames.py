@@ -53,7 +53,7 @@ def test_frames_orjson_refuses_go_the_stdlib_way(payload):
 
 
 def test_lone_surrogates_become_replacement_characters_on_the_stdlib_path():
-    # they could not be encoded again downstream (SSE frames, the store): see providers/jsontext.py
+    # they could not be encoded again downstream (SSE frames, the store): see providers/json_in.py
     assert load_stdlib(b'{"choices":[{"delta":{"content":"a\\ud800b"}}]}')["choices"][0]["delta"]["content"] \
         == "a\ufffdb"
 

@@ -17,8 +17,7 @@ from gateway.config.settings import Settings
 from gateway.http import appkeys
 from gateway.http.access_log import add_request_id_header
 from gateway.http.checks import add_security_headers, allowed_hosts
-from gateway.http.cors import add_cors_headers
-from gateway.http.cors_policy import CorsPolicy
+from gateway.http.cors import CorsPolicy, add_cors_headers
 from gateway.http.lifecycle import Lifecycle, RunLimiter
 from gateway.http.memory_release import MemoryReleaser
 from gateway.http.metrics import Metrics

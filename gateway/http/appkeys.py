@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from aiohttp import web
 
 from gateway.agent.loop import Agent
 from gateway.agent.toolbox import Toolbox
 from gateway.agent.web_fallback import WebState
 from gateway.config.settings import Settings
-from gateway.http.cors_policy import CorsPolicy
 from gateway.http.lifecycle import Lifecycle, RunLimiter
 from gateway.http.metrics import Metrics
 from gateway.store.api import ResponseStore
 from gateway.store.idempotency import IdempotencyCache
 from gateway.upstream.client import UpstreamClient
+
+if TYPE_CHECKING:  # cors.py reads these keys, so it is imported for the type only
+    from gateway.http.cors import CorsPolicy
 
 SETTINGS = web.AppKey("settings", Settings)
 UPSTREAM = web.AppKey("upstream", UpstreamClient)
@@ -24,7 +28,7 @@ LIFECYCLE = web.AppKey("lifecycle", Lifecycle)
 STARTED_AT = web.AppKey("started_at", int)
 STORE = web.AppKey("response_store", ResponseStore)
 IDEMPOTENCY = web.AppKey("idempotency", IdempotencyCache)
-CORS_POLICY = web.AppKey("cors_policy", CorsPolicy)
+CORS_POLICY: web.AppKey[CorsPolicy] = web.AppKey("cors_policy")  # built once in create_app
 #: The web tools' cool-downs and result cache (`WebState.status()` is what a status route shows).
 WEB_STATE = web.AppKey("web_state", WebState)
 #: Absent when API_SERVER_METRICS is false: nothing is counted then.

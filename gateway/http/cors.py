@@ -17,12 +17,14 @@ set by the page's script, which needs no cookies or credentialed mode.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+
 from aiohttp import web
 
 from gateway.errors import PermissionDeniedError
 from gateway.http import appkeys
 from gateway.http.checks import error_response
-from gateway.http.cors_policy import CorsPolicy
 
 ALLOW_METHODS = "GET, POST, DELETE, OPTIONS"
 # What OpenAI's SDKs (openai-python, openai-node) and browser apps send. The X-Stainless names come
@@ -39,6 +41,34 @@ ALLOW_HEADERS = ", ".join((
 # Response headers a page may read: ids for support, and the retry hints SDKs act on.
 EXPOSE_HEADERS = "X-Request-Id, Retry-After, Idempotent-Replayed, x-should-retry"
 MAX_AGE = "600"
+
+
+@dataclass(frozen=True)
+class CorsPolicy:
+    origins: frozenset[str] = frozenset()
+    any_origin: bool = False
+
+    @classmethod
+    def from_origins(cls, configured: Iterable[str]) -> CorsPolicy:
+        normalized = {normalize_origin(o) for o in configured if o.strip()}
+        return cls(origins=frozenset(normalized - {"*"}), any_origin="*" in normalized)
+
+    @property
+    def enabled(self) -> bool:
+        return self.any_origin or bool(self.origins)
+
+    def grant(self, origin: str | None) -> str | None:
+        """The `Access-Control-Allow-Origin` value for this request's origin, or None (no grant)."""
+        if origin is None or not self.enabled:
+            return None
+        if self.any_origin:
+            return "*"
+        return origin if origin in self.origins else None
+
+
+def normalize_origin(origin: str) -> str:
+    """Browsers send `scheme://host[:port]` in lowercase with no path; config often has a `/`."""
+    return origin.strip().rstrip("/").lower()
 
 
 def policy_for(request: web.Request) -> CorsPolicy:

@@ -27,9 +27,9 @@ from aiohttp import web
 
 from gateway.errors import GatewayError, InvalidRequestError
 from gateway.http import appkeys
+from gateway.http.body import read_body
 from gateway.http.checks import Handler, error_response, presented_key
 from gateway.store.idempotency import CachedReply
-from gateway.wire.checks import read_body
 
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from gateway.store.api import ResponseStore, StoredResponse, StoreUnavailableError
-from gateway.wire import json_out, jsontext
+from gateway.wire import json_in, json_out
 
 # Routes, tests and tools import these names from here.
 __all__ = ["ResponseStore", "SQLiteResponseStore", "StoredResponse", "StoreUnavailableError"]
@@ -358,4 +358,4 @@ def _json_text(value: Any) -> str:
 
 
 def _from_json_text(text: str | bytes) -> Any:
-    return jsontext.loads(text.encode() if isinstance(text, str) else text)
+    return json_in.loads(text.encode() if isinstance(text, str) else text)

@@ -38,7 +38,7 @@ from gateway.errors import (
 from gateway.upstream.deltas import Text, UpstreamDelta, deltas_of
 from gateway.upstream.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta, plain_text, sse_batches
 from gateway.upstream.text import error_message, relayed, without_credentials
-from gateway.wire import json_out, jsontext
+from gateway.wire import json_in, json_out
 
 #: After `[DONE]`, how long (and how much) to read for the end of the body, so that the connection
 #: goes back to the pool instead of being closed (a new TCP connection per stream otherwise).
@@ -282,7 +282,7 @@ class UpstreamClient:
         finally:
             response.release()
         try:
-            data = jsontext.loads(raw)
+            data = json_in.loads(raw)
         except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested thousands deep
             raise UpstreamError(f"{what} returned a body that is not JSON (or nested too deep)") from exc
         if not isinstance(data, dict):

@@ -12,7 +12,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from gateway.errors import UpstreamError
-from gateway.wire import jsontext
+from gateway.wire import json_in
 
 try:  # optional (agent-gateway[fast]); checked once here, never required
     import orjson as _orjson
@@ -33,7 +33,7 @@ def is_done(payload: bytes) -> bool:
 
 def load_stdlib(payload: bytes) -> Any:
     """What the gateway always did: lenient UTF-8 (bad bytes become U+FFFD), then `json.loads`."""
-    return jsontext.loads(payload.strip().decode("utf-8", "replace"))
+    return json_in.loads(payload.strip().decode("utf-8", "replace"))
 
 
 def load_text_delta(payload: bytes, fast: FastLoads | None = FAST_LOADS) -> dict[str, Any] | None:

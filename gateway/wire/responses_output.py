@@ -31,7 +31,8 @@ from gateway.agent.events import (
     Usage,
 )
 from gateway.wire.chat import split_text
-from gateway.wire.responses_request import ResponsesRequest, new_id
+from gateway.wire.responses_input import new_id
+from gateway.wire.responses_request import ResponsesRequest
 
 INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
 

@@ -11,11 +11,11 @@ from gateway.agent.events import AgentEvent
 from gateway.agent.loop import AgentRequest
 from gateway.errors import GatewayError
 from gateway.http import appkeys
+from gateway.http.body import read_json_object
 from gateway.http.runs import Messages, run_streamed, run_whole
 from gateway.http.sse import frames
 from gateway.wire import json_out
 from gateway.wire.chat import ChatChunkEncoder, ChatCompletionBuilder, parse_chat_request
-from gateway.wire.checks import read_json_object
 
 log = logging.getLogger("agent_gateway.chat")
 routes = web.RouteTableDef()

@@ -18,11 +18,11 @@ from gateway.agent.events import AgentEvent
 from gateway.agent.loop import AgentRequest
 from gateway.errors import GatewayError, InvalidRequestError, NotFoundError
 from gateway.http import appkeys
+from gateway.http.body import read_json_object
 from gateway.http.runs import Messages, run_streamed, run_whole
 from gateway.http.sse import named_frames
 from gateway.store.api import ResponseStore, StoredResponse
 from gateway.wire import json_out
-from gateway.wire.checks import read_json_object
 from gateway.wire.responses_output import ResponseBuilder, event_json
 from gateway.wire.responses_request import ResponsesRequest, parse_responses_request
 

@@ -1,4 +1,4 @@
-"""jsontext.loads reads every JSON text exactly as the stdlib does (plus the surrogate scrub),
+"""json_in.loads reads every JSON text exactly as the stdlib does (plus the surrogate scrub),
 whether or not orjson takes the fast path, and fails where the stdlib fails."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from gateway.wire import jsontext
+from gateway.wire import json_in
 
 SAME_AS_STDLIB = [
     b'{"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.7}',
@@ -26,23 +26,23 @@ SAME_AS_STDLIB = [
 
 
 def stdlib(text: bytes) -> object:
-    return jsontext.scrub_surrogates(json.loads(text))
+    return json_in.scrub_surrogates(json.loads(text))
 
 
 @pytest.mark.parametrize("text", SAME_AS_STDLIB)
 def test_values_equal_the_stdlib_reading(text):
-    got = jsontext.loads(text)
+    got = json_in.loads(text)
     assert got == stdlib(text)
     assert json.dumps(got, sort_keys=True) == json.dumps(stdlib(text), sort_keys=True)  # int stays int
 
 
 def test_nan_and_infinity_read_as_the_stdlib_reads_them():
-    got = jsontext.loads(b'{"a": NaN, "b": 1e400, "c": -Infinity}')
+    got = json_in.loads(b'{"a": NaN, "b": 1e400, "c": -Infinity}')
     assert math.isnan(got["a"]) and got["b"] == math.inf and got["c"] == -math.inf
 
 
 def test_lone_surrogates_are_replaced_and_pairs_kept():
-    assert jsontext.loads(b'{"a": "x\\ud800y", "b": "\\ud83d\\ude00"}') == {"a": "x\ufffdy", "b": "\U0001f600"}
+    assert json_in.loads(b'{"a": "x\\ud800y", "b": "\\ud83d\\ude00"}') == {"a": "x\ufffdy", "b": "\U0001f600"}
 
 
 @pytest.mark.parametrize("text", [b"[1, 2", b'{"a": "\xff"}', b"", b"{'a': 1}"])
@@ -50,7 +50,7 @@ def test_what_the_stdlib_refuses_is_refused_with_its_error(text):
     with pytest.raises(ValueError) as expected:
         json.loads(text)
     with pytest.raises(type(expected.value)):
-        jsontext.loads(text)
+        json_in.loads(text)
 
 
 @pytest.mark.parametrize(("text", "long"), [
@@ -62,4 +62,4 @@ def test_what_the_stdlib_refuses_is_refused_with_its_error(text):
     (b"", False),
 ])
 def test_long_integer_runs_are_found_exactly(text, long):
-    assert jsontext.has_long_integer(text) is long
+    assert json_in.has_long_integer(text) is long

@@ -1,0 +1,235 @@
+"""Every option of the gateway, in one table: env name, config.yaml key, default, parser, help.
+
+The table drives loading (gateway/config/settings.py), validation, `config set/get/list/check` and
+the `.env.example` check; each parser turns a raw value (from the environment, `.env` or YAML) into
+the typed value or a `SettingsError` saying what is wrong.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from gateway.errors import AgentGatewayError
+
+PROFILE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+DEFAULT_MODEL_NAME = "agent-gateway"
+
+
+class SettingsError(AgentGatewayError, ValueError):
+    """A setting has an invalid value; the message names the setting."""
+
+
+def _parse_bool(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def _parse_int(raw: Any) -> int:
+    if isinstance(raw, bool):
+        raise ValueError("expected a whole number")
+    try:
+        return int(str(raw).strip())
+    except ValueError:
+        raise ValueError("expected a whole number") from None
+
+
+def _parse_float(raw: Any) -> float:
+    if isinstance(raw, bool):
+        raise ValueError("expected a number")
+    try:
+        return float(str(raw).strip())
+    except ValueError:
+        raise ValueError("expected a number") from None
+
+
+def _parse_str(raw: Any) -> str:
+    return str(raw).strip()
+
+
+def _parse_list(raw: Any) -> tuple[str, ...]:
+    if isinstance(raw, list | tuple):
+        items = [str(item).strip() for item in raw]
+    else:
+        items = str(raw).split(",")
+    return tuple(item.strip() for item in items if item.strip())
+
+
+# Labels of letters, digits, hyphens and (as container names have them) underscores.
+_HOST_NAME_RE = re.compile(r"^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$")
+
+
+def _parse_host(raw: Any) -> str:
+    """A bind address: an IP (IPv6 with or without brackets) or a host name, a trailing dot dropped."""
+    text = _parse_str(raw)
+    host = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    if host.endswith(".") and ":" not in host:
+        host = host[:-1]  # the fully qualified spelling of the same name ("localhost.")
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        host = host.lower()  # names are case-insensitive; an IPv6 zone id (after %) is not
+    if not _HOST_NAME_RE.match(host):
+        raise ValueError(f"{text!r} is not an IP address or host name; write it like 127.0.0.1, ::1 or localhost")
+    return host
+
+
+def _parse_http_url(raw: Any) -> str:
+    """An http(s) base URL with a host (its path, e.g. `/v1`, is kept)."""
+    url = _parse_str(raw)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+    except ValueError:
+        raise ValueError(f"{url!r} is not a valid URL") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{url!r} is not an http(s) URL; write it like http://127.0.0.1:11434/v1")
+    return url
+
+
+#: The fallback value that means "the other available providers, in automatic order".
+AUTO_FALLBACK = ("auto",)
+MAX_RESULTS_CAP = 50
+
+
+def _parse_fallback(raw: Any) -> tuple[str, ...]:
+    """Provider names, `auto` (the default chain) or `none` / empty / `[]` (no fallback)."""
+    names = _parse_list(raw)
+    if len(names) == 1 and names[0].lower() in ("none", "off", "[]"):
+        return ()
+    if any(name.lower() == "auto" for name in names):
+        if len(names) > 1:
+            raise ValueError("auto stands alone: list provider names, or auto, or none")
+        return AUTO_FALLBACK
+    return names
+
+
+def _parse_result_count(raw: Any) -> int:
+    value = _parse_int(raw)
+    if value > MAX_RESULTS_CAP:
+        raise ValueError(f"at most {MAX_RESULTS_CAP}")
+    return value
+
+
+_ORIGIN_RE = re.compile(r"^[a-z][a-z0-9+.-]*://[^/\s]+$", re.IGNORECASE)
+
+
+def _parse_origins(raw: Any) -> tuple[str, ...]:
+    """Browser origins (`scheme://host[:port]`, a trailing `/` tolerated) or the explicit `*`."""
+    origins = _parse_list(raw)
+    for origin in origins:
+        if origin != "*" and not _ORIGIN_RE.match(origin.rstrip("/")):
+            raise ValueError(f"{origin!r} is not an origin; write it as scheme://host[:port], e.g. "
+                             "http://localhost:3000")
+    return origins
+
+
+@dataclass(frozen=True)
+class Option:
+    attr: str
+    env: str | None
+    key: str | None
+    parse: Callable[[Any], Any]
+    default: Any
+    help: str
+    secret: bool = False
+    minimum: float | None = None
+    choices: tuple[str, ...] | None = None
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("enabled", "API_SERVER_ENABLED", "api_server.enabled", _parse_bool, True,
+           "false makes `serve` exit with a clear message"),
+    Option("host", "API_SERVER_HOST", "api_server.host", _parse_host, "127.0.0.1",
+           "bind address; a non-loopback address requires API_SERVER_KEY"),
+    Option("port", "API_SERVER_PORT", "api_server.port", _parse_int, 8642, "TCP port", minimum=0),
+    Option("api_key", "API_SERVER_KEY", "api_server.key", _parse_str, None,
+           "bearer key required on every route except /health, /v1/health and /openapi.json", secret=True),
+    Option("allowed_hosts", "API_SERVER_ALLOWED_HOSTS", "api_server.allowed_hosts", _parse_list, (),
+           "without a key, Host names accepted besides localhost and the bind address (403 otherwise)"),
+    Option("cors_origins", "API_SERVER_CORS_ORIGINS", "api_server.cors_origins", _parse_origins, (),
+           "comma-separated browser origins allowed (none = no CORS; `*` = any, unsafe with a key)"),
+    Option("model_name", "API_SERVER_MODEL_NAME", "api_server.model_name", _parse_str, None,
+           "model id advertised on /v1/models (default: profile name or agent-gateway)"),
+    Option("max_stored_responses", "API_SERVER_MAX_STORED_RESPONSES", "api_server.max_stored_responses",
+           _parse_int, 100, "LRU bound of the Responses store", minimum=1),
+    Option("max_concurrent_runs", "API_SERVER_MAX_CONCURRENT_RUNS", "api_server.max_concurrent_runs",
+           _parse_int, 32, "agent runs at once; beyond it 429 with Retry-After", minimum=1),
+    Option("max_body_bytes", "API_SERVER_MAX_BODY_BYTES", "api_server.max_body_bytes", _parse_int,
+           10_000_000, "request body limit in bytes (413 beyond it)", minimum=1),
+    Option("body_timeout", "API_SERVER_BODY_TIMEOUT", "api_server.body_timeout", _parse_float, 30.0,
+           "seconds a client may take to send its whole request body (408 beyond it)", minimum=0.01),
+    Option("header_timeout", "API_SERVER_HEADER_TIMEOUT", "api_server.header_timeout", _parse_float, 10.0,
+           "seconds a connection may take to send a whole request head (closed beyond it)", minimum=0.01),
+    Option("max_connections", "API_SERVER_MAX_CONNECTIONS", "api_server.max_connections", _parse_int, 1000,
+           "open connections at most; beyond it new ones wait to be accepted", minimum=1),
+    Option("shutdown_grace", "API_SERVER_SHUTDOWN_GRACE", "api_server.shutdown_grace", _parse_float, 10.0,
+           "seconds in-flight requests get to finish on SIGTERM", minimum=0),
+    Option("idempotency_ttl", "API_SERVER_IDEMPOTENCY_TTL", "api_server.idempotency_ttl", _parse_float, 300.0,
+           "seconds a non-streaming reply stays replayable for its Idempotency-Key (0 = not kept)", minimum=0),
+    Option("keepalive_interval", "API_SERVER_KEEPALIVE_SECONDS", "api_server.keepalive_seconds", _parse_float,
+           10.0, "seconds of stream silence before a `: keepalive` comment", minimum=0.01),
+    Option("llm_base_url", "LLM_BASE_URL", "llm.base_url", _parse_http_url, "http://127.0.0.1:11434/v1",
+           "upstream OpenAI-compatible endpoint (with /v1)"),
+    Option("llm_api_key", "LLM_API_KEY", "llm.api_key", _parse_str, None, "upstream API key", secret=True),
+    Option("llm_model", "LLM_MODEL", "model", _parse_str, None,
+           "upstream model name (default: the first model the upstream lists)"),
+    Option("llm_connect_timeout", "LLM_CONNECT_TIMEOUT", "llm.connect_timeout", _parse_float, 10.0,
+           "seconds to connect to the upstream", minimum=0.01),
+    Option("llm_timeout", "LLM_TIMEOUT", "llm.timeout", _parse_float, 120.0,
+           "seconds to wait for the upstream's next byte", minimum=0.01),
+    Option("max_rounds", "AGENT_MAX_ROUNDS", "agent.max_rounds", _parse_int, 6,
+           "tool rounds per turn before the model must answer", minimum=1),
+    Option("tool_timeout", "AGENT_TOOL_TIMEOUT", "agent.tool_timeout", _parse_float, 30.0,
+           "seconds one tool call may take", minimum=0.01),
+    Option("run_timeout", "AGENT_RUN_TIMEOUT", "agent.run_timeout", _parse_float, 600.0,
+           "seconds a whole agent run may take", minimum=0.01),
+    Option("tool_progress", "AGENT_TOOL_PROGRESS", "agent.tool_progress", _parse_str, "inline",
+           "inline tool markers in chat streams: inline or off", choices=("inline", "off")),
+    Option("system_prompt", "AGENT_SYSTEM_PROMPT", "agent.system_prompt", _parse_str, None,
+           "replaces the agent's built-in system prompt"),
+    Option("web_backend", "WEB_BACKEND", "web.backend", _parse_str, None,
+           "web provider for every capability unless overridden"),
+    Option("web_search_backend", "WEB_SEARCH_BACKEND", "web.search_backend", _parse_str, None,
+           "web provider for web_search"),
+    Option("web_extract_backend", "WEB_EXTRACT_BACKEND", "web.extract_backend", _parse_str, None,
+           "web provider for web_extract"),
+    Option("allow_private_urls", "WEB_ALLOW_PRIVATE_URLS", "web.allow_private_urls", _parse_bool, False,
+           "let web_extract fetch loopback and private addresses"),
+    Option("max_extract_chars", "WEB_MAX_EXTRACT_CHARS", "web.max_extract_chars", _parse_int, 20_000,
+           "longest page text handed to the model (head and tail kept)", minimum=200),
+    # -- web tool resilience (issue 20): fallback chains, cool-down, result cache, result cap ---
+    Option("web_search_fallback", "WEB_SEARCH_FALLBACK", "web.search_fallback", _parse_fallback, AUTO_FALLBACK,
+           "providers tried in order when the search provider fails (auto = the other available "
+           "ones in automatic order; none = no fallback)"),
+    Option("web_extract_fallback", "WEB_EXTRACT_FALLBACK", "web.extract_fallback", _parse_fallback, AUTO_FALLBACK,
+           "providers tried in order when the extract provider fails (auto or none, as above)"),
+    Option("web_cooldown", "WEB_COOLDOWN", "web.cooldown", _parse_float, 60.0,
+           "seconds a provider is skipped after 3 failures in a row (a 429's Retry-After is always "
+           "honoured; 0 = Retry-After only)", minimum=0),
+    Option("web_cache_ttl", "WEB_CACHE_TTL", "web.cache_ttl", _parse_float, 300.0,
+           "seconds a search or extract result is reused for the same call (0 = no cache)", minimum=0),
+    Option("web_max_results", "WEB_MAX_RESULTS", "web.max_results", _parse_result_count, 10,
+           "most results one web_search returns, whatever the model asks (1-50)", minimum=1),
+    Option("plugins_enabled", "PLUGINS_ENABLED", "plugins.enabled", _parse_list, (),
+           "user plugins (in <home>/plugins/web/) to load"),
+    # operability (issue 21): metrics route and log line format
+    Option("metrics_enabled", "API_SERVER_METRICS", "api_server.metrics", _parse_bool, True,
+           "serve Prometheus metrics on GET /metrics (behind API_SERVER_KEY); false = no route (404)"),
+    Option("log_format", "API_SERVER_LOG_FORMAT", "api_server.log_format", _parse_str, "text",
+           "server log lines: text, or json (one JSON object per line, for log shippers)",
+           choices=("text", "json")),
+)
+
+OPTIONS_BY_ENV = {o.env: o for o in OPTIONS if o.env}
+OPTIONS_BY_KEY = {o.key: o for o in OPTIONS if o.key}

@@ -1,0 +1,148 @@
+"""Responses API `input` items: checked, given ids, and turned into chat-format messages. Pure.
+
+Items are messages (content a string or parts: `input_text`, `input_image`, `output_text`),
+`function_call` and `function_call_output`; each gets an `id` for
+`/v1/responses/{id}/input_items`. `input_to_messages` is what the agent reads.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from gateway.errors import InvalidRequestError
+
+INPUT_ROLES = ("user", "assistant", "system", "developer")
+TEXT_PART_TYPES = ("input_text", "output_text", "text", "refusal")
+
+
+def new_id(prefix: str) -> str:
+    """An OpenAI-looking id: `resp_...`, `msg_...`, `fc_...`, `fco_...`."""
+    return f"{prefix}_{secrets.token_hex(24)}"
+
+
+def _bad(message: str, param: str) -> InvalidRequestError:
+    return InvalidRequestError(message, param=param)
+
+
+def _text_of_parts(parts: list[dict[str, Any]]) -> str:
+    return "\n".join(part.get("text") or part.get("refusal") or "" for part in parts)
+
+
+def _normalize_parts(content: Any, role: str, param: str) -> list[dict[str, Any]]:
+    """Content as a list of Responses parts (`input_text`, `input_image`, `output_text`)."""
+    text_type = "output_text" if role == "assistant" else "input_text"
+    if isinstance(content, str):
+        part: dict[str, Any] = {"type": text_type, "text": content}
+        if role == "assistant":
+            part["annotations"] = []
+        return [part]
+    if not isinstance(content, list):
+        raise _bad("message 'content' must be a string or a list of parts.", param)
+    parts: list[dict[str, Any]] = []
+    for index, part in enumerate(content):
+        where = f"{param}[{index}]"
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in TEXT_PART_TYPES:
+            key = "refusal" if kind == "refusal" else "text"
+            if not isinstance(part.get(key), str):
+                raise _bad(f"a {kind} part needs a string '{key}'.", where)
+            parts.append(dict(part))
+        elif kind == "input_image":
+            if role == "assistant":
+                raise _bad("assistant messages cannot carry images.", where)
+            if not isinstance(part.get("image_url"), str):
+                raise _bad("input_image needs an 'image_url' (file_id is not supported).", where)
+            parts.append(dict(part))
+        else:
+            raise _bad(f"unsupported content part type {kind!r}.", where)
+    return parts
+
+
+def _parts_to_chat(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """Text-only content becomes one string (what every upstream accepts); images keep parts."""
+    if all(part["type"] != "input_image" for part in parts):
+        return _text_of_parts(parts)
+    chat_parts: list[dict[str, Any]] = []
+    for part in parts:
+        if part["type"] == "input_image":
+            image: dict[str, Any] = {"url": part["image_url"]}
+            if part.get("detail") in ("low", "high", "auto"):
+                image["detail"] = part["detail"]
+            chat_parts.append({"type": "image_url", "image_url": image})
+        else:
+            chat_parts.append({"type": "text", "text": part.get("text") or part.get("refusal") or ""})
+    return chat_parts
+
+
+def _normalize_item(item: Any, param: str) -> dict[str, Any]:
+    if not isinstance(item, dict):
+        raise _bad("each input item must be an object.", param)
+    kind = item.get("type", "message" if "role" in item else None)
+    given_id = item.get("id") if isinstance(item.get("id"), str) else None
+    if kind == "message":
+        role = item.get("role")
+        if role not in INPUT_ROLES:
+            raise _bad(f"message 'role' must be one of {', '.join(INPUT_ROLES)}.", f"{param}.role")
+        parts = _normalize_parts(item.get("content"), role, f"{param}.content")
+        return {"id": given_id or new_id("msg"), "type": "message", "role": role, "content": parts,
+                "status": "completed"}
+    if kind == "function_call":
+        for key in ("call_id", "name", "arguments"):
+            if not isinstance(item.get(key), str):
+                raise _bad(f"a function_call item needs a string '{key}'.", f"{param}.{key}")
+        return {"id": given_id or new_id("fc"), "type": "function_call", "call_id": item["call_id"],
+                "name": item["name"], "arguments": item["arguments"], "status": "completed"}
+    if kind == "function_call_output":
+        if not isinstance(item.get("call_id"), str):
+            raise _bad("a function_call_output item needs a string 'call_id'.", f"{param}.call_id")
+        output = item.get("output")
+        if isinstance(output, list):
+            parts = _normalize_parts(output, "tool", f"{param}.output")
+            if any(part["type"] == "input_image" for part in parts):
+                raise _bad("images in a function_call_output are not supported.", f"{param}.output")
+            output = _text_of_parts(parts)
+        elif not isinstance(output, str):
+            raise _bad("a function_call_output item needs an 'output' string.", f"{param}.output")
+        return {"id": given_id or new_id("fco"), "type": "function_call_output", "call_id": item["call_id"],
+                "output": output, "status": "completed"}
+    raise _bad(
+        f"unsupported input item type {kind!r}: use messages, function_call or function_call_output.",
+        f"{param}.type",
+    )
+
+
+def normalize_input(value: Any) -> list[dict[str, Any]]:
+    """`input` (a string or a list of items) as normalized items, each with an `id`."""
+    if isinstance(value, str):
+        return [_normalize_item({"role": "user", "content": value}, "input")]
+    if not isinstance(value, list):
+        raise _bad("'input' must be a string or a list of input items.", "input")
+    return [_normalize_item(item, f"input[{index}]") for index, item in enumerate(value)]
+
+
+def input_to_messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Normalized input items as chat-format messages.
+
+    Consecutive `function_call` items join one assistant message (parallel calls), attached to
+    a directly preceding assistant text message if there is one; `function_call_output` becomes
+    a `tool` message.
+    """
+    messages: list[dict[str, Any]] = []
+    for item in items:
+        if item["type"] == "message":
+            messages.append({"role": item["role"], "content": _parts_to_chat(item["content"])})
+        elif item["type"] == "function_call":
+            call = {"id": item["call_id"], "type": "function",
+                    "function": {"name": item["name"], "arguments": item["arguments"]}}
+            last = messages[-1] if messages else None
+            if last is not None and last["role"] == "assistant":
+                last.setdefault("tool_calls", []).append(call)
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        else:
+            messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
+    return messages
+
+
+# ---- the request ----------------------------------------------------------------------------
