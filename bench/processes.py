@@ -1,5 +1,5 @@
 """The benchmark's processes: started and stopped by the helper the tests use
-(`tests/gateway_process.py`; bench imports from tests, never the reverse), plus what a benchmark
+(`tests/support/gateway_process.py`; bench imports from tests, never the reverse), plus what a benchmark
 reads of them: VmRSS and CPU time from `/proc/<pid>/status` and `/proc/<pid>/stat`."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from tests.gateway_process import REPO, ServerProcess, clean_env, start_server
+from tests.support.gateway_process import REPO, ServerProcess, clean_env, start_server
 
 __all__ = ["REPO", "Process", "clean_env", "cpu_seconds", "rss_mb", "start"]
 

@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 
 from tests.fakes.searxng import FakeSearxng  # noqa: E402
 from tests.fakes.upstream import FakeUpstream, Reply, text, tool_call  # noqa: E402
-from tests.gateway_process import gateway_env, start_gateway  # noqa: E402
+from tests.support.gateway_process import gateway_env, start_gateway  # noqa: E402
 
 
 def rss_kib(pid: int) -> int:

@@ -16,7 +16,7 @@ from gateway.config.settings import Settings
 from gateway.http.app import create_app
 from tests.fakes.tools import LookupTool
 from tests.fakes.upstream import FakeUpstream
-from tests.gateway_process import LOG_DIR_VARIABLE
+from tests.support.gateway_process import LOG_DIR_VARIABLE
 
 API_KEY = "sk-test-key-123"
 #: Keys the tests give gateways and upstreams: none may appear in any log line of the run.
@@ -41,7 +41,7 @@ class SecretWatch(logging.Handler):
 @pytest.fixture(scope="session", autouse=True)
 def no_key_reaches_a_log(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Every log line of the run's gateways, in-process records and subprocess stderr alike
-    (tests/gateway_process.py copies it), is checked for the test keys once the session ends."""
+    (tests/support/gateway_process.py copies it), is checked for the test keys once the session ends."""
     directory = tmp_path_factory.mktemp("gateway-logs")
     os.environ[LOG_DIR_VARIABLE] = str(directory)
     watch = SecretWatch()

@@ -8,7 +8,7 @@ import shlex
 
 import yaml
 
-from tests.gateway_process import REPO
+from tests.support.gateway_process import REPO
 
 
 def dockerfile_instructions() -> list[tuple[str, str]]:

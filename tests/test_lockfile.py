@@ -8,7 +8,7 @@ import tomllib
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.gateway_process import REPO
+from tests.support.gateway_process import REPO
 
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)", re.M)
 

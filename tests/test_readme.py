@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from gateway.config.settings import OPTIONS
-from tests.gateway_process import REPO, gateway_env, run_cli, start_gateway
+from tests.support.gateway_process import REPO, gateway_env, run_cli, start_gateway
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
 DOCUMENTED_URL = "http://127.0.0.1:8642"

@@ -1,0 +1,108 @@
+"""Request ids on every reply and in the logs; an access line per request that never holds a key."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+
+import pytest
+
+from gateway.http.access_log import LOG_FORMAT, LogFormatter, RequestIdFilter
+from tests.conftest import API_KEY
+from tests.fakes.upstream import Reply, error
+from tests.support.helpers import chat_chunks
+
+CHAT = {"messages": [{"role": "user", "content": "hi"}]}
+GENERATED = re.compile(r"req_[0-9a-f]{32}")
+
+
+async def access_lines(logs, count: int) -> list[logging.LogRecord]:
+    """The access lines, once `count` are written (a stream's line follows its last byte)."""
+    for _ in range(100):
+        lines = [r for r in logs.records if r.name == "agent_gateway.access"]
+        if len(lines) >= count:
+            return lines
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"expected {count} access lines, got {len(lines)}")
+
+
+@pytest.fixture
+def logs(caplog):
+    caplog.set_level(logging.DEBUG)
+    request_ids = RequestIdFilter()
+    caplog.handler.addFilter(request_ids)  # pytest reuses this handler across tests: take it off after
+    yield caplog
+    caplog.handler.removeFilter(request_ids)
+
+
+async def test_sane_client_request_id_is_echoed(client):
+    resp = await client.post("/v1/chat/completions", json=CHAT, headers={"X-Request-Id": "trace-42.a_b"})
+    assert resp.headers["X-Request-Id"] == "trace-42.a_b"
+
+
+@pytest.mark.parametrize("presented", ["x" * 129, "has space", "semi;colon", "ünïcode", ""])
+async def test_unsafe_client_request_id_is_replaced(client, presented):
+    resp = await client.get("/v1/models", headers={"X-Request-Id": presented})
+    assert GENERATED.fullmatch(resp.headers["X-Request-Id"])
+
+
+async def test_every_reply_gets_a_fresh_id(client):
+    ids = {(await client.get("/v1/models")).headers["X-Request-Id"] for _ in range(3)}
+    assert len(ids) == 3 and all(GENERATED.fullmatch(i) for i in ids)
+
+
+async def test_errors_and_streams_carry_the_id(make_client):
+    client = await make_client(api_key=API_KEY)
+    unauthorized = await client.get("/v1/models")
+    assert unauthorized.status == 401 and GENERATED.fullmatch(unauthorized.headers["X-Request-Id"])
+    missing = await client.get("/v1/nope", headers={"X-Request-Id": "r404", "Authorization": f"Bearer {API_KEY}"})
+    assert missing.status == 404 and missing.headers["X-Request-Id"] == "r404"
+    stream = await client.post("/v1/chat/completions", json={**CHAT, "stream": True},
+                               headers={"Authorization": f"Bearer {API_KEY}", "X-Request-Id": "r-stream"})
+    assert stream.headers["X-Request-Id"] == "r-stream"
+    assert chat_chunks(await stream.text())
+
+
+async def test_access_line_has_method_path_status_duration_and_id(client, logs):
+    await client.post("/v1/chat/completions?debug=1", json=CHAT, headers={"X-Request-Id": "rid-1"})
+    lines = await access_lines(logs, 1)
+    assert len(lines) == 1
+    message = lines[0].getMessage()
+    assert re.fullmatch(r"POST /v1/chat/completions 200 \d+ms id=rid-1", message), message
+    assert lines[0].request_id == "rid-1"
+
+
+async def test_log_records_written_during_a_request_carry_its_id(client, upstream, logs):
+    upstream.queue(Reply(text="partial answer that breaks", drop_after=2))
+    resp = await client.post("/v1/chat/completions", json={**CHAT, "stream": True},
+                             headers={"X-Request-Id": "rid-fail"})
+    await resp.text()
+    await access_lines(logs, 1)
+    mine = [r for r in logs.records if r.name.startswith("agent_gateway")]
+    assert any(r.name == "agent_gateway.chat" for r in mine)  # the mid-stream failure warning
+    assert {r.request_id for r in mine} == {"rid-fail"}
+
+
+async def test_keys_never_reach_the_logs(make_client, upstream, logs):
+    upstream_key = "sk-upstream-secret-987"
+    client = await make_client(api_key=API_KEY, llm_api_key=upstream_key)
+    auth = {"Authorization": f"Bearer {API_KEY}"}
+    await client.post("/v1/chat/completions", json=CHAT, headers=auth)
+    await (await client.post("/v1/chat/completions", json={**CHAT, "stream": True}, headers=auth)).text()
+    await client.get("/v1/models", headers={"Authorization": "Bearer sk-wrong-key-555"})
+    upstream.queue(error(500, "upstream exploded"))
+    await client.post("/v1/chat/completions", json=CHAT, headers=auth)
+    assert len(await access_lines(logs, 4)) == 4
+    text = logs.text + "\n".join(f"{r.getMessage()} {r.args!r} {r.__dict__!r}" for r in logs.records)
+    for secret in (API_KEY, upstream_key, "sk-wrong-key-555", "Bearer"):
+        assert secret not in text
+
+
+@pytest.mark.parametrize("created", [0.0, 1700000000.0, 1700000000.9995, 1700000001.0004, 1e9 + 0.5])
+def test_serve_log_lines_read_as_the_stdlib_formatter_writes_them(created):
+    record = logging.LogRecord("agent_gateway.access", logging.INFO, __file__, 1, "POST %s %s", ("/v1/x", 200), None)
+    record.created, record.msecs, record.request_id = created, (created - int(created)) * 1000, "rid-1"
+    ours = LogFormatter(LOG_FORMAT)
+    for _ in range(2):  # the second record in the same second takes the cached date and time
+        assert ours.format(record) == logging.Formatter(LOG_FORMAT).format(record)

@@ -1,0 +1,105 @@
+"""Upstream stream frames: the orjson fast lane reads exactly what the stdlib path reads, or steps aside."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from gateway.upstream.client import _well_formed
+from gateway.upstream.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta
+from tests.fakes.upstream import Reply
+from tests.support.helpers import chat_chunks, streamed_text
+
+orjson = pytest.importorskip("orjson")
+
+TRICKY = ['tok0 ', 'quote " backslash \\ slash /', 'new\nline\ttab \x00 nul \x1f \x7f', 'é ü 中文 😀 \u2028 \u2029',
+          '</script>', '']
+
+
+def frame(content: Any, **extra: Any) -> dict[str, Any]:
+    return {"id": "chatcmpl-x", "object": "chat.completion.chunk", "created": 1700000000, "model": "m",
+            "choices": [{"index": 0, "delta": {"content": content}, "logprobs": None, "finish_reason": None}],
+            **extra}
+
+
+def read_by_agent(chunk: dict[str, Any]) -> Any:
+    """The fields the agent reads from a chunk."""
+    return (chunk.get("usage"), [(c.get("delta", {}).get("content"), c.get("delta", {}).get("tool_calls"),
+                                  c.get("finish_reason")) for c in chunk["choices"]])
+
+
+@pytest.mark.parametrize("text", TRICKY)
+@pytest.mark.parametrize("ensure_ascii", [True, False], ids=["escaped", "raw-utf8"])
+def test_text_deltas_read_the_same_with_orjson_and_stdlib(text, ensure_ascii):
+    payload = b" " + json.dumps(frame(text), ensure_ascii=ensure_ascii).encode() + b"\r"
+    fast = load_text_delta(payload, fast=orjson.loads)
+    assert fast is not None
+    assert fast == load_stdlib(payload) == frame(text)
+    assert _well_formed(fast, "delta")
+
+
+@pytest.mark.parametrize("payload", [
+    b'{"choices":[{"delta":{"content":"a\\ud800b"}}]}',  # lone surrogate escape: orjson refuses it
+    b'{"choices":[{"delta":{"content":"\\udc00"}}]}',
+    b'{"choices":[{"delta":{"content":"bad \xff utf-8"}}]}',  # stdlib reads it leniently (U+FFFD)
+    b'{"choices":[{"delta":{"content":"x"}}],"created":NaN}',
+    b'{"choices":[{"delta":{"content":"x"}}]}\x0c',
+], ids=["lone-high-surrogate", "lone-low-surrogate", "invalid-utf8", "nan", "form-feed"])
+def test_frames_orjson_refuses_go_the_stdlib_way(payload):
+    assert load_text_delta(payload, fast=orjson.loads) is None
+    assert isinstance(load_stdlib(payload), dict)
+
+
+def test_lone_surrogates_become_replacement_characters_on_the_stdlib_path():
+    # they could not be encoded again downstream (SSE frames, the store): see providers/json_in.py
+    assert load_stdlib(b'{"choices":[{"delta":{"content":"a\\ud800b"}}]}')["choices"][0]["delta"]["content"] \
+        == "a\ufffdb"
+
+
+@pytest.mark.parametrize("chunk", [
+    frame("x", usage={"prompt_tokens": 1, "completion_tokens": 2}),
+    {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}}]},
+    {"error": {"message": "boom"}},
+    {"choices": "x"}, {"choices": [1]}, {"choices": [{"delta": "x"}]}, {"choices": [{"delta": None}]},
+    {"choices": [{"delta": {"content": 5}}]}, {"choices": [{"delta": {}, "finish_reason": 1}]},
+    [1, 2],
+], ids=["usage", "tool-calls", "error", "choices-str", "choice-int", "delta-str", "delta-null", "content-int",
+        "finish-int", "array"])
+def test_anything_but_a_plain_text_delta_leaves_the_fast_lane(chunk):
+    assert not is_text_delta(chunk)
+    assert load_text_delta(json.dumps(chunk).encode(), fast=orjson.loads) is None
+
+
+def test_integers_past_64_bits_never_reach_the_agent_as_floats():
+    # orjson reads 10**30 as a float; a text delta holds no number the agent reads, and a usage
+    # chunk (whose numbers it does read) always goes the stdlib way.
+    big = frame("hi", created=10**30)
+    fast = load_text_delta(json.dumps(big).encode(), fast=orjson.loads)
+    assert fast is not None and read_by_agent(fast) == read_by_agent(big)
+    usage = frame("", usage={"prompt_tokens": 10**30, "completion_tokens": 1})
+    assert load_text_delta(json.dumps(usage).encode(), fast=orjson.loads) is None
+    assert load_stdlib(json.dumps(usage).encode())["usage"]["prompt_tokens"] == 10**30
+
+
+def test_finish_chunk_is_a_plain_delta():
+    chunk = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    assert load_text_delta(json.dumps(chunk).encode(), fast=orjson.loads) == chunk
+
+
+def test_done_is_recognised_with_or_without_spaces():
+    assert is_done(b" [DONE]") and is_done(b"[DONE]\r") and not is_done(b' "[DONE]"') and not is_done(b"{}")
+
+
+def test_without_orjson_every_frame_goes_the_stdlib_way():
+    assert load_text_delta(json.dumps(frame("x")).encode(), fast=None) is None
+
+
+async def test_tricky_text_streams_through_the_gateway_unchanged(client, upstream):
+    tricky = "".join(TRICKY)
+    upstream.queue(Reply(text=tricky, chunk_size=3))
+    resp = await client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}],
+                                                           "stream": True})
+    assert resp.status == 200
+    assert streamed_text(chat_chunks(await resp.text())) == tricky
