@@ -9,7 +9,18 @@ it does raise is caught by the agent and reported to the model as a tool error.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from gateway.agent.web_options import WebSearchOptions
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What one request hands each of its tool calls besides the model's arguments."""
+
+    #: The request's web search options (domains, context size, location).
+    web: WebSearchOptions = field(default_factory=WebSearchOptions)
 
 
 class AgentTool(Protocol):
@@ -24,7 +35,8 @@ class AgentTool(Protocol):
         """Short progress text for chat streams, e.g. "🔍 weather in Oslo"; None shows nothing."""
         ...
 
-    async def run(self, arguments: Mapping[str, Any]) -> str:
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext | None = None) -> str:
+        """`context` None: a request without options (`ToolContext()`)."""
         ...
 
 
