@@ -10,25 +10,13 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
+from providers.locales import country_name
 from providers.payload import bounded, optional_list, require_list, search_hits, text
 from providers.service import PageSet, ServiceProvider, batches
 from providers.web import Envelope, extract_result, page
 
 MAX_EXTRACT_URLS = 20  # Tavily's per-request cap on /extract
 MAX_DOMAINS = 300  # Tavily's cap on include_domains
-#: Tavily's `country` takes an English country name; the codes requests most often carry. A code
-#: not listed sends no country (the search still runs, unlocalised).
-COUNTRY_NAMES = {
-    "AR": "argentina", "AT": "austria", "AU": "australia", "BE": "belgium", "BR": "brazil", "CA": "canada",
-    "CH": "switzerland", "CL": "chile", "CN": "china", "CO": "colombia", "CZ": "czech republic", "DE": "germany",
-    "DK": "denmark", "EG": "egypt", "ES": "spain", "FI": "finland", "FR": "france", "GB": "united kingdom",
-    "GR": "greece", "HU": "hungary", "ID": "indonesia", "IE": "ireland", "IL": "israel", "IN": "india",
-    "IT": "italy", "JP": "japan", "KE": "kenya", "KR": "south korea", "MX": "mexico", "MY": "malaysia",
-    "NG": "nigeria", "NL": "netherlands", "NO": "norway", "NZ": "new zealand", "PH": "philippines",
-    "PK": "pakistan", "PL": "poland", "PT": "portugal", "RO": "romania", "SA": "saudi arabia", "SE": "sweden",
-    "SG": "singapore", "TH": "thailand", "TR": "turkey", "UA": "ukraine", "US": "united states",
-    "VN": "vietnam", "ZA": "south africa",
-}
 
 
 class TavilyProvider(ServiceProvider):
@@ -64,8 +52,9 @@ class TavilyProvider(ServiceProvider):
         }
         if allowed_domains:
             payload["include_domains"] = allowed_domains[:MAX_DOMAINS]
-        if country and country.upper() in COUNTRY_NAMES:
-            payload["country"] = COUNTRY_NAMES[country.upper()]  # boosts, on topic "general" only
+        name = country_name(country)
+        if name:
+            payload["country"] = name.lower()  # Tavily boosts that country, on topic "general" only
         body = await self.post_json("/search", payload)
         items = require_list(body, "results", self.service)
         return search_hits(items, lambda item: text(item.get("content")), lambda item: item.get("published_date"))
