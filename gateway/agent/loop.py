@@ -26,7 +26,7 @@ from gateway.agent.events import (
     Usage,
 )
 from gateway.agent.observer import CURRENT_TOOL_REPORT, AgentObserver, ToolReport, UpstreamCall, upstream_outcome
-from gateway.agent.toolbox import Toolbox, ToolContext
+from gateway.agent.toolbox import Toolbox, ToolContext, offer_tools
 from gateway.agent.web_options import WebSearchOptions
 from gateway.upstream.client import UpstreamClient
 from gateway.upstream.deltas import Finish, Text, TokenUsage, ToolCallPart
@@ -150,8 +150,7 @@ class Agent:
         self.max_rounds = max_rounds
         self.tool_timeout = tool_timeout
         self.system_prompt = system_prompt
-        #: `always`: the agent's tools on every request; `on_request`: when it asks for web search.
-        self.web_tools = web_tools
+        self.web_tools = web_tools  # always, or on_request: only when a request asks for web search
         # (UTC day number, prompt without tools, prompt with tools): rebuilt when the date changes,
         # not on every request (strftime and the f-strings were ~1.9 us per request)
         self._dated_prompts: tuple[int, str, str] = (-1, "", "")
@@ -185,20 +184,10 @@ class Agent:
         return turn
 
     async def _events(self, request: AgentRequest, turn: AgentRun) -> AsyncGenerator[AgentEvent, None]:
-        use_agent_tools = (
-            len(self.toolbox) > 0 and not is_background_task(request.messages)
-            and (self.web_tools != "on_request" or request.web is not None)
-        )
+        offer = offer_tools(self.toolbox, request.client_tools, request.web, mode=self.web_tools,
+                            background=is_background_task(request.messages))
+        use_agent_tools, tools, context = offer.agent_tools, offer.tools, offer.context
         client_names = {t["function"]["name"] for t in request.client_tools}
-        # A client tool with the same name as one of ours wins: the client asked for it explicitly.
-        agent_schemas = [s for s in self.toolbox.schemas() if s["function"]["name"] not in client_names]
-        tools = (agent_schemas if use_agent_tools else []) + request.client_tools
-        context = ToolContext(request.web or WebSearchOptions())
-        # The request's tool_choice named the hosted web search: the first round must call ours.
-        force_search = (
-            use_agent_tools and request.web is not None and request.web.force_search
-            and any(s["function"]["name"] == "web_search" for s in agent_schemas)
-        )
 
         conversation: list[dict[str, Any]] = [{"role": "system", "content": self._system_prompt(use_agent_tools)}]
         if request.instructions:
@@ -213,8 +202,8 @@ class Agent:
             payload: dict[str, Any] = {**request.params, "messages": conversation}
             if tools and not final_round:
                 payload["tools"] = tools
-                if force_search and rounds == 0:
-                    payload["tool_choice"] = {"type": "function", "function": {"name": "web_search"}}
+                if offer.first_choice is not None and rounds == 0:
+                    payload["tool_choice"] = offer.first_choice
             else:
                 payload.pop("tool_choice", None)
                 payload.pop("parallel_tool_calls", None)
