@@ -264,3 +264,16 @@ async def test_openai_sdk_responses_create_with_a_filtered_web_search_tool(
     assert response.output_text == "From python.org only."
     assert tavily_fake.requests_to("/search")[0].body["include_domains"] == ["python.org"]
     assert "https://example.com/python" not in hit_urls(upstream)
+
+
+async def test_every_agent_tool_call_gets_the_request_options_in_its_context(client, upstream: FakeUpstream,
+                                                                            lookup_tool):
+    upstream.queue(tool_call(("lookup", {"term": "sky"})), text("Green."))
+    tool = {"type": "web_search", "filters": {"allowed_domains": ["python.org"]}, "search_context_size": "low",
+            "user_location": {"type": "approximate", "timezone": "Europe/Oslo"}}
+    assert (await client.post("/v1/responses", json=responses_body(tool))).status == 200
+
+    [context] = lookup_tool.contexts
+    assert context.web.allowed_domains == ("python.org",)
+    assert context.web.context_size == "low"
+    assert context.web.timezone == "Europe/Oslo"
