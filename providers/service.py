@@ -28,7 +28,15 @@ from providers.http import (
     send,
 )
 from providers.payload import as_envelope, base_url, env_value, pages_in_order
-from providers.web import Envelope, ProviderError, WebSearchProvider, extract_result, failure, page
+from providers.web import (
+    Envelope,
+    ProviderError,
+    WebSearchProvider,
+    extract_result,
+    failure,
+    named_options,
+    page,
+)
 
 if TYPE_CHECKING:
     import httpx  # imported on first use by providers/http.py, not at start-up
@@ -69,8 +77,14 @@ class ServiceProvider(WebSearchProvider):
         await self._http.aclose()
 
     # -- the public methods run the hooks; a ProviderError becomes the failure envelope ---------
-    async def search(self, query: str, limit: int = 5) -> Envelope:
-        return await as_envelope(self.do_search(query, limit))
+    @property
+    def search_options(self) -> frozenset[str]:
+        """The search options `do_search` (or an overriding `search`) names as parameters (providers/web.py)."""
+        return named_options(self.do_search) | named_options(self.search)
+
+    async def search(self, query: str, limit: int = 5, **options: Any) -> Envelope:
+        taken = named_options(self.do_search)
+        return await as_envelope(self.do_search(query, limit, **{k: v for k, v in options.items() if k in taken}))
 
     async def extract(self, urls: list[str], **kwargs: Any) -> Envelope:
         return await as_envelope(self.do_extract(list(urls), kwargs))
@@ -79,7 +93,10 @@ class ServiceProvider(WebSearchProvider):
         return await as_envelope(self.do_crawl(url, kwargs))
 
     async def do_search(self, query: str, limit: int) -> Envelope:
-        """Search; raise ProviderError with one sentence when the service cannot answer."""
+        """Search; raise ProviderError with one sentence when the service cannot answer.
+
+        To honour search options, name them as keyword parameters, e.g. `*, allowed_domains:
+        list[str] | None = None, country: str | None = None`; only those are passed."""
         raise ProviderError(f"{self.name} does not support search")
 
     async def do_extract(self, urls: list[str], options: dict[str, Any]) -> Envelope:

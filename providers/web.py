@@ -17,6 +17,19 @@ helpers below:
     failure -> {"success": False, "error": "one human-readable sentence",
                 "retryable"?: True, "retry_after"?: seconds}
 
+Search options: a request may restrict or localise a search (OpenAI's hosted web_search options).
+The gateway passes each of `SEARCH_OPTIONS` only to a provider that takes it: one that names it as
+a keyword parameter of `search` (`def search(self, query, limit=5, *, allowed_domains=None,
+country=None)`), or lists it in `search_options`. Every option is optional to honour:
+
+    allowed_domains  list of hosts ("arxiv.org"); results only from them and their subdomains
+    country          ISO 3166-1 alpha-2, upper case ("NO")
+    region, city     free text ("Oslo")
+    timezone         IANA name ("Europe/Oslo")
+
+A provider that does not take `allowed_domains` gets the domains as `site:` operators in its
+query, and the gateway drops off-domain hits from every provider's results whatever it did.
+
 Raising `ProviderError` (or anything else) is also fine: the gateway turns it into a failure envelope.
 A failure marked `retryable` (the service timed out, could not be reached, answered 429 or 5xx) sends
 the call to the next provider of the fallback chain and counts towards the provider's cool-down;
@@ -26,8 +39,9 @@ without the mark is the provider's considered answer and is handed to the model 
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC
-from collections.abc import Awaitable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from providers.errors import AgentGatewayError
@@ -35,6 +49,8 @@ from providers.errors import AgentGatewayError
 Envelope = dict[str, Any]
 #: What a provider method returns: the envelope, or (for `async def` methods) an awaitable of it.
 Result = Envelope | Awaitable[Envelope]
+#: The keyword arguments a search may be given (see the module docstring).
+SEARCH_OPTIONS = frozenset({"allowed_domains", "country", "region", "city", "timezone"})
 
 
 class ProviderError(AgentGatewayError):
@@ -78,8 +94,13 @@ class WebSearchProvider(ABC):  # noqa: B024 - every method has a sensible defaul
     def supports_crawl(self) -> bool:
         return False
 
-    def search(self, query: str, limit: int = 5) -> Result:
-        """Search the web; return `search_result(...)`."""
+    @property
+    def search_options(self) -> frozenset[str]:
+        """The `SEARCH_OPTIONS` this provider applies itself; by default those `search` names."""
+        return named_options(self.search)
+
+    def search(self, query: str, limit: int = 5, **options: Any) -> Result:
+        """Search the web; return `search_result(...)`. `options`: the `search_options` it takes."""
         raise ProviderError(f"{self.name} does not support search")
 
     def extract(self, urls: list[str], **kwargs: Any) -> Result:
@@ -92,6 +113,29 @@ class WebSearchProvider(ABC):  # noqa: B024 - every method has a sensible defaul
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, default does nothing
         """Release pooled connections; called once when the gateway shuts down."""
+
+
+def named_options(method: Callable[..., Any]) -> frozenset[str]:
+    """The `SEARCH_OPTIONS` a callable names as parameters (a bare `**kwargs` names none)."""
+    try:
+        parameters = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return frozenset()
+    return frozenset(
+        name for name, p in parameters.items()
+        if name in SEARCH_OPTIONS and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    )
+
+
+def search_options_of(provider: Any) -> frozenset[str]:
+    """What a registered provider honours, also for one that does not derive from WebSearchProvider."""
+    declared = getattr(provider, "search_options", None)
+    if declared is None:
+        return named_options(provider.search)
+    try:
+        return frozenset(declared) & SEARCH_OPTIONS
+    except TypeError:  # a plugin's odd declaration costs it its options, not the search
+        return frozenset()
 
 
 def search_hit(title: str | None, url: str, description: str | None, position: int) -> dict[str, Any]:

@@ -26,7 +26,8 @@ from gateway.agent.events import (
     Usage,
 )
 from gateway.agent.observer import CURRENT_TOOL_REPORT, AgentObserver, ToolReport, UpstreamCall, upstream_outcome
-from gateway.agent.toolbox import Toolbox
+from gateway.agent.toolbox import Toolbox, ToolContext, offer_tools
+from gateway.agent.web_options import WebSearchOptions
 from gateway.upstream.client import UpstreamClient
 from gateway.upstream.deltas import Finish, Text, TokenUsage, ToolCallPart
 from gateway.wire.markers import strip_markers
@@ -50,6 +51,9 @@ class AgentRequest:
     stream: bool = True
     #: Extra system text for this request only (the Responses API's `instructions`).
     instructions: str | None = None
+    #: The request's web search options (a hosted web_search tool, `web_search_options`); None
+    #: when it asked for none (then `API_SERVER_WEB_TOOLS=on_request` offers no web tools).
+    web: WebSearchOptions | None = None
 
 
 class AgentRun:
@@ -138,6 +142,7 @@ class Agent:
         tool_timeout: float,
         system_prompt: str | None = None,
         observer: AgentObserver | None = None,
+        web_tools: str = "always",
     ) -> None:
         self.upstream = upstream
         self.observer = observer if observer is not None else AgentObserver()
@@ -145,6 +150,7 @@ class Agent:
         self.max_rounds = max_rounds
         self.tool_timeout = tool_timeout
         self.system_prompt = system_prompt
+        self.web_tools = web_tools  # always, or on_request: only when a request asks for web search
         # (UTC day number, prompt without tools, prompt with tools): rebuilt when the date changes,
         # not on every request (strftime and the f-strings were ~1.9 us per request)
         self._dated_prompts: tuple[int, str, str] = (-1, "", "")
@@ -178,11 +184,10 @@ class Agent:
         return turn
 
     async def _events(self, request: AgentRequest, turn: AgentRun) -> AsyncGenerator[AgentEvent, None]:
-        use_agent_tools = len(self.toolbox) > 0 and not is_background_task(request.messages)
+        offer = offer_tools(self.toolbox, request.client_tools, request.web, mode=self.web_tools,
+                            background=is_background_task(request.messages))
+        use_agent_tools, tools, context = offer.agent_tools, offer.tools, offer.context
         client_names = {t["function"]["name"] for t in request.client_tools}
-        # A client tool with the same name as one of ours wins: the client asked for it explicitly.
-        agent_schemas = [s for s in self.toolbox.schemas() if s["function"]["name"] not in client_names]
-        tools = (agent_schemas if use_agent_tools else []) + request.client_tools
 
         conversation: list[dict[str, Any]] = [{"role": "system", "content": self._system_prompt(use_agent_tools)}]
         if request.instructions:
@@ -197,6 +202,8 @@ class Agent:
             payload: dict[str, Any] = {**request.params, "messages": conversation}
             if tools and not final_round:
                 payload["tools"] = tools
+                if offer.first_choice is not None and rounds == 0:
+                    payload["tool_choice"] = offer.first_choice
             else:
                 payload.pop("tool_choice", None)
                 payload.pop("parallel_tool_calls", None)
@@ -257,7 +264,7 @@ class Agent:
             assistant = _assistant_with_calls(text, calls)
             conversation.append(assistant)
             turn._add(assistant)
-            async for event in self._run_tools(calls, use_agent_tools):
+            async for event in self._run_tools(calls, use_agent_tools, context):
                 if isinstance(event, ToolCallFinished):
                     tool_message = {"role": "tool", "tool_call_id": event.call_id, "content": event.output}
                     conversation.append(tool_message)
@@ -269,7 +276,8 @@ class Agent:
         yield Usage(prompt_tokens, completion_tokens)
         yield Finished(finish, tuple(turn._messages))
 
-    async def _run_tools(self, calls: list[_ToolCall], allowed: bool) -> AsyncGenerator[AgentEvent, None]:
+    async def _run_tools(self, calls: list[_ToolCall], allowed: bool,
+                         context: ToolContext) -> AsyncGenerator[AgentEvent, None]:
         parsed: list[dict[str, Any] | str] = []
         for call in calls:
             arguments = _parse_arguments(call.arguments)
@@ -277,11 +285,13 @@ class Agent:
             tool = self.toolbox.get(call.name) if allowed else None
             marker = tool.marker(arguments) if tool is not None and isinstance(arguments, dict) else None
             yield ToolCallStarted(call.id, call.name, call.arguments, marker)
-        outputs = await asyncio.gather(*(self._run_one(c, a, allowed) for c, a in zip(calls, parsed, strict=True)))
+        outputs = await asyncio.gather(
+            *(self._run_one(c, a, allowed, context) for c, a in zip(calls, parsed, strict=True)))
         for call, (output, ok) in zip(calls, outputs, strict=True):
             yield ToolCallFinished(call.id, call.name, output, ok)
 
-    async def _run_one(self, call: _ToolCall, arguments: dict[str, Any] | str, allowed: bool) -> tuple[str, bool]:
+    async def _run_one(self, call: _ToolCall, arguments: dict[str, Any] | str, allowed: bool,
+                       context: ToolContext) -> tuple[str, bool]:
         """One call, observed: the tool reports its provider into `report` (gateway/agent/observer.py)."""
         # a name the model made up is not a label: metric labels stay a bounded set
         observed = self.observer.tool_call(call.name if call.name in self.toolbox else "unknown")
@@ -289,13 +299,13 @@ class Agent:
         CURRENT_TOOL_REPORT.set(report)  # in this call's own task context (gather made the task)
         outcome = "cancelled"
         try:
-            output, ok, outcome = await self._run_tool(call, arguments, allowed)
+            output, ok, outcome = await self._run_tool(call, arguments, allowed, context)
         finally:
             observed.finish(report.provider, report.outcome if outcome == "ok" else outcome)
         return output, ok
 
     async def _run_tool(self, call: _ToolCall, arguments: dict[str, Any] | str,
-                        allowed: bool) -> tuple[str, bool, str]:
+                        allowed: bool, context: ToolContext) -> tuple[str, bool, str]:
         tool = self.toolbox.get(call.name) if allowed else None
         if tool is None:
             return (_tool_error(f"unknown tool {call.name!r}; available: {', '.join(self.toolbox.names())}"),
@@ -303,7 +313,7 @@ class Agent:
         if isinstance(arguments, str):
             return _tool_error(arguments), False, "bad_arguments"
         try:
-            output = await asyncio.wait_for(tool.run(arguments), timeout=self.tool_timeout)
+            output = await asyncio.wait_for(tool.run(arguments, context), timeout=self.tool_timeout)
         except TimeoutError:
             return _tool_error(f"{call.name} timed out after {self.tool_timeout:g} s"), False, "timeout"
         except Exception as exc:  # noqa: BLE001 - a tool's bug must cost the call, not the turn

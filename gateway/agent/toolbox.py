@@ -9,7 +9,18 @@ it does raise is caught by the agent and reported to the model as a tool error.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from gateway.agent.web_options import WebSearchOptions
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What one request hands each of its tool calls besides the model's arguments."""
+
+    #: The request's web search options (domains, context size, location).
+    web: WebSearchOptions = field(default_factory=WebSearchOptions)
 
 
 class AgentTool(Protocol):
@@ -24,7 +35,8 @@ class AgentTool(Protocol):
         """Short progress text for chat streams, e.g. "🔍 weather in Oslo"; None shows nothing."""
         ...
 
-    async def run(self, arguments: Mapping[str, Any]) -> str:
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext | None = None) -> str:
+        """`context` None: a request without options (`ToolContext()`)."""
         ...
 
 
@@ -61,3 +73,30 @@ class Toolbox:
 
     def __len__(self) -> int:
         return len(self._tools)
+
+
+@dataclass(frozen=True)
+class ToolOffer:
+    """What one request is offered: the schemas for the model and the context for tool calls."""
+
+    #: Whether the agent's own tools run in this turn.
+    agent_tools: bool
+    #: The schemas sent upstream: the agent's (unless a client tool has the name) + the client's.
+    tools: list[dict[str, Any]]
+    context: ToolContext
+    #: The tool_choice of the first round, when the request forces a web search.
+    first_choice: dict[str, Any] | None
+
+
+def offer_tools(toolbox: Toolbox, client_tools: list[dict[str, Any]], web: WebSearchOptions | None, *,
+                mode: str, background: bool) -> ToolOffer:
+    """The agent's tools for one request: none for a background task, none under `mode`
+    `on_request` unless the request asked for web search (`web` not None)."""
+    agent_tools = len(toolbox) > 0 and not background and (mode != "on_request" or web is not None)
+    client_names = {t["function"]["name"] for t in client_tools}
+    # A client tool with the same name as one of ours wins: the client asked for it explicitly.
+    ours = [s for s in toolbox.schemas() if s["function"]["name"] not in client_names] if agent_tools else []
+    forced = web is not None and web.force_search and any(s["function"]["name"] == "web_search" for s in ours)
+    first = {"type": "function", "function": {"name": "web_search"}} if forced else None
+    return ToolOffer(agent_tools, ours + client_tools, ToolContext(web or WebSearchOptions()), first)
+

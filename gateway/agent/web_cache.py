@@ -46,8 +46,9 @@ LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa", ".i
 CacheKey = Hashable
 
 
-def search_key(provider: str, query: str, limit: int) -> CacheKey:
-    return ("search", provider, " ".join(query.casefold().split()), limit)
+def search_key(provider: str, query: str, limit: int, options: Hashable = ()) -> CacheKey:
+    """`options`: the request's search options that change the provider's answer (domains, location)."""
+    return ("search", provider, " ".join(query.casefold().split()), limit, options)
 
 
 def extract_key(provider: str, urls: Iterable[str]) -> CacheKey:

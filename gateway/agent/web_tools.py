@@ -13,6 +13,10 @@ Search and extract go through the capability's fallback chain (gateway/agent/web
 the result cache (gateway/agent/web_cache.py); the result says which provider answered
 (`provider`, plus `fallback_from` when it was not the selected one). An extract whose every page
 failed is `success: false` with the per-page reasons in `data`; a mixed one stays `success: true`.
+
+The request's web search options (gateway/agent/web_options.py) come with each call's
+`ToolContext`: a provider gets the `SEARCH_OPTIONS` it takes (providers/web.py), the allowed
+domains as `site:` operators when it cannot filter, and off-domain hits are dropped here for all.
 """
 
 from __future__ import annotations
@@ -23,10 +27,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from gateway.agent.observer import report_provider
-from gateway.agent.toolbox import AgentTool
+from gateway.agent.toolbox import AgentTool, ToolContext
 from gateway.agent.web_cache import extract_key, search_key, urls_cacheable
 from gateway.agent.web_calls import Attempt, attempt, call_provider, describe_exception
 from gateway.agent.web_fallback import Chain, WebState, fallback_setting, plan_chain
+from gateway.agent.web_options import WebSearchOptions
 from gateway.config.settings import Settings
 from providers.registry import ProviderRegistry
 from providers.web import (
@@ -35,6 +40,7 @@ from providers.web import (
     extract_result,
     failure,
     page,
+    search_options_of,
     validate_envelope,
 )
 
@@ -127,25 +133,32 @@ class WebSearchTool(_ChainedTool):
         query = arguments.get("query")
         return f"🔍 {query}" if isinstance(query, str) and query.strip() else "🔍 web search"
 
-    async def run(self, arguments: Mapping[str, Any]) -> str:
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext | None = None) -> str:
         query = arguments.get("query")
         if not isinstance(query, str) or not query.strip():
             return _bad_arguments("web_search needs a non-empty 'query' string")
+        options = context.web if context is not None else WebSearchOptions()
         cap = self._settings.web_max_results
-        limit = _int_in_range(arguments.get("limit"), default=min(DEFAULT_SEARCH_RESULTS, cap), low=1, high=cap)
+        asked = _int_in_range(arguments.get("limit"), default=min(DEFAULT_SEARCH_RESULTS, cap), low=1, high=cap)
+        limit = options.result_count(asked, cap)
         query = query.strip()
+        wanted = options.provider_options()
 
         async def call(provider: WebSearchProvider, timeout: float) -> Attempt:
-            outcome = await attempt(provider.search, query, limit=limit, kind="search", provider=provider.name,
-                                    timeout=timeout)
+            taken = search_options_of(provider)
+            kwargs = {k: v for k, v in wanted.items() if k in taken}
+            sent = query if "allowed_domains" in taken else options.site_query(query)
+            outcome = await attempt(provider.search, sent, limit=limit, kind="search", provider=provider.name,
+                                    timeout=timeout, **kwargs)
             if outcome.ok:
-                hits = outcome.envelope["data"]["web"][:limit]
+                hits = [h for h in outcome.envelope["data"]["web"] if options.allows(h["url"])][:limit]
                 outcome = Attempt({**outcome.envelope, "data": {**outcome.envelope["data"], "web": hits}})
             return outcome
 
         chain = self.chain("search")
         result = await self._runner.run(
-            chain, call, lambda p: search_key(p.name, query, limit), self._settings.tool_timeout
+            chain, call, lambda p: search_key(p.name, query, limit, options.cache_part()),
+            self._settings.tool_timeout,
         )
         report_tool_call(chain, result)
         return to_json(result)
@@ -191,7 +204,9 @@ class WebExtractTool(_ChainedTool):
         more = f" +{len(urls) - 1} more" if len(urls) > 1 else ""
         return f"{icon} {urls[0]}{more}"
 
-    async def run(self, arguments: Mapping[str, Any]) -> str:
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext | None = None) -> str:
+        options = context.web if context is not None else WebSearchOptions()
+        limit = options.page_chars(self._settings.max_extract_chars)
         urls = _url_list(arguments.get("urls"))
         if not urls:
             return _bad_arguments("web_extract needs 'urls': a list of 1 to 5 URL strings")
@@ -204,12 +219,12 @@ class WebExtractTool(_ChainedTool):
         if crawl:
             selection = self._registry.select("crawl")
             if selection.provider is not None:
-                return to_json(self._shorten(await self._crawl(selection.provider, urls)))
+                return to_json(self._shorten(await self._crawl(selection.provider, urls), limit))
             note = f"crawl unavailable ({selection.reason}); returned the given pages only"
         result = await self._extract(urls)
         if note and result["success"]:
             result["note"] = note
-        return to_json(self._shorten(result))
+        return to_json(self._shorten(result, limit))
 
     async def _extract(self, urls: list[str]) -> Envelope:
         async def call(provider: WebSearchProvider, timeout: float) -> Attempt:
@@ -245,11 +260,11 @@ class WebExtractTool(_ChainedTool):
         batches = await asyncio.gather(*(one(url) for url in urls))
         return {**all_failed_says_so(extract_result(p for batch in batches for p in batch)), "provider": provider.name}
 
-    def _shorten(self, result: Envelope) -> Envelope:
-        """Cut each page to the configured size so one page cannot flood the model's context."""
+    @staticmethod
+    def _shorten(result: Envelope, limit: int) -> Envelope:
+        """Cut each page to `limit` characters so one page cannot flood the model's context."""
         if not isinstance(result.get("data"), list):
             return result
-        limit = self._settings.max_extract_chars
         pages = []
         for entry in result["data"]:
             entry = dict(entry)

@@ -84,6 +84,7 @@ class Settings:
     run_timeout: float = 600.0
     tool_progress: str = "inline"
     system_prompt: str | None = None
+    web_tools: str = "always"
     web_backend: str | None = None
     web_search_backend: str | None = None
     web_extract_backend: str | None = None

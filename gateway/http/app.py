@@ -135,6 +135,7 @@ def _agent_ctx(tools: Iterable[AgentTool] | None,
             tool_timeout=settings.tool_timeout,
             system_prompt=settings.system_prompt,
             observer=observer,
+            web_tools=settings.web_tools,
         )
         yield
         await web_state.aclose()

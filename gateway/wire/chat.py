@@ -10,7 +10,9 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from gateway.agent.events import ClientToolCall, Finished, TextDelta, ToolCallStarted, Usage
+from gateway.agent.web_options import WebSearchOptions
 from gateway.errors import InvalidRequestError
+from gateway.wire import web_search
 from gateway.wire.checks import expect, optional_int, optional_number
 from gateway.wire.markers import format_marker
 
@@ -41,6 +43,8 @@ class ChatRequest:
     include_usage: bool
     client_tools: list[dict[str, Any]] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
+    #: `web_search_options`, checked; None when the request has none.
+    web: WebSearchOptions | None = None
 
 
 def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
@@ -95,7 +99,8 @@ def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
     user = body.get("user")
     if isinstance(user, str) and user:
         params["user"] = user  # Open WebUI may send an object; upstreams want a string
-    return ChatRequest(messages, model, stream, include_usage, tools, params)
+    web = web_search.chat_options(body.get("web_search_options"))
+    return ChatRequest(messages, model, stream, include_usage, tools, params, web)
 
 
 def _check_message(message: Any, param: str) -> None:

@@ -6,8 +6,12 @@ and translated by gateway/wire/responses_input.py.
 
 Tools: flat function tools (`{"type": "function", "name", "parameters", ...}`) are the client's
 own and pass through to the model; a call to one ends the response with a `function_call` item.
-Hosted tool types (`web_search`, `file_search`, ...) are accepted and echoed but otherwise
-ignored: the agent brings its own web tools.
+The hosted web search tool (`web_search`, `web_search_preview`, dated variants) is echoed and
+honoured: its filters, context size and location become the request's `WebSearchOptions`
+(gateway/wire/web_search.py), carried out by the agent's own web tools; `tool_choice`
+`{"type": "web_search"}` (or `required` with no function tools) makes the first round search.
+Other hosted tool types (`file_search`, `code_interpreter`, ...) are a 400 naming the type: the
+gateway cannot run them, and silently answering without them would mislead the client.
 
 Unknown top-level fields are ignored rather than refused, so newer SDKs keep working.
 """
@@ -15,10 +19,12 @@ Unknown top-level fields are ignored rather than refused, so newer SDKs keep wor
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from gateway.agent.web_options import WebSearchOptions
 from gateway.errors import InvalidRequestError
+from gateway.wire import web_search
 from gateway.wire.checks import in_range
 from gateway.wire.responses_input import input_to_messages, normalize_input
 
@@ -59,6 +65,8 @@ class ResponsesRequest:
     parallel_tool_calls: bool = True
     user: str | None = None
     text: dict[str, Any] = field(default_factory=lambda: {"format": {"type": "text"}})
+    #: The hosted web search tool's options; None when `tools` has none.
+    web: WebSearchOptions | None = None
 
     def upstream_params(self) -> dict[str, Any]:
         """Extra Chat Completions parameters for the upstream call (tools excluded)."""
@@ -178,21 +186,30 @@ def _text_config(body: dict[str, Any]) -> dict[str, Any]:
 # ---- tools ----------------------------------------------------------------------------------
 
 
-def _tools(body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _tools(body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], WebSearchOptions | None]:
     value = body.get("tools")
     if value is None:
-        return [], []
+        return [], [], None
     if not isinstance(value, list):
         raise _bad("'tools' must be a list.", "tools")
     echoed: list[dict[str, Any]] = []
     chat: list[dict[str, Any]] = []
+    web: WebSearchOptions | None = None
     for index, tool in enumerate(value):
         param = f"tools[{index}]"
         if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
             raise _bad("each tool must be an object with a 'type'.", param)
         echoed.append(tool)
+        if tool["type"] in web_search.HOSTED_WEB_SEARCH:
+            options = web_search.hosted_tool(tool, param)
+            web = web if web is not None else options  # the first one counts, as with OpenAI
+            continue
         if tool["type"] != "function":
-            continue  # hosted tools: the agent has its own web tools
+            raise _bad(
+                f"the hosted tool type '{tool['type']}' is not supported by this gateway; it runs "
+                "'web_search' (and its dated and preview variants) and your own 'function' tools.",
+                f"{param}.type",
+            )
         if "function" in tool and "name" not in tool:
             raise _bad(
                 "Responses function tools are flat: put 'name' and 'parameters' on the tool itself, "
@@ -217,10 +234,21 @@ def _tools(body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, A
         if isinstance(tool.get("strict"), bool):
             function["strict"] = tool["strict"]
         chat.append({"type": "function", "function": function})
-    return echoed, chat
+    return echoed, chat, web
 
 
-def _tool_choice(body: dict[str, Any], chat_tools: list[dict[str, Any]]) -> str | dict[str, Any]:
+def _forces_search(choice: str | dict[str, Any], chat_tools: list[dict[str, Any]], web: WebSearchOptions | None,
+                   ) -> bool:
+    """Whether tool_choice makes the first round call web_search."""
+    if web is None:
+        return False
+    if isinstance(choice, dict):
+        return choice.get("type") in web_search.HOSTED_WEB_SEARCH
+    return choice == "required" and not chat_tools
+
+
+def _tool_choice(body: dict[str, Any], chat_tools: list[dict[str, Any]],
+                 web: WebSearchOptions | None) -> str | dict[str, Any]:
     value = body.get("tool_choice")
     if value is None:
         return "auto"
@@ -234,6 +262,8 @@ def _tool_choice(body: dict[str, Any], chat_tools: list[dict[str, Any]]) -> str 
         names = {tool["function"]["name"] for tool in chat_tools}
         if not isinstance(value.get("name"), str) or value["name"] not in names:
             raise _bad("'tool_choice' names a function that is not in 'tools'.", "tool_choice")
+    elif value["type"] in web_search.HOSTED_WEB_SEARCH and web is None:
+        raise _bad(f"'tool_choice' asks for {value['type']}, but 'tools' has no web search tool.", "tool_choice")
     return value
 
 
@@ -256,7 +286,10 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
     items = [] if raw_input is None else normalize_input(raw_input)
     if not items and previous is None and conversation is None:
         raise _bad("'input' is required: a string or a non-empty list of input items.", "input")
-    tools, chat_tools = _tools(body)
+    tools, chat_tools, web = _tools(body)
+    tool_choice = _tool_choice(body, chat_tools, web)
+    if web is not None and _forces_search(tool_choice, chat_tools, web):
+        web = replace(web, force_search=True)
     return ResponsesRequest(
         model=_optional_str(body, "model"),
         input_items=items,
@@ -268,7 +301,7 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
         stream=_bool(body, "stream", False),
         tools=tools,
         chat_tools=chat_tools,
-        tool_choice=_tool_choice(body, chat_tools),
+        tool_choice=tool_choice,
         metadata=_metadata(body),
         temperature=_number(body, "temperature", 0, 2),
         top_p=_number(body, "top_p", 0, 1),
@@ -276,5 +309,6 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
         parallel_tool_calls=_bool(body, "parallel_tool_calls", True),
         user=_optional_str(body, "user"),
         text=_text_config(body),
+        web=web,
     )
 

@@ -15,6 +15,7 @@ class LookupTool:
 
     def __init__(self, delay: float = 0.0, fail: bool = False) -> None:
         self.calls: list[dict[str, Any]] = []
+        self.contexts: list[Any] = []
         self.delay = delay
         self.fail = fail
         self.running = 0
@@ -28,8 +29,9 @@ class LookupTool:
     def marker(self, arguments: Mapping[str, Any]) -> str | None:
         return f"🔍 {arguments.get('term', '')}"
 
-    async def run(self, arguments: Mapping[str, Any]) -> str:
+    async def run(self, arguments: Mapping[str, Any], context: Any = None) -> str:
         self.calls.append(dict(arguments))
+        self.contexts.append(context)
         self.running += 1
         self.max_running = max(self.max_running, self.running)
         try:

@@ -112,3 +112,11 @@ async def test_a_crashing_child_is_reported(fake_ddgs: Path, monkeypatch: pytest
     provider = DdgsProvider({"PYTHONPATH": str(fake_ddgs)})
     with pytest.raises(ProviderError, match="ddgs worker failed: exit code 3"):
         await provider.search("x")
+
+
+async def test_a_search_country_picks_the_duckduckgo_region(fake_ddgs: Path, tmp_path: Path):
+    provider = DdgsProvider({"PYTHONPATH": str(fake_ddgs), "DDGS_REGION": "de-de"})
+    await provider.search("news", limit=1, country="GB")
+    await provider.search("news", limit=1, country="ZZ")  # not a listed country: DDGS_REGION
+    assert [c["region"] for c in calls(tmp_path)] == ["uk-en", "de-de"]
+    assert provider.search_options == {"country"}

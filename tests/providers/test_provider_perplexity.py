@@ -66,3 +66,16 @@ class TestPerplexitySharedBehaviour(shared.KeyedService):
 
     def error_json(self, status: int) -> dict[str, object]:
         return {"error": {"message": "Invalid API key", "type": "x", "code": status}}
+
+
+async def test_allowed_domains_and_country_reach_perplexity_natively(
+    provider: PerplexityProvider,
+    perplexity_fake: PerplexityFake,  # noqa: F811
+) -> None:
+    domains = [f"site{n}.example" for n in range(25)]
+    await provider.search("news", limit=3, allowed_domains=domains, country="DE")
+
+    [sent] = perplexity_fake.requests_to("/search")
+    assert sent.body["search_domain_filter"] == domains[:20]  # Perplexity's cap; the gateway checks the rest
+    assert sent.body["country"] == "DE"
+    assert provider.search_options == {"allowed_domains", "country"}

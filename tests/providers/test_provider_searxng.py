@@ -86,3 +86,17 @@ async def test_no_results_with_unresponsive_engines_says_which(provider, searxng
         "success": False,
         "error": "SearXNG found nothing because its engines did not answer: google timeout, bing CAPTCHA",
     }
+
+
+async def test_a_search_country_becomes_its_locale_unless_a_language_is_configured(searxng_server):  # noqa: F811
+    plain = SearxngProvider({"SEARXNG_URL": searxng_server.base_url})
+    configured = SearxngProvider({"SEARXNG_URL": searxng_server.base_url, "SEARXNG_LANGUAGE": "de"})
+    try:
+        await plain.search("news", country="NO")
+        await plain.search("news", country="ZZ")
+        await configured.search("news", country="NO")
+    finally:
+        await plain.aclose()
+        await configured.aclose()
+    assert [r.query.get("language") for r in searxng_server.requests] == ["nb-NO", None, "de"]
+    assert plain.search_options == {"country"}

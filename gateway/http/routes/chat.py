@@ -26,7 +26,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     chat = parse_chat_request(await read_json_object(request))
     settings = request.app[appkeys.SETTINGS]
     agent_request = AgentRequest(
-        messages=chat.messages, client_tools=chat.client_tools, params=chat.params, stream=chat.stream
+        messages=chat.messages, client_tools=chat.client_tools, params=chat.params, stream=chat.stream,
+        web=chat.web,
     )
     model = chat.model or settings.model_name
     with request.app[appkeys.LIMITER].slot():

@@ -64,6 +64,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     agent_request = AgentRequest(
         messages=[*history, *parsed.messages], client_tools=parsed.chat_tools,
         params=parsed.upstream_params(), stream=parsed.stream, instructions=parsed.instructions,
+        web=parsed.web,
     )
     builder = ResponseBuilder(parsed, model=parsed.model or settings.model_name, events=parsed.stream)
     with app[appkeys.LIMITER].slot():

@@ -52,10 +52,12 @@ class BraveProvider(ServiceProvider):
         return describe_http_error(SERVICE, response.status_code, body, retry_after)
 
     # Service faults are raised, not returned: the gateway turns them into the failure envelope.
-    async def search(self, query: str, limit: int = 5) -> Envelope:
+    async def search(self, query: str, limit: int = 5, *, country: str | None = None) -> Envelope:
         if not self._key:
             raise ProviderError(f"brave-free: {self.unavailable_reason()}")
-        params = {"q": query[:MAX_QUERY_CHARS], "count": max(1, min(MAX_COUNT, limit))}
+        params: dict[str, Any] = {"q": query[:MAX_QUERY_CHARS], "count": max(1, min(MAX_COUNT, limit))}
+        if country:
+            params["country"] = country.upper()  # Brave takes ISO 3166-1 alpha-2 codes
         body = await self.get_json("/web/search", params)
         if not isinstance(body, dict):
             raise ProviderError(f"{SERVICE} answered with an unexpected body")

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from providers.locales import ddg_region
 from providers.web import Envelope, ProviderError, WebSearchProvider, search_result
 
 INSTALL_HINT = "pip install 'agent-gateway[ddgs]'"
@@ -53,11 +54,12 @@ class DdgsProvider(WebSearchProvider):
         env["PYTHONUNBUFFERED"] = "1"
         return env
 
-    async def search(self, query: str, limit: int = 5) -> Envelope:
+    async def search(self, query: str, limit: int = 5, *, country: str | None = None) -> Envelope:
         request = {
             "query": query,
             "max_results": limit,
-            "region": self.region,
+            # a request's country picks DuckDuckGo's region for it ("GB" -> uk-en); else DDGS_REGION
+            "region": ddg_region(country) or self.region,
             "safesearch": self.safesearch,
             "backend": self.backend,
         }

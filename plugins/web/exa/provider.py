@@ -54,16 +54,19 @@ class ExaProvider(ServiceProvider):
     def auth_headers(self) -> dict[str, str]:
         return {"x-api-key": self._key}
 
-    async def do_search(self, query: str, limit: int) -> Envelope:
-        body = await self.post_json(
-            "/search",
-            {
-                "query": query,
-                "numResults": bounded(limit, 100),
-                "type": "auto",
-                "contents": {"text": {"maxCharacters": SNIPPET_CHARS}, "highlights": True},
-            },
-        )
+    async def do_search(self, query: str, limit: int, *, allowed_domains: list[str] | None = None,
+                        country: str | None = None) -> Envelope:
+        payload: dict[str, Any] = {
+            "query": query,
+            "numResults": bounded(limit, 100),
+            "type": "auto",
+            "contents": {"text": {"maxCharacters": SNIPPET_CHARS}, "highlights": True},
+        }
+        if allowed_domains:
+            payload["includeDomains"] = allowed_domains
+        if country:
+            payload["userLocation"] = country.upper()  # two-letter ISO code, as Exa takes it
+        body = await self.post_json("/search", payload)
         return search_hits(require_list(body, "results", SERVICE), _snippet, lambda item: item.get("publishedDate"))
 
     async def do_extract(self, urls: list[str], options: dict[str, Any]) -> Envelope:

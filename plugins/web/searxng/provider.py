@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from providers.locales import country_locale
 from providers.service import ServiceProvider
 from providers.web import Envelope, ProviderError, failure, search_result
 
@@ -48,12 +49,15 @@ class SearxngProvider(ServiceProvider):
         return super().describe_error(response)
 
     # Service faults are raised, not returned: the gateway turns them into the failure envelope.
-    async def search(self, query: str, limit: int = 5) -> Envelope:
+    async def search(self, query: str, limit: int = 5, *, country: str | None = None) -> Envelope:
         if not self._base:
             return failure(f"searxng: {self.unavailable_reason()}")
         params: dict[str, Any] = {"q": query, "format": "json", "pageno": 1}
-        if self._language:
-            params["language"] = self._language
+        # SEARXNG_LANGUAGE is the operator's choice and wins; else a request's country picks that
+        # country's main locale ("NO" -> nb-NO), which SearXNG's engines take as language and region.
+        language = self._language or country_locale(country)
+        if language:
+            params["language"] = language
         body = await self.get_json("/search", params)
         if not isinstance(body, dict) or not isinstance(body.get("results"), list):
             raise ProviderError(f"{SERVICE} answered without a results list")

@@ -10,11 +10,13 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
+from providers.locales import country_name
 from providers.payload import bounded, optional_list, require_list, search_hits, text
 from providers.service import PageSet, ServiceProvider, batches
 from providers.web import Envelope, extract_result, page
 
 MAX_EXTRACT_URLS = 20  # Tavily's per-request cap on /extract
+MAX_DOMAINS = 300  # Tavily's cap on include_domains
 
 
 class TavilyProvider(ServiceProvider):
@@ -38,18 +40,22 @@ class TavilyProvider(ServiceProvider):
     def auth_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._key}"}
 
-    async def do_search(self, query: str, limit: int) -> Envelope:
-        body = await self.post_json(
-            "/search",
-            {
-                "query": query,
-                "max_results": bounded(limit, 20),
-                "search_depth": "basic",
-                "topic": "general",
-                "include_answer": False,
-                "include_raw_content": False,
-            },
-        )
+    async def do_search(self, query: str, limit: int, *, allowed_domains: list[str] | None = None,
+                        country: str | None = None) -> Envelope:
+        payload: dict[str, Any] = {
+            "query": query,
+            "max_results": bounded(limit, 20),
+            "search_depth": "basic",
+            "topic": "general",
+            "include_answer": False,
+            "include_raw_content": False,
+        }
+        if allowed_domains:
+            payload["include_domains"] = allowed_domains[:MAX_DOMAINS]
+        name = country_name(country)
+        if name:
+            payload["country"] = name.lower()  # Tavily boosts that country, on topic "general" only
+        body = await self.post_json("/search", payload)
         items = require_list(body, "results", self.service)
         return search_hits(items, lambda item: text(item.get("content")), lambda item: item.get("published_date"))
 
