@@ -5,8 +5,8 @@ Providers call `await call_json(...)`; any transport fault, HTTP error or non-JS
 rate limited with the wait, timeout ...).
 
 httpx is imported when the first client opens, not with this module: with what it pulls in (and
-the rich/click/pygments its CLI module loads when they are installed) it was ~5 MiB of a fresh
-gateway's ~51 MiB, and providers are built at start-up whether or not a request ever uses them.
+the rich/click/pygments its CLI module loads when they are installed) it is a noticeable share of
+a fresh gateway's memory, and providers are built at start-up whether or not a request uses them.
 """
 
 from __future__ import annotations
@@ -67,8 +67,8 @@ def http_timeout(seconds: float) -> httpx.Timeout:
 @functools.cache
 def tls_context() -> ssl.SSLContext:
     """The verified TLS context all provider clients share: httpx's own default (certifi's CAs, or
-    SSL_CERT_FILE / SSL_CERT_DIR when set), built on the first client. A context per client loaded
-    the CA bundle again for each provider used: ~0.8 MiB and ~18 ms apiece."""
+    SSL_CERT_FILE / SSL_CERT_DIR when set), built on the first client. A context per client would
+    load the CA bundle again, memory and start-up time, for each provider used."""
     import httpx
 
     return httpx.create_ssl_context()

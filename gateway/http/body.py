@@ -28,7 +28,7 @@ async def read_body(request: web.Request) -> bytes:
     try:
         if request.content.is_eof():
             # the usual case: the whole body came in with the headers, so read() cannot wait and
-            # arming a timer for it (~6 us) would buy nothing
+            # arming a timer for it would cost a request's time for nothing
             return await request.read()
         return await _read_within_timeout(request)
     except web.RequestPayloadError as exc:

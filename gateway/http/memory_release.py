@@ -1,12 +1,12 @@
 """Hand freed heap memory back to the OS once a burst of concurrent requests is over.
 
-Measured with 1,000 concurrent slow streams (bench/, `--only memory`): the gateway's RSS stayed
-~44 MiB above idle after they closed although Python's live objects were back to their idle size.
-Part of it is freed malloc chunks that glibc keeps for reuse: `malloc_trim(0)` returns them (89 ->
-81 MiB there, ~3 ms). The rest is pymalloc arenas kept alive by a few objects each (uvloop's and
-aiohttp's Cython free lists, pooled upstream connections), which no call returns. `gc.collect()`
-frees nothing more once the upstream client breaks its own reference cycles at close (76.1 MiB 2 s
-after 1,000 streams either way) and takes tens of ms, so it is not run here.
+After a burst of concurrent slow streams (bench/, `--only memory`) the gateway's RSS stays well
+above idle although Python's live objects are back to their idle size. Part of it is freed malloc
+chunks that glibc keeps for reuse: `malloc_trim(0)` returns them, in a few ms. The rest is pymalloc
+arenas kept alive by a few objects each (uvloop's and aiohttp's Cython free lists, pooled upstream
+connections), which no call returns. `gc.collect()` frees nothing more once the upstream client
+breaks its own reference cycles at close, and takes far longer, so it is not run here. The figures
+are in bench/README.md (memory).
 
 The trim runs off the request path: when the requests in flight fall to zero after peaking at
 `min_peak` or more, `delay` seconds later if the gateway is still idle, at most once per

@@ -1,7 +1,7 @@
 """The upstream's SSE body, frame by frame: `data:` payloads and their JSON, on the hot path.
 
 A 50-chunk stream goes through here 52 times, so the common frame (a text delta) takes a fast
-lane: `orjson` when it is installed (the optional `fast` extra), and a shape check that knows the
+lane: `orjson` when it is installed (a default dependency), and a shape check that knows the
 frame carries nothing but text. Everything else, and any frame orjson refuses, goes the stdlib
 way exactly as before, so results never depend on whether orjson is installed.
 """
@@ -14,7 +14,7 @@ from typing import Any
 from gateway.errors import UpstreamError
 from gateway.wire import json_in
 
-try:  # optional (agent-gateway[fast]); checked once here, never required
+try:  # a default dependency, but the gateway also runs without it (checked once here)
     import orjson as _orjson
 except ImportError:  # pragma: no cover - depends on the environment
     _orjson = None  # type: ignore[assignment]

@@ -1,8 +1,8 @@
 """JSON the gateway writes whole: reply bodies (chat completions, responses, errors, models) and the
 upstream request (which carries the whole conversation and the tool schemas).
 
-`orjson` when it is installed (the optional `fast` extra): ~0.5 us for a chat reply against ~9 us
-for `json.dumps(..., ensure_ascii=False).encode()`. Anything orjson refuses (integers past 64 bits,
+`orjson` when it is installed (a default dependency): far cheaper per reply than
+`json.dumps(..., ensure_ascii=False).encode()` (bench/README.md). Anything orjson refuses (integers past 64 bits,
 non-string keys, lone surrogates, types it does not know) goes the stdlib way, so the JSON value a
 client reads never depends on whether orjson is installed. Only the spacing differs: orjson writes
 compact JSON, and non-ASCII text as UTF-8 rather than `\\u` escapes.
@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-try:  # optional (agent-gateway[fast]); checked once here, never required
+try:  # a default dependency, but the gateway also runs without it (checked once here)
     import orjson as _orjson
 except ImportError:  # pragma: no cover - depends on the environment
     _orjson = None  # type: ignore[assignment]
