@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from gateway.agent import sources
 from gateway.agent.events import (
     AgentEvent,
     ClientToolCall,
     Finished,
+    ReasoningDelta,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -28,7 +30,7 @@ from gateway.agent.events import (
 from gateway.agent.observer import CURRENT_TOOL_REPORT, AgentObserver, ToolReport, UpstreamCall, upstream_outcome
 from gateway.agent.toolbox import Toolbox
 from gateway.upstream.client import UpstreamClient
-from gateway.upstream.deltas import Finish, Text, TokenUsage, ToolCallPart
+from gateway.upstream.deltas import REASONING_FIELDS, Finish, Reasoning, Text, TokenUsage, ToolCallPart
 from gateway.wire.markers import strip_markers
 
 BACKGROUND_TASK_PREFIX = "### Task:"
@@ -108,12 +110,16 @@ def _text_of(content: Any) -> str:
 
 def _clean_message(message: dict[str, Any]) -> dict[str, Any]:
     """What the upstream gets for one client message: markers stripped, `developer` as `system`
-    (many OpenAI-compatible servers reject the newer role)."""
+    (many OpenAI-compatible servers reject the newer role), and no reasoning: a reasoning field
+    on an earlier turn's assistant message is the client's copy of what we relayed, and some
+    upstreams (DeepSeek) refuse it in a new turn's input."""
     role = message.get("role")
     if role == "developer":
         return {**message, "role": "system"}
     if role != "assistant":
         return message
+    if any(name in message for name in REASONING_FIELDS):
+        message = {k: v for k, v in message.items() if k not in REASONING_FIELDS}
     content = message.get("content")
     if isinstance(content, str):
         stripped = strip_markers(content)
@@ -204,6 +210,8 @@ class Agent:
                     payload["messages"] = [*conversation, {"role": "system", "content": FINAL_ROUND_NOTE}]
 
             text_parts: list[str] = []
+            reasoning_parts: list[str] = []
+            reasoning_field = ""
             turn._write(text_parts)
             round_finish: str | None = None
             round_usage: TokenUsage | None = None
@@ -224,11 +232,17 @@ class Agent:
                             waiting = False
                             model_call.first_token()
                         _merge_call_part(partial, delta)
+                    elif type(delta) is Reasoning:
+                        if waiting:
+                            waiting = False
+                            model_call.first_token()
+                        reasoning_parts.append(delta.text)
+                        reasoning_field = delta.field
+                        yield ReasoningDelta(delta.text)
                     elif isinstance(delta, Finish):
                         round_finish = delta.reason
                     elif isinstance(delta, TokenUsage):
                         round_usage = delta
-                    # Reasoning is not relayed to clients yet
             calls = [
                 _ToolCall(p.id or f"call_{rounds}_{i}", p.name, p.arguments)
                 for i, p in sorted(partial.items())
@@ -255,7 +269,11 @@ class Agent:
                 break
 
             assistant = _assistant_with_calls(text, calls)
-            conversation.append(assistant)
+            # Within the turn the model gets its reasoning back, under the field it used: thinking
+            # models (DeepSeek's, gpt-oss) want it across tool calls. The transcript kept for later
+            # turns holds none: it would go upstream as the client's history.
+            conversation.append({**assistant, reasoning_field: "".join(reasoning_parts)} if reasoning_parts
+                                else assistant)
             turn._add(assistant)
             async for event in self._run_tools(calls, use_agent_tools):
                 if isinstance(event, ToolCallFinished):
@@ -276,10 +294,11 @@ class Agent:
             parsed.append(arguments)
             tool = self.toolbox.get(call.name) if allowed else None
             marker = tool.marker(arguments) if tool is not None and isinstance(arguments, dict) else None
-            yield ToolCallStarted(call.id, call.name, call.arguments, marker)
+            queries, urls = sources.wanted(call.name, arguments) if tool is not None else ((), ())
+            yield ToolCallStarted(call.id, call.name, call.arguments, marker, queries, urls)
         outputs = await asyncio.gather(*(self._run_one(c, a, allowed) for c, a in zip(calls, parsed, strict=True)))
         for call, (output, ok) in zip(calls, outputs, strict=True):
-            yield ToolCallFinished(call.id, call.name, output, ok)
+            yield ToolCallFinished(call.id, call.name, output, ok, sources.found(call.name, output) if ok else ())
 
     async def _run_one(self, call: _ToolCall, arguments: dict[str, Any] | str, allowed: bool) -> tuple[str, bool]:
         """One call, observed: the tool reports its provider into `report` (gateway/agent/observer.py)."""
