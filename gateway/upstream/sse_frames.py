@@ -61,7 +61,7 @@ def plain_text(chunk: dict[str, Any]) -> str | None:
     if len(choices) != 1 or choices[0].get("finish_reason") is not None:
         return None
     delta = choices[0]["delta"]
-    if delta.get("reasoning_content") or delta.get("reasoning") or delta.get("reasoning_text"):
+    if len(delta) > 1 and (delta.get("reasoning_content") or delta.get("reasoning") or delta.get("reasoning_text")):
         return None
     return delta.get("content") or ""
 
