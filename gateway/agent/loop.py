@@ -34,6 +34,7 @@ from gateway.upstream.deltas import REASONING_FIELDS, Finish, Reasoning, Text, T
 from gateway.wire.markers import strip_markers
 
 BACKGROUND_TASK_PREFIX = "### Task:"
+_REASONING_KEYS = frozenset(REASONING_FIELDS)
 FINAL_ROUND_NOTE = (
     "You have used all tool rounds for this turn. Answer now from what you already found, "
     "without calling tools."
@@ -118,8 +119,8 @@ def _clean_message(message: dict[str, Any]) -> dict[str, Any]:
         return {**message, "role": "system"}
     if role != "assistant":
         return message
-    if any(name in message for name in REASONING_FIELDS):
-        message = {k: v for k, v in message.items() if k not in REASONING_FIELDS}
+    if not _REASONING_KEYS.isdisjoint(message):
+        message = {k: v for k, v in message.items() if k not in _REASONING_KEYS}
     content = message.get("content")
     if isinstance(content, str):
         stripped = strip_markers(content)

@@ -61,7 +61,9 @@ def plain_text(chunk: dict[str, Any]) -> str | None:
     if len(choices) != 1 or choices[0].get("finish_reason") is not None:
         return None
     delta = choices[0]["delta"]
-    if len(delta) > 1 and (delta.get("reasoning_content") or delta.get("reasoning") or delta.get("reasoning_text")):
+    # {"content": ...} alone, the usual frame, holds no reasoning: no lookups for it
+    if (len(delta) > 1 or "content" not in delta) and (
+            delta.get("reasoning_content") or delta.get("reasoning") or delta.get("reasoning_text")):
         return None
     return delta.get("content") or ""
 
