@@ -1,6 +1,6 @@
 """What the agent yields while it works. Wire-format agnostic: routes translate these.
 
-Order within one run: for each round, `TextDelta`s as the model writes, then for each call to one
+Order within one run: for each round, `ReasoningDelta`s and `TextDelta`s as the model writes, then for each call to one
 of the agent's own tools a `ToolCallStarted` and later its `ToolCallFinished` (calls within a round
 run in parallel; finished events come in call order). Calls to tools the *client* supplied come as
 `ClientToolCall`s and end the run. Last come one `Usage` (summed over rounds) and one `Finished`,
@@ -19,11 +19,29 @@ class TextDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning (its thinking, apart from the answer text)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A web page one of the agent's tools returned (a search hit or a page read)."""
+
+    url: str
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallStarted:
     call_id: str
     name: str
     arguments: str  # JSON text as the model wrote it
     marker: str | None  # progress text for inline markers, e.g. "🔍 query"
+    #: What the call is after, for progress displays: the search queries, the URLs to read.
+    queries: tuple[str, ...] = ()
+    urls: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +50,8 @@ class ToolCallFinished:
     name: str
     output: str  # what the model receives as the tool message content
     ok: bool
+    #: The pages the call returned (search hits, pages read), for citations and progress displays.
+    sources: tuple[Source, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,4 +79,4 @@ class Finished:
     messages: tuple[dict[str, Any], ...] = ()
 
 
-AgentEvent = TextDelta | ToolCallStarted | ToolCallFinished | ClientToolCall | Usage | Finished
+AgentEvent = TextDelta | ReasoningDelta | ToolCallStarted | ToolCallFinished | ClientToolCall | Usage | Finished

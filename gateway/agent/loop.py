@@ -16,23 +16,24 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from gateway.agent import sources
 from gateway.agent.events import (
     AgentEvent,
     ClientToolCall,
     Finished,
+    ReasoningDelta,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
     Usage,
 )
+from gateway.agent.history import clean_message, is_background_task
 from gateway.agent.observer import CURRENT_TOOL_REPORT, AgentObserver, ToolReport, UpstreamCall, upstream_outcome
 from gateway.agent.toolbox import Toolbox, ToolContext, offer_tools
 from gateway.agent.web_options import WebSearchOptions
 from gateway.upstream.client import UpstreamClient
-from gateway.upstream.deltas import Finish, Text, TokenUsage, ToolCallPart
-from gateway.wire.markers import strip_markers
+from gateway.upstream.deltas import Finish, Reasoning, Text, TokenUsage, ToolCallPart
 
-BACKGROUND_TASK_PREFIX = "### Task:"
 FINAL_ROUND_NOTE = (
     "You have used all tool rounds for this turn. Answer now from what you already found, "
     "without calling tools."
@@ -92,44 +93,6 @@ class _ToolCall:
     id: str
     name: str
     arguments: str
-
-
-def is_background_task(messages: list[dict[str, Any]]) -> bool:
-    """A frontend's housekeeping prompt (Open WebUI's title/tags/follow-ups): no web tools for it."""
-    for message in reversed(messages):
-        if message.get("role") == "user":
-            return _text_of(message.get("content")).lstrip().startswith(BACKGROUND_TASK_PREFIX)
-    return False
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return ""
-
-
-def _clean_message(message: dict[str, Any]) -> dict[str, Any]:
-    """What the upstream gets for one client message: markers stripped, `developer` as `system`
-    (many OpenAI-compatible servers reject the newer role)."""
-    role = message.get("role")
-    if role == "developer":
-        return {**message, "role": "system"}
-    if role != "assistant":
-        return message
-    content = message.get("content")
-    if isinstance(content, str):
-        stripped = strip_markers(content)
-        # most answers hold no marker: the message itself, not a copy per message per turn
-        return message if stripped is content else {**message, "content": stripped}
-    if isinstance(content, list):
-        parts = [
-            {**p, "text": strip_markers(p["text"])} if isinstance(p, dict) and isinstance(p.get("text"), str) else p
-            for p in content
-        ]
-        return {**message, "content": parts}
-    return message
 
 
 class Agent:
@@ -192,7 +155,7 @@ class Agent:
         conversation: list[dict[str, Any]] = [{"role": "system", "content": self._system_prompt(use_agent_tools)}]
         if request.instructions:
             conversation.append({"role": "system", "content": request.instructions})
-        conversation.extend(_clean_message(m) for m in request.messages)
+        conversation.extend(clean_message(m) for m in request.messages)
 
         prompt_tokens = completion_tokens = 0
         finish = "stop"
@@ -211,6 +174,8 @@ class Agent:
                     payload["messages"] = [*conversation, {"role": "system", "content": FINAL_ROUND_NOTE}]
 
             text_parts: list[str] = []
+            reasoning_parts: list[str] = []
+            reasoning_field = ""
             turn._write(text_parts)
             round_finish: str | None = None
             round_usage: TokenUsage | None = None
@@ -231,11 +196,17 @@ class Agent:
                             waiting = False
                             model_call.first_token()
                         _merge_call_part(partial, delta)
+                    elif type(delta) is Reasoning:
+                        if waiting:
+                            waiting = False
+                            model_call.first_token()
+                        reasoning_parts.append(delta.text)
+                        reasoning_field = delta.field
+                        yield ReasoningDelta(delta.text)
                     elif isinstance(delta, Finish):
                         round_finish = delta.reason
                     elif isinstance(delta, TokenUsage):
                         round_usage = delta
-                    # Reasoning is not relayed to clients yet
             calls = [
                 _ToolCall(p.id or f"call_{rounds}_{i}", p.name, p.arguments)
                 for i, p in sorted(partial.items())
@@ -262,7 +233,11 @@ class Agent:
                 break
 
             assistant = _assistant_with_calls(text, calls)
-            conversation.append(assistant)
+            # Within the turn the model gets its reasoning back, under the field it used: thinking
+            # models (DeepSeek's, gpt-oss) want it across tool calls. The transcript kept for later
+            # turns holds none: it would go upstream as the client's history.
+            conversation.append({**assistant, reasoning_field: "".join(reasoning_parts)} if reasoning_parts
+                                else assistant)
             turn._add(assistant)
             async for event in self._run_tools(calls, use_agent_tools, context):
                 if isinstance(event, ToolCallFinished):
@@ -284,11 +259,12 @@ class Agent:
             parsed.append(arguments)
             tool = self.toolbox.get(call.name) if allowed else None
             marker = tool.marker(arguments) if tool is not None and isinstance(arguments, dict) else None
-            yield ToolCallStarted(call.id, call.name, call.arguments, marker)
+            queries, urls = sources.wanted(call.name, arguments) if tool is not None else ((), ())
+            yield ToolCallStarted(call.id, call.name, call.arguments, marker, queries, urls)
         outputs = await asyncio.gather(
             *(self._run_one(c, a, allowed, context) for c, a in zip(calls, parsed, strict=True)))
         for call, (output, ok) in zip(calls, outputs, strict=True):
-            yield ToolCallFinished(call.id, call.name, output, ok)
+            yield ToolCallFinished(call.id, call.name, output, ok, sources.found(call.name, output) if ok else ())
 
     async def _run_one(self, call: _ToolCall, arguments: dict[str, Any] | str, allowed: bool,
                        context: ToolContext) -> tuple[str, bool]:

@@ -65,6 +65,7 @@ class Settings:
     allowed_hosts: tuple[str, ...] = ()
     cors_origins: tuple[str, ...] = ()
     model_name: str = DEFAULT_MODEL_NAME
+    reasoning: str = "show"
     max_stored_responses: int = 100
     max_concurrent_runs: int = 32
     max_body_bytes: int = 10_000_000

@@ -24,9 +24,11 @@ class Text:
 
 @dataclass(slots=True)
 class Reasoning:
-    """A piece of the model's reasoning, apart from its answer (never empty)."""
+    """A piece of the model's reasoning, apart from its answer (never empty). `field`: the name the
+    upstream sent it under (one of REASONING_FIELDS), the name it wants it back under."""
 
     text: str
+    field: str = "reasoning_content"
 
 
 @dataclass(slots=True)
@@ -56,11 +58,12 @@ class Finish:
 UpstreamDelta = Text | Reasoning | ToolCallPart | TokenUsage | Finish
 
 
-def _reasoning(body: dict[str, Any]) -> str | None:
+def _reasoning(body: dict[str, Any]) -> Reasoning | None:
+    """The body's reasoning; a field of another type than a string (malformed) is skipped."""
     for name in REASONING_FIELDS:
         value = body.get(name)
         if isinstance(value, str) and value:
-            return value
+            return Reasoning(value, name)
     return None
 
 
@@ -71,8 +74,8 @@ def deltas_of(data: dict[str, Any], body_key: str) -> list[UpstreamDelta]:
     for choice in data.get("choices") or ():
         body = choice.get(body_key) or {}
         reasoning = _reasoning(body)
-        if reasoning:
-            out.append(Reasoning(reasoning))
+        if reasoning is not None:
+            out.append(reasoning)
         content = body.get("content")
         if content:
             out.append(Text(content))

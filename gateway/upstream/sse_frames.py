@@ -55,11 +55,17 @@ def load_text_delta(payload: bytes, fast: FastLoads | None = FAST_LOADS) -> dict
 
 def plain_text(chunk: dict[str, Any]) -> str | None:
     """For a chunk `is_text_delta` accepted: its text ("" for none) when it has one choice and no
-    finish reason, the frame nearly every chunk of a stream is; None for any other shape."""
+    finish reason, the frame nearly every chunk of a stream is; None for any other shape, and for
+    a chunk with reasoning in it (deltas_of reads that)."""
     choices = chunk["choices"]
     if len(choices) != 1 or choices[0].get("finish_reason") is not None:
         return None
-    return choices[0]["delta"].get("content") or ""
+    delta = choices[0]["delta"]
+    # {"content": ...} alone, the usual frame, holds no reasoning: no lookups for it
+    if (len(delta) > 1 or "content" not in delta) and (
+            delta.get("reasoning_content") or delta.get("reasoning") or delta.get("reasoning_text")):
+        return None
+    return delta.get("content") or ""
 
 
 def is_text_delta(chunk: Any) -> bool:

@@ -9,11 +9,21 @@ from dataclasses import dataclass, field
 from json.encoder import encode_basestring
 from typing import Any
 
-from gateway.agent.events import ClientToolCall, Finished, TextDelta, ToolCallStarted, Usage
+from gateway.agent.events import (
+    ClientToolCall,
+    Finished,
+    ReasoningDelta,
+    Source,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    Usage,
+)
 from gateway.agent.web_options import WebSearchOptions
 from gateway.errors import InvalidRequestError
-from gateway.wire import web_search
+from gateway.wire import openwebui, web_search
 from gateway.wire.checks import expect, optional_int, optional_number
+from gateway.wire.citations import citations
 from gateway.wire.markers import format_marker
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
@@ -171,20 +181,29 @@ def usage_object(usage: Usage) -> dict[str, int]:
 
 
 class ChatCompletionBuilder:
-    """Collects agent events into one `chat.completion` object."""
+    """Collects agent events into one `chat.completion` object. `reasoning`: relay the model's
+    reasoning as `message.reasoning_content` (API_SERVER_REASONING=show)."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, *, reasoning: bool = True) -> None:
         self.id = new_completion_id()
         self.created = int(time.time())
         self.model = model
+        self.reasoning = reasoning
         self._text: list[str] = []
+        self._reasoning: list[str] = []
         self._calls: list[dict[str, Any]] = []
+        self._sources: list[Source] = []
         self.usage = Usage(0, 0)
         self.finish = "stop"
 
     def add(self, event: object) -> None:
         if isinstance(event, TextDelta):
             self._text.append(event.text)
+        elif isinstance(event, ReasoningDelta):
+            if self.reasoning:
+                self._reasoning.append(event.text)
+        elif isinstance(event, ToolCallFinished):
+            self._sources.extend(event.sources)
         elif isinstance(event, ClientToolCall):
             self._calls.append({"id": event.call_id, "type": "function",
                                 "function": {"name": event.name, "arguments": event.arguments}})
@@ -194,12 +213,16 @@ class ChatCompletionBuilder:
             self.finish = event.reason
 
     def result(self) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(self._text) or None}
+        text = "".join(self._text)
+        message: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if self._reasoning:
+            message["reasoning_content"] = "".join(self._reasoning)
         if self._calls:
             message["tool_calls"] = self._calls
         elif message["content"] is None:
             message["content"] = ""
         message["refusal"] = None
+        message["annotations"] = [c.chat() for c in citations(text, self._sources)] if self._sources else []
         return {
             "id": self.id,
             "object": "chat.completion",
@@ -212,16 +235,29 @@ class ChatCompletionBuilder:
 
 
 class ChatChunkEncoder:
-    """Turns agent events into `chat.completion.chunk` JSON strings, in the order strict clients need."""
+    """Turns agent events into `chat.completion.chunk` JSON strings, in the order strict clients need.
 
-    def __init__(self, model: str, *, include_usage: bool, inline_markers: bool) -> None:
+    `progress` (AGENT_TOOL_PROGRESS): `inline` writes a marker line into the content per tool call,
+    `openwebui` sends Open WebUI's status events instead (not OpenAI chunks: for Open WebUI only),
+    `off` nothing. `reasoning`: relay the model's reasoning as `delta.reasoning_content`.
+    Citations go on the finish chunk as `delta.annotations`, found once at the end in the content
+    as the client received it (rebuilt from the turn's transcript and the markers sent), and only
+    when a tool returned sources: the text path keeps no copy of the text.
+    """
+
+    def __init__(self, model: str, *, include_usage: bool, progress: str = "inline", reasoning: bool = True) -> None:
         self.id = new_completion_id()
         self.created = int(time.time())
         self.model = model
         self.include_usage = include_usage
-        self.inline_markers = inline_markers
+        self.progress = progress
+        self.inline_markers = progress == "inline"
+        self.reasoning = reasoning
         self._call_index = 0
         self._usage = Usage(0, 0)
+        self._sources: list[Source] = []
+        self._markers: dict[str, str] = {}  # call id -> the marker text sent for it
+        self._started: dict[str, ToolCallStarted] = {}  # for Open WebUI's "done" status
         self._prefix = (
             '{"id":' + json.dumps(self.id) + ',"object":"chat.completion.chunk","created":'
             + str(self.created) + ',"model":' + json.dumps(model) + ',"system_fingerprint":null,"choices":'
@@ -248,9 +284,24 @@ class ChatChunkEncoder:
             if len(text) <= MAX_DELTA_CHARS:  # the usual delta: no split_text and list building
                 return [self._content_head + encode_basestring(text) + CONTENT_TAIL] if text else []
             return [self._content_chunk(piece) for piece in split_text(text)]
+        if isinstance(event, ReasoningDelta):
+            if not self.reasoning:
+                return []
+            return [self._chunk({"reasoning_content": piece}) for piece in split_text(event.text)]
         if isinstance(event, ToolCallStarted):
             if self.inline_markers and event.marker:
-                return [self._chunk({"content": format_marker(event.marker)})]
+                marker = format_marker(event.marker)
+                self._markers[event.call_id] = marker
+                return [self._chunk({"content": marker})]
+            if self.progress == "openwebui":
+                self._started[event.call_id] = event
+                return [json.dumps(openwebui.started(event), ensure_ascii=False)]
+            return []
+        if isinstance(event, ToolCallFinished):
+            self._sources.extend(event.sources)
+            if self.progress == "openwebui":
+                status = openwebui.finished(self._started.pop(event.call_id, None), event)
+                return [json.dumps(status, ensure_ascii=False)]
             return []
         if isinstance(event, ClientToolCall):
             index = self._call_index
@@ -265,13 +316,31 @@ class ChatChunkEncoder:
             self._usage = event  # sent after the finish chunk, as OpenAI orders them
             return []
         if isinstance(event, Finished):
-            # `_chunk({}, event.reason)` without building and dumping the dicts: the same bytes
-            frames = [self._prefix + '[{"index":0,"delta":{},"logprobs":null,"finish_reason":'
-                      + encode_basestring(event.reason) + "}]}"]
+            annotations = self._annotations(event) if self._sources else []
+            if annotations:
+                frames = [self._chunk({"annotations": annotations}, event.reason)]
+            else:
+                # `_chunk({}, event.reason)` without building and dumping the dicts: the same bytes
+                frames = [self._prefix + '[{"index":0,"delta":{},"logprobs":null,"finish_reason":'
+                          + encode_basestring(event.reason) + "}]}"]
             if self.include_usage:
                 frames.append(self._prefix + '[],"usage":' + json.dumps(usage_object(self._usage)) + "}")
             return frames
         return []
+
+    def _annotations(self, finished: Finished) -> list[dict[str, Any]]:
+        """The citations in the content the client received: each round's text, then the markers
+        of that round's calls (the order the agent yields them in, see agent/events.py)."""
+        parts: list[str] = []
+        for message in finished.messages:
+            if message.get("role") != "assistant":
+                continue
+            content = message.get("content")
+            if isinstance(content, str):
+                parts.append(content)
+            for call in message.get("tool_calls") or ():
+                parts.append(self._markers.get(call.get("id"), ""))
+        return [c.chat() for c in citations("".join(parts), self._sources)]
 
 
 def split_text(text: str, size: int = MAX_DELTA_CHARS) -> list[str]:

@@ -106,8 +106,18 @@ def _normalize_item(item: Any, param: str) -> dict[str, Any]:
             raise _bad("a function_call_output item needs an 'output' string.", f"{param}.output")
         return {"id": given_id or new_id("fco"), "type": "function_call_output", "call_id": item["call_id"],
                 "output": output, "status": "completed"}
+    if kind == "reasoning":
+        # A reasoning item the client sends back (a previous response's output as input): kept
+        # with the input items, never sent upstream (reasoning from the client's history is not).
+        summary, content = item.get("summary", []), item.get("content")
+        if not isinstance(summary, list) or not (content is None or isinstance(content, list)):
+            raise _bad("a reasoning item needs a 'summary' list (and 'content', if any, a list).", f"{param}.summary")
+        normalized = {"id": given_id or new_id("rs"), "type": "reasoning", "summary": summary}
+        if content is not None:
+            normalized["content"] = content
+        return normalized
     raise _bad(
-        f"unsupported input item type {kind!r}: use messages, function_call or function_call_output.",
+        f"unsupported input item type {kind!r}: use messages, function_call, function_call_output or reasoning.",
         f"{param}.type",
     )
 
@@ -140,7 +150,7 @@ def input_to_messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 last.setdefault("tool_calls", []).append(call)
             else:
                 messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        else:
+        elif item["type"] == "function_call_output":
             messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
     return messages
 

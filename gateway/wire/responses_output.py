@@ -8,7 +8,10 @@ Output items are in the order things happened: text opens a `message` item, a ca
 agent's own tools closes it and adds a `function_call` item and, once the tool returns, a
 `function_call_output` item; a call to a client tool adds a `function_call` item for the client.
 The common shape is therefore tool calls and their outputs first, then one message; a model that
-writes a preamble before calling tools yields a message before the calls too, as OpenAI does.
+writes a preamble before calling tools yields a message before the calls too, as OpenAI does. The
+model's reasoning opens a `reasoning` item before the message or calls it led to (closed when they
+begin). A message closed after the agent's tools returned sources gets its `url_citation`s then,
+each announced (`response.output_text.annotation.added`) before `response.output_text.done`.
 
 The conversation in chat format, what a stored response is continued from, is not built here:
 the agent keeps it (`AgentRun`, `Finished.messages`).
@@ -25,12 +28,15 @@ from gateway.agent.events import (
     AgentEvent,
     ClientToolCall,
     Finished,
+    ReasoningDelta,
+    Source,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
     Usage,
 )
 from gateway.wire.chat import split_text
+from gateway.wire.citations import citations
 from gateway.wire.responses_input import new_id
 from gateway.wire.responses_request import ResponsesRequest
 
@@ -76,12 +82,18 @@ class ResponseBuilder:
         response_id: str | None = None,
         created_at: int | None = None,
         events: bool = True,
+        reasoning: bool = True,
     ) -> None:
         """`events=False` when nobody reads the stream events (a request without `stream`): the
         builder keeps the same state but skips the snapshots the events would carry (the
-        `response.created` / `in_progress` / final response and a copy of each item)."""
+        `response.created` / `in_progress` / final response and a copy of each item).
+        `reasoning=False` (API_SERVER_REASONING=hide): no reasoning items."""
         self.request = request
         self._events = events
+        self._relay_reasoning = reasoning
+        self._reasoning_index: int | None = None  # the open reasoning item, if any
+        self._reasoning_pending: list[str] = []
+        self._sources: list[Source] = []
         self.model = model
         self.id = response_id or new_id("resp")
         self.created_at = int(time.time()) if created_at is None else created_at
@@ -126,9 +138,12 @@ class ResponseBuilder:
         none with `events=False`)."""
         if isinstance(event, TextDelta):
             produced = self._text(event.text)
+        elif isinstance(event, ReasoningDelta):
+            produced = self._reasoning(event.text) if self._relay_reasoning else []
         elif isinstance(event, ToolCallStarted | ClientToolCall):
             produced = self._function_call(event.call_id, event.name, event.arguments)
         elif isinstance(event, ToolCallFinished):
+            self._sources.extend(event.sources)
             produced = self._function_output(event.call_id, event.output)
         else:
             self._note(event)
@@ -146,7 +161,7 @@ class ResponseBuilder:
         its token limit or a content filter."""
         reason = INCOMPLETE_REASONS.get(self._finish_reason or "")
         status = "incomplete" if reason else "completed"
-        events = self._close_message("incomplete" if reason else "completed")
+        events = self._close_open("incomplete" if reason else "completed")
         if reason:
             self._incomplete_details = {"reason": reason}
         self._end(status)
@@ -158,14 +173,14 @@ class ResponseBuilder:
         with its sequence number: the ending was never sent."""
         if self._ending_seq is not None:
             self._seq = self._ending_seq
-        events = self._close_message("incomplete")
+        events = self._close_open("incomplete")
         self._error = {"code": code, "message": message}
         self._end("failed")
         return self._ending(events, "response.failed")
 
     def interrupt(self) -> list[dict[str, Any]]:
         """End because the client went away: an `incomplete` response with what was produced."""
-        events = self._close_message("incomplete")
+        events = self._close_open("incomplete")
         self._end("incomplete")
         return self._ending(events, "response.incomplete")
 
@@ -181,8 +196,12 @@ class ResponseBuilder:
     # ---- items --------------------------------------------------------------------------------
 
     def _sync(self) -> None:
-        """Join the pending text into the open message item; every reader and every change of
-        message calls this first."""
+        """Join the pending text into the open message (and reasoning) item; every reader and
+        every change of item calls this first."""
+        if self._reasoning_pending:
+            assert self._reasoning_index is not None
+            self._output[self._reasoning_index]["content"][0]["text"] += "".join(self._reasoning_pending)
+            self._reasoning_pending.clear()
         if not self._pending:
             return
         text = "".join(self._pending)
@@ -193,9 +212,9 @@ class ResponseBuilder:
     def _text(self, text: str) -> list[dict[str, Any]]:
         if not text:
             return []
-        events: list[dict[str, Any]] = []
+        events: list[dict[str, Any]] = self._close_reasoning("completed") if self._reasoning_index is not None else []
         if self._message_index is None:
-            events = self._open_message()
+            events.extend(self._open_message())
         index = self._message_index
         assert index is not None
         item = self._output[index]
@@ -222,6 +241,9 @@ class ResponseBuilder:
         ))
         return events
 
+    def _close_open(self, status: str) -> list[dict[str, Any]]:
+        return [*self._close_reasoning(status), *self._close_message(status)]
+
     def _close_message(self, status: str) -> list[dict[str, Any]]:
         self._sync()
         index, self._message_index = self._message_index, None
@@ -230,7 +252,16 @@ class ResponseBuilder:
         item = self._output[index]
         item["status"] = status
         part = item["content"][0]
+        events = []
+        if self._sources:  # found once, when the text is whole; only after a tool returned pages
+            for position, citation in enumerate(citations(part["text"], self._sources)):
+                annotation = citation.responses()
+                part["annotations"].append(annotation)
+                events.append(self._event(
+                    "response.output_text.annotation.added", item_id=item["id"], output_index=index,
+                    content_index=0, annotation_index=position, annotation=self._snapshot(annotation)))
         return [
+            *events,
             self._event("response.output_text.done", item_id=item["id"], output_index=index,
                         content_index=0, text=part["text"], logprobs=[]),
             self._event("response.content_part.done", item_id=item["id"], output_index=index,
@@ -238,8 +269,47 @@ class ResponseBuilder:
             self._event("response.output_item.done", output_index=index, item=self._snapshot(item)),
         ]
 
+    def _reasoning(self, text: str) -> list[dict[str, Any]]:
+        if not text:
+            return []
+        events: list[dict[str, Any]] = []
+        if self._reasoning_index is None:
+            events = self._close_message("completed")  # reasoning after text: a new step begins
+            item: dict[str, Any] = {"id": new_id("rs"), "type": "reasoning", "summary": [], "content": [],
+                                    "status": "in_progress"}
+            self._reasoning_index = len(self._output)
+            self._output.append(item)
+            part = {"type": "reasoning_text", "text": ""}
+            events.append(self._event("response.output_item.added", output_index=self._reasoning_index,
+                                      item=self._snapshot(item)))
+            item["content"].append(part)
+            events.append(self._event("response.content_part.added", item_id=item["id"],
+                                      output_index=self._reasoning_index, content_index=0, part=self._snapshot(part)))
+        index = self._reasoning_index
+        item_id = self._output[index]["id"]
+        self._reasoning_pending.append(text)
+        events.extend(self._event("response.reasoning_text.delta", item_id=item_id, output_index=index,
+                                  content_index=0, delta=piece) for piece in split_text(text))
+        return events
+
+    def _close_reasoning(self, status: str) -> list[dict[str, Any]]:
+        self._sync()
+        index, self._reasoning_index = self._reasoning_index, None
+        if index is None:
+            return []
+        item = self._output[index]
+        item["status"] = status
+        part = item["content"][0]
+        return [
+            self._event("response.reasoning_text.done", item_id=item["id"], output_index=index, content_index=0,
+                        text=part["text"]),
+            self._event("response.content_part.done", item_id=item["id"], output_index=index, content_index=0,
+                        part=self._snapshot(part)),
+            self._event("response.output_item.done", output_index=index, item=self._snapshot(item)),
+        ]
+
     def _function_call(self, call_id: str, name: str, arguments: str) -> list[dict[str, Any]]:
-        events = self._close_message("completed")
+        events = self._close_open("completed")
         item = {"id": new_id("fc"), "type": "function_call", "call_id": call_id, "name": name,
                 "arguments": "", "status": "in_progress"}
         index = len(self._output)

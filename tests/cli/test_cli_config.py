@@ -40,7 +40,7 @@ async def test_upper_case_keys_go_to_env_and_dotted_keys_to_config_yaml_keeping_
 async def test_an_invalid_value_is_refused_with_one_line_and_nothing_written(tmp_path):
     (tmp_path / ".env").write_text("API_SERVER_PORT=9001\n")
     cases = [("API_SERVER_PORT", "eighty", "API_SERVER_PORT"), ("api_server.port", "70000", "API_SERVER_PORT"),
-             ("AGENT_MAX_ROUNDS", "0", "AGENT_MAX_ROUNDS"), ("AGENT_TOOL_PROGRESS", "loud", "inline, off"),
+             ("AGENT_MAX_ROUNDS", "0", "AGENT_MAX_ROUNDS"), ("AGENT_TOOL_PROGRESS", "loud", "inline, openwebui, off"),
              ("web.allow_private_urls", "maybe", "WEB_ALLOW_PRIVATE_URLS")]
     results = await asyncio.gather(*(cli(tmp_path, "config", "set", key, value) for key, value, _ in cases))
     for (key, _, expected), (code, _out, err) in zip(cases, results, strict=True):

@@ -8,7 +8,9 @@ Misbehaviour on demand: `delay` (before the headers), `body_delay` (headers sent
 `drop_after` (stream cut after N chunks), `cut_body_at` (non-stream body cut after N bytes),
 `endless` (a stream, or a JSON body, that never ends), `raw` (any bytes: malformed SSE, HTML ...),
 `echo_headers` (an error repeating the request's headers, key included),
-and a huge single chunk via `chunk_size` as large as `text`.
+and a huge single chunk via `chunk_size` as large as `text`. A model that thinks: `reasoning`,
+sent before the text under `reasoning_field` (reasoning_content, reasoning or reasoning_text) as
+reasoning servers do, streamed in `chunk_size` pieces or on the whole message.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ class Reply:
     cut_body_at: int | None = None  # non-stream: send this many bytes of the JSON body, then close
     endless: bool = False  # never finish: stream deltas (or JSON whitespace) every `chunk_delay`
     echo_headers: bool = False  # with `status`: the error message repeats the request's headers
+    reasoning: str = ""  # the model's thinking, sent before its text
+    reasoning_field: str = "reasoning_content"
 
 
 def text(content: str = "Hello from the fake model.", **kw: Any) -> Reply:
@@ -155,6 +159,8 @@ class FakeUpstream:
 
     def _completion(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+        if reply.reasoning:
+            message[reply.reasoning_field] = reply.reasoning
         if reply.tool_calls:
             message["tool_calls"] = [
                 {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
@@ -178,6 +184,8 @@ class FakeUpstream:
 
         chunks: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
         size = max(1, reply.chunk_size)
+        chunks += [{"content": None, reply.reasoning_field: reply.reasoning[i:i + size]}
+                   for i in range(0, len(reply.reasoning), size)]
         chunks += [{"content": reply.text[i:i + size]} for i in range(0, len(reply.text), size)]
         for i, (name, arguments) in enumerate(reply.tool_calls):
             half = len(arguments) // 2

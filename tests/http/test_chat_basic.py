@@ -19,7 +19,8 @@ async def test_non_streaming_reply_is_a_chat_completion(client, upstream):
     assert body["id"].startswith("chatcmpl-")
     assert body["model"] == "whatever"
     choice = body["choices"][0]
-    assert choice["message"] == {"role": "assistant", "content": "Paris is the capital.", "refusal": None}
+    assert choice["message"] == {"role": "assistant", "content": "Paris is the capital.", "refusal": None,
+                                 "annotations": []}
     assert choice["finish_reason"] == "stop"
     assert body["usage"] == {"prompt_tokens": 12, "completion_tokens": 4, "total_tokens": 16}
 

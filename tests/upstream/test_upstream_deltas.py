@@ -15,7 +15,7 @@ def chunk(delta: dict, finish: str | None = None, **extra: object) -> dict:
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning", "reasoning_text"])
 def test_reasoning_is_read_from_each_field_servers_use(field):
     assert deltas_of(chunk({field: "thinking...", "content": "answer"}), "delta") == [
-        Reasoning("thinking..."), Text("answer")]
+        Reasoning("thinking...", field), Text("answer")]
 
 
 def test_a_stream_chunk_gives_text_tool_call_fragments_finish_and_usage_in_order():
@@ -44,7 +44,7 @@ def test_empty_text_and_non_string_reasoning_give_no_delta():
 
 
 @pytest.mark.parametrize("stream", [False, True])
-async def test_a_reply_with_reasoning_still_answers_with_its_text(client, upstream, stream):
+async def test_a_reply_with_reasoning_answers_with_its_text_and_relays_the_reasoning(client, upstream, stream):
     frame = b'{"choices": [{"index": 0, "delta": {"reasoning_content": "hmm", "content": "42"}}]}'
     whole = (b'{"choices": [{"index": 0, "finish_reason": "stop",'
              b' "message": {"reasoning_content": "hmm", "content": "42"}}]}')
@@ -54,4 +54,4 @@ async def test_a_reply_with_reasoning_still_answers_with_its_text(client, upstre
                                                            "stream": stream})
     assert resp.status == 200
     body = await resp.text()
-    assert "42" in body and "hmm" not in body  # reasoning is not relayed (yet)
+    assert '"content":"42"' in body and '"reasoning_content":"hmm"' in body

@@ -14,7 +14,7 @@ TRICKY = ['tok0 ', 'quote " backslash \\ slash /', 'new\nline\ttab \x00 nul', 'Ã
 
 @pytest.mark.parametrize("text", TRICKY)
 def test_text_delta_chunk_carries_the_text_exactly(text):
-    encoder = ChatChunkEncoder("bench-model", include_usage=False, inline_markers=True)
+    encoder = ChatChunkEncoder("bench-model", include_usage=False, progress="inline")
     [frame] = encoder.encode(TextDelta(text))
     chunk = json.loads(frame)
     assert chunk == {
@@ -26,7 +26,7 @@ def test_text_delta_chunk_carries_the_text_exactly(text):
 
 
 def test_text_chunks_and_finish_chunk_share_one_layout():
-    encoder = ChatChunkEncoder('odd "model"', include_usage=False, inline_markers=True)
+    encoder = ChatChunkEncoder('odd "model"', include_usage=False, progress="inline")
     [text] = encoder.encode(TextDelta("hi"))
     [finish] = encoder.encode(Finished("stop"))
     assert list(json.loads(text)) == list(json.loads(finish))
@@ -35,7 +35,7 @@ def test_text_chunks_and_finish_chunk_share_one_layout():
 
 @pytest.mark.parametrize("text", [*TRICKY, "ctl \x01\x1f\x7f \u2029", "lone \ud800 surrogate", ""])
 def test_text_delta_chunk_is_byte_identical_to_a_compact_json_dump(text):
-    encoder = ChatChunkEncoder("m", include_usage=False, inline_markers=True)
+    encoder = ChatChunkEncoder("m", include_usage=False, progress="inline")
     [frame] = encoder.encode(TextDelta(text)) or [None]
     if not text:
         assert frame is None  # an empty delta sends nothing
@@ -47,7 +47,7 @@ def test_text_delta_chunk_is_byte_identical_to_a_compact_json_dump(text):
 
 
 def test_role_chunk_is_byte_identical_to_a_compact_json_dump():
-    encoder = ChatChunkEncoder("m", include_usage=False, inline_markers=True)
+    encoder = ChatChunkEncoder("m", include_usage=False, progress="inline")
     expected = {"id": encoder.id, "object": "chat.completion.chunk", "created": encoder.created, "model": "m",
                 "system_fingerprint": None,
                 "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
@@ -56,7 +56,7 @@ def test_role_chunk_is_byte_identical_to_a_compact_json_dump():
 
 
 def test_a_delta_longer_than_the_cut_is_split_into_several_chunks():
-    encoder = ChatChunkEncoder("m", include_usage=False, inline_markers=True)
+    encoder = ChatChunkEncoder("m", include_usage=False, progress="inline")
     text = "x" * 4096 + "y" * 10
     frames = encoder.encode(TextDelta(text))
     assert [json.loads(f)["choices"][0]["delta"]["content"] for f in frames] == ["x" * 4096, "y" * 10]
@@ -64,7 +64,7 @@ def test_a_delta_longer_than_the_cut_is_split_into_several_chunks():
 
 @pytest.mark.parametrize("reason", ["stop", "length", "tool_calls", "content_filter"])
 def test_finish_chunk_is_byte_identical_to_a_compact_json_dump(reason):
-    encoder = ChatChunkEncoder("m", include_usage=False, inline_markers=True)
+    encoder = ChatChunkEncoder("m", include_usage=False, progress="inline")
     [frame] = encoder.encode(Finished(reason))
     expected = {"id": encoder.id, "object": "chat.completion.chunk", "created": encoder.created, "model": "m",
                 "system_fingerprint": None,

@@ -32,15 +32,15 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     model = chat.model or settings.model_name
     with request.app[appkeys.LIMITER].slot():
         if chat.stream:
-            encoder = ChatChunkEncoder(model, include_usage=chat.include_usage,
-                                       inline_markers=settings.tool_progress == "inline")
+            encoder = ChatChunkEncoder(model, include_usage=chat.include_usage, progress=settings.tool_progress,
+                                       reasoning=settings.reasoning == "show")
             return await _stream(request, agent_request, encoder)
-        return await _complete(request, agent_request, model)
+        return await _complete(request, agent_request, model, reasoning=settings.reasoning == "show")
 
 
 class _ChatWhole:
-    def __init__(self, model: str) -> None:
-        self.builder = ChatCompletionBuilder(model)
+    def __init__(self, model: str, reasoning: bool) -> None:
+        self.builder = ChatCompletionBuilder(model, reasoning=reasoning)
         self.feed = self.builder.add
 
     async def end(self, messages: Messages) -> web.Response:
@@ -74,8 +74,9 @@ class _ChatStream:
 DONE = frames(["[DONE]"])
 
 
-async def _complete(request: web.Request, agent_request: AgentRequest, model: str) -> web.Response:
-    return await run_whole(request.app, agent_request, _ChatWhole(model))
+async def _complete(request: web.Request, agent_request: AgentRequest, model: str, *,
+                    reasoning: bool) -> web.Response:
+    return await run_whole(request.app, agent_request, _ChatWhole(model, reasoning))
 
 
 async def _stream(request: web.Request, agent_request: AgentRequest, encoder: ChatChunkEncoder) -> web.StreamResponse:

@@ -66,7 +66,8 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         params=parsed.upstream_params(), stream=parsed.stream, instructions=parsed.instructions,
         web=parsed.web,
     )
-    builder = ResponseBuilder(parsed, model=parsed.model or settings.model_name, events=parsed.stream)
+    builder = ResponseBuilder(parsed, model=parsed.model or settings.model_name, events=parsed.stream,
+                              reasoning=settings.reasoning == "show")
     with app[appkeys.LIMITER].slot():
         if parsed.stream:
             reply = _ResponsesStream(store, parsed, builder, agent_request.messages)

@@ -1,0 +1,104 @@
+"""Links in an answer -> OpenAI `url_citation` annotations. Pure: no I/O, no agent state.
+
+A link is a markdown link `[label](url)` or a bare `http(s)://` URL. It becomes a citation when its
+URL, normalized (scheme and host lower-case, no fragment, a trailing slash ignored), is one of the
+sources the agent's tools returned this turn; the citation's title is the tool's title for it and
+its span the link's span in the text the client receives, in code points (Python string indices,
+which is what OpenAI's offsets count). A span is checked against the text before it is handed out:
+one that does not hold its link is dropped, never sent with wrong offsets.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from gateway.agent.events import Source
+
+#: `[label](url)` or `[label](url "title")`; the label may hold brackets one level deep.
+_MARKDOWN_LINK = re.compile(r"\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\(\s*<?(https?://[^\s()<>]+(?:\([^\s()<>]*\)[^\s()<>]*)*)>?"
+                            r"(?:\s+\"[^\"\n]*\")?\s*\)", re.IGNORECASE)
+_BARE_URL = re.compile(r"https?://[^\s<>\"'`\[\]{}|\\^]+", re.IGNORECASE)
+#: Characters that end a sentence rather than a URL when a bare URL ends on them.
+_TRAILING = ".,;:!?'\"*_~"
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    start: int
+    end: int
+    url: str  # as written in the answer
+    title: str
+
+    def chat(self) -> dict[str, Any]:
+        """The nested form of Chat Completions' `message.annotations`."""
+        return {"type": "url_citation", "url_citation": {
+            "start_index": self.start, "end_index": self.end, "url": self.url, "title": self.title}}
+
+    def responses(self) -> dict[str, Any]:
+        """The flat form of a Responses `output_text` part's `annotations`."""
+        return {"type": "url_citation", "start_index": self.start, "end_index": self.end,
+                "url": self.url, "title": self.title}
+
+
+def normalize_url(url: str) -> str:
+    """The form two URLs are compared in: scheme and host lower-case, no fragment, no trailing slash."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return url.strip()
+    path = parts.path.rstrip("/")
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), path, parts.query, ""))
+
+
+def find_links(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, url) for every link in `text`, in order: markdown links span `[label](url)`,
+    bare URLs span the URL (trailing punctuation and an unbalanced closing parenthesis left out)."""
+    links: list[tuple[int, int, str]] = []
+    taken: list[tuple[int, int]] = []
+    for match in _MARKDOWN_LINK.finditer(text):
+        links.append((match.start(), match.end(), match.group(2)))
+        taken.append((match.start(), match.end()))
+    for match in _BARE_URL.finditer(text):
+        start, url = match.start(), match.group(0)
+        if any(a <= start < b for a, b in taken):
+            continue
+        url = _trim(url)
+        if len(url) > len("https://"):
+            links.append((start, start + len(url), url))
+    links.sort()
+    return links
+
+
+def _trim(url: str) -> str:
+    while url:
+        if url[-1] in _TRAILING:
+            url = url[:-1]
+        elif url[-1] == ")" and url.count("(") < url.count(")"):
+            url = url[:-1]
+        else:
+            break
+    return url
+
+
+def citations(text: str, sources: Iterable[Source]) -> list[Citation]:
+    """The citations for the links in `text` whose URL one of `sources` has."""
+    titles: dict[str, str] = {}
+    for source in sources:
+        titles.setdefault(normalize_url(source.url), source.title or source.url)
+    if not titles or "http" not in text.lower():
+        return []
+    found = []
+    for start, end, url in find_links(text):
+        title = titles.get(normalize_url(url))
+        if title is not None:
+            found.append(Citation(start, end, url, title))
+    return checked(text, found)
+
+
+def checked(text: str, found: Iterable[Citation]) -> list[Citation]:
+    """The citations whose span still holds their link in `text`; the others are dropped."""
+    return [c for c in found if 0 <= c.start < c.end <= len(text) and c.url in text[c.start:c.end]]

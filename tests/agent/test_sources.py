@@ -1,0 +1,47 @@
+"""What the agent reads from its web tools' arguments and results for the events (queries, URLs, sources)."""
+
+from __future__ import annotations
+
+import json
+
+from gateway.agent.events import Source
+from gateway.agent.sources import MAX_SOURCES, found, wanted
+
+
+def test_a_search_wants_its_query_and_an_extract_its_urls():
+    assert wanted("web_search", {"query": "  otters  "}) == (("otters",), ())
+    assert wanted("web_extract", {"urls": ["https://a.example", 7, ""]}) == ((), ("https://a.example",))
+    assert wanted("web_extract", {"urls": "https://a.example"}) == ((), ("https://a.example",))
+    assert wanted("lookup", {"query": "x"}) == ((), ())
+    assert wanted("web_search", "the arguments were not valid JSON") == ((), ())
+
+
+def test_search_hits_become_sources_with_their_titles_or_the_url_when_untitled():
+    output = json.dumps({"success": True, "data": {"web": [
+        {"title": "Otters", "url": "https://a.example/otters"},
+        {"title": "  ", "url": "https://b.example/"},
+        {"title": "dup", "url": "https://a.example/otters"},
+        {"title": "no url"},
+    ]}})
+    assert found("web_search", output) == (Source("https://a.example/otters", "Otters"),
+                                           Source("https://b.example/", "https://b.example/"))
+
+
+def test_pages_read_become_sources_except_those_that_failed():
+    output = json.dumps({"success": True, "data": [
+        {"url": "https://a.example/page", "title": "A page", "content": "..."},
+        {"url": "https://b.example/", "title": "", "content": "", "error": "404"},
+    ]})
+    assert found("web_extract", output) == (Source("https://a.example/page", "A page"),)
+
+
+def test_failures_other_tools_and_garbage_give_no_sources():
+    assert found("web_search", json.dumps({"success": False, "error": "down"})) == ()
+    assert found("web_search", "not json") == ()
+    assert found("web_search", json.dumps({"success": True, "data": []})) == ()
+    assert found("lookup", json.dumps({"success": True, "data": [{"url": "https://a.example"}]})) == ()
+
+
+def test_a_flood_of_results_is_capped():
+    hits = [{"title": str(n), "url": f"https://a.example/{n}"} for n in range(MAX_SOURCES + 20)]
+    assert len(found("web_search", json.dumps({"success": True, "data": {"web": hits}}))) == MAX_SOURCES

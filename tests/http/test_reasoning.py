@@ -1,0 +1,202 @@
+"""The model's reasoning relayed: chat `reasoning_content`, Responses `reasoning` items, both
+streamed and whole; given back upstream within a turn's tool rounds, never from the client's history."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.fakes.upstream import Reply, text, tool_call
+from tests.support.helpers import chat_chunks, sse_frames, streamed_text
+
+USER = [{"role": "user", "content": "What is 6 times 7?"}]
+
+
+def reasoning_of(chunks: list[dict[str, Any]]) -> str:
+    return "".join(c["choices"][0]["delta"].get("reasoning_content") or "" for c in chunks if c.get("choices"))
+
+
+def responses_events(body: str) -> list[dict[str, Any]]:
+    return [json.loads(data) for _, data in sse_frames(body)]
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning", "reasoning_text"])
+async def test_chat_stream_relays_reasoning_as_reasoning_content_before_the_text(client, upstream, field):
+    upstream.queue(text("42.", reasoning="Six sevens are forty-two.", reasoning_field=field, chunk_size=5))
+    resp = await client.post("/v1/chat/completions", json={"messages": USER, "stream": True})
+    chunks = chat_chunks(await resp.text())
+    assert reasoning_of(chunks) == "Six sevens are forty-two."
+    assert streamed_text(chunks) == "42."
+    kinds = [next(iter(c["choices"][0]["delta"]), None) for c in chunks if c["choices"]]
+    assert kinds.index("reasoning_content") < kinds.index("content", 1)  # [0] is the role chunk
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning", "reasoning_text"])
+async def test_chat_whole_reply_carries_message_reasoning_content(client, upstream, field):
+    upstream.queue(text("42.", reasoning="Six sevens.", reasoning_field=field))
+    body = await (await client.post("/v1/chat/completions", json={"messages": USER})).json()
+    message = body["choices"][0]["message"]
+    assert (message["content"], message["reasoning_content"]) == ("42.", "Six sevens.")
+
+
+async def test_reasoning_comes_in_order_with_tool_progress_in_every_round(client, upstream):
+    upstream.queue(tool_call(("lookup", {"term": "sky"}), reasoning="I should look it up."),
+                   text("Green.", reasoning="The tool says green."))
+    chunks = chat_chunks(await (await client.post(
+        "/v1/chat/completions", json={"messages": USER, "stream": True})).text())
+    order = []
+    for chunk in chunks[1:]:
+        delta = chunk["choices"][0]["delta"] if chunk["choices"] else {}
+        if delta.get("reasoning_content"):
+            order.append(("thinks", delta["reasoning_content"]))
+        elif delta.get("content"):
+            order.append(("says", delta["content"]))
+    joined: list[tuple[str, str]] = []
+    for kind, piece in order:
+        if joined and joined[-1][0] == kind:
+            joined[-1] = (kind, joined[-1][1] + piece)
+        else:
+            joined.append((kind, piece))
+    assert joined == [("thinks", "I should look it up."), ("says", "`🔍 sky`\n\n"),
+                      ("thinks", "The tool says green."), ("says", "Green.")]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+async def test_within_a_turn_the_upstream_gets_its_reasoning_back_under_its_own_field(
+        client, upstream, stream, field):
+    upstream.queue(tool_call(("lookup", {"term": "sky"}), reasoning="Look it up.", reasoning_field=field),
+                   text("Green."))
+    resp = await client.post("/v1/chat/completions", json={"messages": USER, "stream": stream})
+    assert resp.status == 200
+    await resp.read()
+    [assistant] = [m for m in upstream.requests[1]["messages"] if m["role"] == "assistant"]
+    assert assistant[field] == "Look it up."
+    assert [k for k in ("reasoning_content", "reasoning", "reasoning_text") if k in assistant] == [field]
+
+
+async def test_reasoning_in_the_clients_chat_history_is_not_sent_upstream(client, upstream):
+    history = [*USER, {"role": "assistant", "content": "42.", "reasoning_content": "Six sevens.",
+                       "reasoning": "Six sevens."},
+               {"role": "user", "content": "And 6 times 8?"}]
+    await (await client.post("/v1/chat/completions", json={"messages": history})).read()
+    [assistant] = [m for m in upstream.requests[0]["messages"] if m["role"] == "assistant"]
+    assert assistant == {"role": "assistant", "content": "42."}
+
+
+async def test_a_previous_responses_reasoning_is_not_sent_upstream_next_turn(client, upstream):
+    upstream.queue(text("42.", reasoning="Six sevens."), text("48."))
+    first = await (await client.post("/v1/responses", json={"input": "6*7?"})).json()
+    assert [item["type"] for item in first["output"]] == ["reasoning", "message"]
+    await (await client.post("/v1/responses", json={"input": "6*8?", "previous_response_id": first["id"]})).read()
+    sent = upstream.requests[1]["messages"]
+    assert not any("reasoning" in key for message in sent for key in message)
+    assert "Six sevens." not in json.dumps(sent)
+
+
+async def test_a_reasoning_input_item_is_kept_with_the_input_but_not_sent_upstream(client, upstream):
+    items = [{"role": "user", "content": "6*7?"},
+             {"type": "reasoning", "id": "rs_abc", "summary": [],
+              "content": [{"type": "reasoning_text", "text": "Six sevens."}]},
+             {"role": "assistant", "content": "42."}, {"role": "user", "content": "6*8?"}]
+    created = await (await client.post("/v1/responses", json={"input": items})).json()
+    assert "Six sevens." not in json.dumps(upstream.requests[0]["messages"])
+    listed = await (await client.get(f"/v1/responses/{created['id']}/input_items?order=asc")).json()
+    assert [item["type"] for item in listed["data"]] == ["message", "reasoning", "message", "message"]
+    assert listed["data"][1]["id"] == "rs_abc"
+
+
+async def test_a_reasoning_input_item_of_the_wrong_shape_is_a_400(client):
+    resp = await client.post("/v1/responses", json={"input": [{"type": "reasoning", "summary": "no"}]})
+    assert resp.status == 400
+    assert (await resp.json())["error"]["param"] == "input[0].summary"
+
+
+async def test_responses_whole_reply_has_a_reasoning_item_before_its_message_and_get_returns_it(client, upstream):
+    upstream.queue(text("42.", reasoning="Six sevens."))
+    body = await (await client.post("/v1/responses", json={"input": "6*7?"})).json()
+    reasoning, message = body["output"]
+    assert reasoning["id"].startswith("rs_")
+    assert reasoning == {"id": reasoning["id"], "type": "reasoning", "summary": [], "status": "completed",
+                         "content": [{"type": "reasoning_text", "text": "Six sevens."}]}
+    assert message["content"][0]["text"] == "42."
+    stored = await (await client.get(f"/v1/responses/{body['id']}")).json()
+    assert stored["output"] == body["output"]
+
+
+async def test_responses_stream_sends_the_reasoning_item_events_in_order_with_right_indexes(client, upstream):
+    upstream.queue(text("42.", reasoning="Six sevens are 42.", chunk_size=6))
+    events = responses_events(await (await client.post(
+        "/v1/responses", json={"input": "6*7?", "stream": True})).text())
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+    kinds = [e["type"] for e in events]
+    deltas = kinds.count("response.reasoning_text.delta")
+    assert deltas == 3
+    expected = [
+        "response.created", "response.in_progress",
+        "response.output_item.added", "response.content_part.added", *["response.reasoning_text.delta"] * deltas,
+        "response.reasoning_text.done", "response.content_part.done", "response.output_item.done",
+        "response.output_item.added", "response.content_part.added",
+    ]
+    assert kinds[:len(expected)] == expected
+    rs_events = [e for e in events if e["type"].startswith("response.reasoning_text")]
+    rs_id = events[2]["item"]["id"]
+    assert all((e["item_id"], e["output_index"], e["content_index"]) == (rs_id, 0, 0) for e in rs_events)
+    assert "".join(e["delta"] for e in rs_events[:-1]) == rs_events[-1]["text"] == "Six sevens are 42."
+    message_added = events[len(expected) - 2]
+    assert (message_added["output_index"], message_added["item"]["type"]) == (1, "message")
+    final = events[-1]["response"]
+    assert [item["type"] for item in final["output"]] == ["reasoning", "message"]
+
+
+async def test_responses_reasoning_of_each_round_leads_its_calls_and_the_answer(client, upstream):
+    upstream.queue(tool_call(("lookup", {"term": "sky"}), reasoning="Look it up."),
+                   text("Green.", reasoning="It says green."))
+    body = await (await client.post("/v1/responses", json={"input": "sky?"})).json()
+    assert [item["type"] for item in body["output"]] == [
+        "reasoning", "function_call", "function_call_output", "reasoning", "message"]
+    assert [item["content"][0]["text"] for item in body["output"] if item["type"] == "reasoning"] == [
+        "Look it up.", "It says green."]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_api_server_reasoning_hide_drops_it_from_both_apis(make_client, upstream, stream):
+    client = await make_client(reasoning="hide")
+    upstream.queue(text("42.", reasoning="SECRET-THOUGHT"), text("42.", reasoning="SECRET-THOUGHT"))
+    chat = await (await client.post("/v1/chat/completions", json={"messages": USER, "stream": stream})).text()
+    responses = await (await client.post("/v1/responses", json={"input": "6*7?", "stream": stream})).text()
+    assert "42." in chat and "42." in responses
+    assert "SECRET-THOUGHT" not in chat and "SECRET-THOUGHT" not in responses
+    assert '"type": "reasoning"' not in responses and '"type":"reasoning"' not in responses
+
+
+async def test_inline_think_tags_stay_in_the_text(client, upstream):
+    upstream.queue(text("<think>hmm</think>42."))
+    chunks = chat_chunks(await (await client.post(
+        "/v1/chat/completions", json={"messages": USER, "stream": True})).text())
+    assert streamed_text(chunks) == "<think>hmm</think>42."
+    assert reasoning_of(chunks) == ""
+
+
+@pytest.mark.parametrize("bad", [{"text": "x"}, 42, ["a"], True])
+async def test_a_malformed_reasoning_delta_is_skipped_and_the_stream_goes_on(client, upstream, bad):
+    base = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+    frames = [
+        {**base, "choices": [{"index": 0, "delta": {"reasoning_content": "fine "}, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {"reasoning_content": bad}, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {"reasoning": bad, "content": "42."}, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    ]
+    raw = "".join(f"data: {json.dumps(f)}\n\n" for f in frames) + "data: [DONE]\n\n"
+    upstream.queue(Reply(raw=raw.encode(), raw_content_type="text/event-stream"),
+                   Reply(raw=raw.encode(), raw_content_type="text/event-stream"))
+    chunks = chat_chunks(await (await client.post(
+        "/v1/chat/completions", json={"messages": USER, "stream": True})).text())
+    assert (reasoning_of(chunks), streamed_text(chunks)) == ("fine ", "42.")
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    events = responses_events(await (await client.post(
+        "/v1/responses", json={"input": "x", "stream": True})).text())
+    assert events[-1]["type"] == "response.completed"
+    assert [item["type"] for item in events[-1]["response"]["output"]] == ["reasoning", "message"]
