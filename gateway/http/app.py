@@ -27,6 +27,8 @@ from gateway.http.routes import chat, health, metrics, models, openapi, response
 from gateway.store.api import ResponseStore, StoreUnavailableError
 from gateway.store.idempotency import IdempotencyCache, InMemoryIdempotencyCache
 from gateway.store.observed import ObservedStore
+from gateway.store.pg_database import PostgresDatabase
+from gateway.store.postgres import PostgresResponseStore
 from gateway.store.sqlite import SQLiteResponseStore
 from gateway.upstream.client import UpstreamClient
 from providers.loader import load_registry
@@ -148,13 +150,19 @@ async def _store_ctx(app: web.Application) -> AsyncIterator[None]:
     """The Responses store. A store that cannot open does not stop the gateway: chat still works,
     the Responses routes answer 503 saying why, and the store retries on the next request."""
     settings = app[appkeys.SETTINGS]
-    store: ResponseStore = SQLiteResponseStore(settings.db_path, settings.max_stored_responses)
+    store: ResponseStore
+    if settings.database_url:
+        # shared by every replica on the database; SchemaVersionError (a newer database) stops the start
+        store = PostgresResponseStore(PostgresDatabase(settings.database_url), settings.max_stored_responses)
+    else:
+        store = SQLiteResponseStore(settings.db_path, settings.max_stored_responses)
     if (metrics_ := app.get(appkeys.METRICS)) is not None:
         store = ObservedStore(store, metrics_.store_done)
     try:
         await store.open()
     except StoreUnavailableError as exc:
-        logging.getLogger("agent_gateway.store").warning("%s", exc.message)
+        retrying = " Retrying in the background." if settings.database_url else ""
+        logging.getLogger("agent_gateway.store").warning("%s%s", exc.message, retrying)
     app[appkeys.STORE] = store
     yield
     await store.close()
