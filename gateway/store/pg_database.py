@@ -62,6 +62,7 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
             headers TEXT,
             expires_at TIMESTAMPTZ NOT NULL
         )""",
+        "CREATE INDEX IF NOT EXISTS idempotency_by_expiry ON idempotency (expires_at)",
     ),
 }
 #: pg_advisory_xact_lock keys: schema migration, and the writes that must see each other
