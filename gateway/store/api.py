@@ -22,7 +22,8 @@ What every backend guarantees:
   fault heals without a restart.
 - **Conversation turns never lost**: a record naming a conversation with `expected_head` set
   (the id of the head the turn continued from, or "" for a fresh start) is stored only if that is
-  still the head; otherwise the put raises `ConversationConflictError` (409) and stores nothing.
+  still the head (or the name has no head any more: deleted or evicted meanwhile, nothing to lose);
+  otherwise the put raises `ConversationConflictError` (409) and stores nothing.
   Two turns racing on one conversation (two replicas, or one) thus end with one stored and the
   other told to retry, never with one silently dropped from the chain.
 - **Schema versions**: the backend creates and migrates its own tables, with a `schema_version`

@@ -67,7 +67,7 @@ class PostgresResponseStore(ResponseStore):
             if record.conversation is not None and record.expected_head is not None:
                 head = await conn.fetchval("SELECT response_id FROM conversations WHERE name = $1",
                                            record.conversation)
-                if (head or "") != record.expected_head:
+                if head is not None and head != record.expected_head:
                     raise ConversationConflictError.on(record.conversation)
             await conn.execute(_UPSERT, *values)
             if record.conversation is not None:

@@ -309,7 +309,7 @@ class SQLiteResponseStore(ResponseStore):
             current = await self._heads_of(db, {v[3] for v, expected in puts if expected is not None})
             for index, (values, expected) in enumerate(puts):
                 name = values[3]
-                if name is not None and expected is not None and current.get(name, "") != expected:
+                if name is not None and expected is not None and current.get(name, expected) != expected:
                     refused[index] = True
                     continue
                 rows.append(values)

@@ -191,3 +191,28 @@ async def test_postgres_down_at_start_is_live_not_ready_and_stored_requests_503_
     finally:
         postgres_cluster.start_if_stopped()
         await gateway.stop()
+
+
+async def test_postgres_restarted_mid_traffic_is_503_with_retry_after_then_heals_by_itself(
+        tmp_path: Path, upstream: FakeUpstream, postgres_cluster: Cluster, postgres_url: str,
+        http: aiohttp.ClientSession) -> None:
+    gateway = await start_gateway(env=_env(tmp_path, upstream, postgres_url))
+    try:
+        first = await _create(http, gateway, input="before")
+        postgres_cluster.stop()
+        try:
+            async with http.get(f"{gateway.base_url}/v1/responses/{first['id']}") as failed:
+                assert failed.status == 503 and "Retry-After" in failed.headers
+                assert PASSWORD not in await failed.text()
+        finally:
+            postgres_cluster.start_if_stopped()
+        async with asyncio.timeout(30):  # no restart of the gateway: its pool reconnects
+            while True:
+                async with http.get(f"{gateway.base_url}/v1/responses/{first['id']}") as got:
+                    if got.status == 200:
+                        break
+                    assert got.status == 503
+                await asyncio.sleep(0.3)
+        await _create(http, gateway, input="after")
+    finally:
+        await gateway.stop()

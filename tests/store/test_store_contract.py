@@ -154,6 +154,20 @@ async def test_a_turn_whose_head_moved_meanwhile_is_a_409_and_stores_nothing(sto
     assert await store.count() == 2
 
 
+async def test_a_turn_whose_head_was_deleted_meanwhile_starts_the_name_afresh(store: ResponseStore) -> None:
+    await store.put(record("resp_1", conversation="chat"))
+    await store.delete("resp_1")  # no other turn was stored: nothing to lose
+    await store.put(record("resp_2", conversation="chat", expected_head="resp_1"))
+    head = await store.conversation_head("chat")
+    assert head is not None and head.id == "resp_2"
+
+
+async def test_a_fresh_turn_racing_another_fresh_turn_of_the_same_name_is_a_409(store: ResponseStore) -> None:
+    await store.put(record("resp_1", conversation="chat", expected_head=""))
+    with pytest.raises(ConversationConflictError):
+        await store.put(record("resp_2", conversation="chat", expected_head=""))
+
+
 async def test_the_readiness_check_passes_on_an_open_store(store: ResponseStore) -> None:
     await store.check()
 
