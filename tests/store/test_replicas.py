@@ -216,3 +216,30 @@ async def test_postgres_restarted_mid_traffic_is_503_with_retry_after_then_heals
         await _create(http, gateway, input="after")
     finally:
         await gateway.stop()
+
+
+async def test_two_turns_of_one_conversation_racing_on_two_replicas_store_one_and_409_the_other(
+        tmp_path: Path, upstream: FakeUpstream, postgres_url: str, http: aiohttp.ClientSession) -> None:
+    a, b = await _pair(tmp_path, upstream, postgres_url)
+    try:
+        upstream.queue(text("first"), text("racer", delay=1.0), text("racer", delay=1.0), text("third"))
+        await _create(http, a, input="Q1", conversation="race")
+
+        async def turn(gateway: ServerProcess) -> tuple[int, dict[str, Any]]:
+            async with http.post(gateway.base_url + "/v1/responses",
+                                 json={"model": "m", "input": "Q2", "conversation": "race"}) as reply:
+                return reply.status, await reply.json()
+
+        results = await asyncio.gather(turn(a), turn(b))
+        assert sorted(status for status, _ in results) == [200, 409]
+        refused = next(body for status, body in results if status == 409)
+        assert refused["error"]["code"] == "conversation_conflict"
+        winner = next(body for status, body in results if status == 200)
+        await _create(http, b, input="Q3", conversation="race")
+        sent = upstream.requests[-1]["messages"][1:]
+        assert [(m["role"], m["content"]) for m in sent] == [
+            ("user", "Q1"), ("assistant", "first"), ("user", "Q2"), ("assistant", "racer"), ("user", "Q3")]
+        async with http.get(f"{a.base_url}/v1/responses/{winner['id']}") as got:
+            assert got.status == 200
+    finally:
+        await _stop(a, b)
