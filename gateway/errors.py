@@ -5,7 +5,8 @@
     │   ├── InvalidRequestError       400 invalid_request_error
     │   │   ├── NotFoundError         404
     │   │   ├── ConflictError         409
-    │   │   │   └── ConversationConflictError  (store) another turn of the conversation was stored first
+    │   │   │   ├── ConversationConflictError  (store) another turn of the conversation was stored first
+    │   │   │   └── IdempotencyInProgressError (store/pg_idempotency) a duplicate waited its bound
     │   │   ├── UnprocessableError    422
     │   │   │   └── IdempotencyKeyReusedError  (idempotency_store) same key, different request
     │   │   ├── RequestTimeoutError   408 (+ Connection: close)
