@@ -129,6 +129,7 @@ class PostgresDatabase:
                 continue
             except SchemaVersionError as exc:
                 log.error("%s", exc)
+                self.last_error = str(exc)
                 return
             log.info("the PostgreSQL store at %s is reachable again", self.where)
 
