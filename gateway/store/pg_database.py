@@ -70,7 +70,8 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
 MIGRATION_LOCK = 0x6167_7701
 WRITE_LOCK = 0x6167_7702
 
-FAULTS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError)
+# InternalClientError: a connection broken mid-operation (a server restart) as asyncpg finds it
+FAULTS = (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError, TimeoutError)
 
 
 def describe_url(url: str) -> str:

@@ -118,3 +118,17 @@ async def test_a_server_restarted_mid_traffic_fails_in_flight_with_503_then_heal
                     break
                 except StoreUnavailableError:
                     await asyncio.sleep(0.2)
+
+
+async def test_a_failed_group_of_puts_fails_each_put_with_its_own_503(postgres_cluster: Cluster,
+                                                                     postgres_url: str) -> None:
+    async with PostgresResponseStore(PostgresDatabase(postgres_url, connect_timeout=1), 100) as store:
+        await store.put(record("resp_0"))
+        postgres_cluster.stop()
+        try:
+            results = await asyncio.gather(*(store.put(record(f"resp_{i}")) for i in range(1, 6)),
+                                           return_exceptions=True)
+        finally:
+            postgres_cluster.start_if_stopped()
+        assert all(isinstance(r, StoreUnavailableError) and r.retry_after for r in results), results
+        assert len({id(r) for r in results}) == 5
