@@ -19,6 +19,7 @@ import sys
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -71,6 +72,7 @@ def table(rows: list[Row]) -> str:
 async def main_async(args: argparse.Namespace) -> int:
     home = Path(tempfile.mkdtemp(prefix="agent-gateway-bench-"))
     fake = gateway = None
+    cluster: Any = None
     try:
         fake = await processes.start("fake upstream", ["-m", "bench.fake_upstream", "--port", "0"],
                                      processes.clean_env({}))
@@ -83,6 +85,11 @@ async def main_async(args: argparse.Namespace) -> int:
             # The default (32) would answer 429 at c=64 and to the 1,000 open streams.
             "API_SERVER_MAX_CONCURRENT_RUNS": "4096",
         })
+        if args.postgres:  # the store on a throwaway PostgreSQL cluster instead of SQLite
+            from tests.support.postgres import start_cluster
+
+            cluster = start_cluster()
+            env["API_SERVER_DATABASE_URL"] = cluster.url()
         src = Path(args.src).resolve() if args.src else processes.REPO
         env["PYTHONPATH"] = str(src)  # the gateway under test, e.g. an older commit for an A/B run
         gateway = await processes.start("gateway", ["-m", "gateway", "serve", "--port", "0"], env, cwd=src)
@@ -132,12 +139,16 @@ async def main_async(args: argparse.Namespace) -> int:
         for process in (gateway, fake):
             if process is not None:
                 await process.stop()
+        if cluster is not None:
+            cluster.destroy()
         shutil.rmtree(home, ignore_errors=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short runs (about a minute in all)")
+    parser.add_argument("--postgres", action="store_true",
+                        help="store on a throwaway PostgreSQL cluster (Debian's server binaries)")
     parser.add_argument("--no-wrk", action="store_true", help="use only the Python load generator")
     parser.add_argument("--only", nargs="+", choices=SCENARIOS, help="run only these scenarios")
     parser.add_argument("--src", metavar="DIR",

@@ -5,6 +5,8 @@
     │   ├── InvalidRequestError       400 invalid_request_error
     │   │   ├── NotFoundError         404
     │   │   ├── ConflictError         409
+    │   │   │   ├── ConversationConflictError  (store) another turn of the conversation was stored first
+    │   │   │   └── IdempotencyInProgressError (store/pg_idempotency) a duplicate waited its bound
     │   │   ├── UnprocessableError    422
     │   │   │   └── IdempotencyKeyReusedError  (idempotency_store) same key, different request
     │   │   ├── RequestTimeoutError   408 (+ Connection: close)
@@ -26,6 +28,7 @@
     ├── SettingsError                 (settings; also a ValueError) a bad setting: serve refuses to start
     ├── ProfileError                  (profiles) a profile command cannot go ahead: exit 1
     ├── BindError                     (cli/serve) the listening socket cannot be opened: exit 1
+    ├── SchemaVersionError            (store) the database has a newer schema than this gateway: exit 1
     └── UsageError                    (cli_config) a bad key or value on the command line: exit 2
 
 Every GatewayError carries `message`, `param` and `code`; the class fixes `status` and `type`.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import os
 from collections.abc import Callable, Iterator
@@ -16,11 +17,12 @@ from gateway.config.settings import Settings
 from gateway.http.app import create_app
 from tests.fakes.tools import LookupTool
 from tests.fakes.upstream import FakeUpstream
+from tests.support import postgres
 from tests.support.gateway_process import LOG_DIR_VARIABLE
 
 API_KEY = "sk-test-key-123"
 #: Keys the tests give gateways and upstreams: none may appear in any log line of the run.
-LOG_SECRETS = (API_KEY, "sk-upstream-secret-987", "sk-readme-test-key-0123456789")
+LOG_SECRETS = (API_KEY, "sk-upstream-secret-987", "sk-readme-test-key-0123456789", postgres.PASSWORD)
 
 
 class SecretWatch(logging.Handler):
@@ -57,6 +59,27 @@ def no_key_reaches_a_log(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
             if any(secret in line for secret in LOG_SECRETS):
                 leaks.append(f"{path.name}: {line[:500]}")
     assert not leaks, "a test key reached a log:\n" + "\n".join(leaks[:20])
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[postgres.Cluster]:
+    """One throwaway PostgreSQL cluster for the session (Debian's server binaries). Skipped when
+    they are missing, except in CI, where .ci/run installs them and a missing one is a failure."""
+    if postgres.server_binaries() is None and not os.environ.get("CI"):
+        pytest.skip("PostgreSQL server binaries not installed (apt-get install postgresql)")
+    cluster = postgres.start_cluster()
+    try:
+        yield cluster
+    finally:
+        cluster.destroy()
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: postgres.Cluster, request: pytest.FixtureRequest) -> str:
+    """A fresh, empty database on the session's cluster, for one test."""
+    name = "t_" + hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:20]
+    postgres_cluster.psql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    return postgres_cluster.create_database(name)
 
 
 @pytest.fixture

@@ -69,7 +69,9 @@ def test_dockerignore_keeps_secrets_and_stores_out_of_the_image():
 
 def test_compose_wires_open_webui_to_the_gateway_with_its_key():
     services = compose()["services"]
-    assert set(services) == {"agent-gateway", "searxng", "open-webui"}
+    # without a profile: the one-machine setup (the replicas profile is opt-in)
+    assert {name for name, spec in services.items() if "profiles" not in spec} == {
+        "agent-gateway", "searxng", "open-webui"}
     gateway = services["agent-gateway"]["environment"]
     webui = services["open-webui"]["environment"]
     assert webui["OPENAI_API_BASE_URL"] == "http://agent-gateway:8642/v1"
@@ -78,6 +80,21 @@ def test_compose_wires_open_webui_to_the_gateway_with_its_key():
     assert webui["OPENAI_API_KEY"] == "${API_SERVER_KEY}"
     assert gateway["API_SERVER_HOST"] == "0.0.0.0"
     assert services["open-webui"]["depends_on"]["agent-gateway"]["condition"] == "service_healthy"
+
+
+def test_the_replicas_profile_runs_two_gateways_on_postgres_behind_nginx_without_sse_buffering():
+    services = compose()["services"]
+    replicas = {name for name, spec in services.items() if "replicas" in spec.get("profiles", ())}
+    assert replicas == {"postgres", "gateway-a", "gateway-b", "load-balancer"}
+    for name in ("gateway-a", "gateway-b"):
+        env = services[name]["environment"]
+        assert env["API_SERVER_DATABASE_URL"].startswith("postgresql://gateway:${POSTGRES_PASSWORD}@postgres:5432/")
+        assert "/health/ready" in " ".join(services[name]["healthcheck"]["test"])
+    assert services["load-balancer"]["ports"] == ["127.0.0.1:8643:8642"]
+    assert "ports" not in services["postgres"]
+    conf = (REPO / "deploy/nginx/replicas.conf").read_text()
+    assert "proxy_buffering off;" in conf
+    assert "server gateway-a:8642;" in conf and "server gateway-b:8642;" in conf
 
 
 def test_compose_publishes_only_on_the_host_loopback():

@@ -17,6 +17,7 @@ from typing import IO, Any
 from gateway.config.envvars import redact_url
 from gateway.config.settings import Settings, load_settings
 from gateway.errors import AgentGatewayError
+from gateway.store.api import SchemaVersionError
 
 log = logging.getLogger("agent_gateway")
 
@@ -114,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
                         "list the exact origins instead.")
     try:
         event_loop_runner()(serve(settings, warnings))
-    except BindError as exc:
+    except (BindError, SchemaVersionError) as exc:
         say(settings, f"agent-gateway: {exc}", level="ERROR")
         return 1
     return 0
@@ -160,6 +161,9 @@ async def serve(settings: Settings, warnings: Sequence[str] = ()) -> None:
         runner = await start_site(app, settings, settings.host, settings.port, shutdown_timeout=1.0)
     except OSError as exc:
         raise BindError(bind_problem(settings.host, settings.port, exc)) from None
+    except SchemaVersionError:
+        await app.cleanup()  # what started before the store (the upstream pool) closes cleanly
+        raise
     try:
         for warning in warnings:
             say(settings, f"agent-gateway: warning: {warning}", level="WARNING")

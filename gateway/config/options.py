@@ -97,6 +97,21 @@ def _parse_http_url(raw: Any) -> str:
     return url
 
 
+def _parse_database_url(raw: Any) -> str:
+    """A postgresql:// URL with a host and a database (the message never repeats the URL)."""
+    url = _parse_str(raw)
+    if not url:
+        return url
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+    except ValueError:
+        raise ValueError("not a valid URL") from None
+    if parts.scheme not in ("postgresql", "postgres") or not parts.hostname or len(parts.path) < 2:
+        raise ValueError("write it like postgresql://user:password@host:5432/database")
+    return url
+
+
 #: The fallback value that means "the other available providers, in automatic order".
 AUTO_FALLBACK = ("auto",)
 MAX_RESULTS_CAP = 50
@@ -154,7 +169,8 @@ OPTIONS: tuple[Option, ...] = (
            "bind address; a non-loopback address requires API_SERVER_KEY"),
     Option("port", "API_SERVER_PORT", "api_server.port", _parse_int, 8642, "TCP port", minimum=0),
     Option("api_key", "API_SERVER_KEY", "api_server.key", _parse_str, None,
-           "bearer key required on every route except /health, /v1/health and /openapi.json", secret=True),
+           "bearer key required on every route except /health, /v1/health, /health/ready and /openapi.json",
+           secret=True),
     Option("allowed_hosts", "API_SERVER_ALLOWED_HOSTS", "api_server.allowed_hosts", _parse_list, (),
            "without a key, Host names accepted besides localhost and the bind address (403 otherwise)"),
     Option("cors_origins", "API_SERVER_CORS_ORIGINS", "api_server.cors_origins", _parse_origins, (),
@@ -166,6 +182,8 @@ OPTIONS: tuple[Option, ...] = (
            "model id advertised on /v1/models (default: profile name or agent-gateway)"),
     Option("max_stored_responses", "API_SERVER_MAX_STORED_RESPONSES", "api_server.max_stored_responses",
            _parse_int, 100, "LRU bound of the Responses store", minimum=1),
+    Option("database_url", "API_SERVER_DATABASE_URL", "api_server.database_url", _parse_database_url, None,
+           "postgresql://user:password@host:port/db: a store shared by replicas (unset: SQLite in the profile)"),
     Option("max_concurrent_runs", "API_SERVER_MAX_CONCURRENT_RUNS", "api_server.max_concurrent_runs",
            _parse_int, 32, "agent runs at once; beyond it 429 with Retry-After", minimum=1),
     Option("max_body_bytes", "API_SERVER_MAX_BODY_BYTES", "api_server.max_body_bytes", _parse_int,

@@ -67,6 +67,7 @@ class Settings:
     model_name: str = DEFAULT_MODEL_NAME
     reasoning: str = "show"
     max_stored_responses: int = 100
+    database_url: str | None = None
     max_concurrent_runs: int = 32
     max_body_bytes: int = 10_000_000
     body_timeout: float = 30.0
@@ -216,7 +217,8 @@ def parse_option(option: Option, raw: Any, source: str) -> Any:
     try:
         value = option.parse(raw)
     except (TypeError, ValueError) as exc:
-        raise SettingsError(f"{name} has an invalid value {raw!r} (from {source}): {exc}") from exc
+        shown = "(not shown: it may hold a password)" if option.attr == "database_url" else repr(raw)
+        raise SettingsError(f"{name} has an invalid value {shown} (from {source}): {exc}") from exc
     if isinstance(value, str) and value == "" and option.default is None:
         return None
     if option.minimum is not None and isinstance(value, int | float) and value < option.minimum:

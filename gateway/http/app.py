@@ -27,6 +27,9 @@ from gateway.http.routes import chat, health, metrics, models, openapi, response
 from gateway.store.api import ResponseStore, StoreUnavailableError
 from gateway.store.idempotency import IdempotencyCache, InMemoryIdempotencyCache
 from gateway.store.observed import ObservedStore
+from gateway.store.pg_database import PostgresDatabase
+from gateway.store.pg_idempotency import PostgresIdempotencyCache
+from gateway.store.postgres import PostgresResponseStore
 from gateway.store.sqlite import SQLiteResponseStore
 from gateway.upstream.client import UpstreamClient
 from providers.loader import load_registry
@@ -55,8 +58,13 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     app[appkeys.STARTED_AT] = int(time.time())
     app[appkeys.LIMITER] = RunLimiter(settings.max_concurrent_runs)
     app[appkeys.LIFECYCLE] = Lifecycle()
-    app[appkeys.IDEMPOTENCY] = (idempotency if idempotency is not None
-                                else InMemoryIdempotencyCache(ttl=settings.idempotency_ttl))
+    # one database for the store and the Idempotency-Key entries when replicas share PostgreSQL
+    database = PostgresDatabase(settings.database_url) if settings.database_url else None
+    if idempotency is None:
+        idempotency = (InMemoryIdempotencyCache(ttl=settings.idempotency_ttl) if database is None else
+                       PostgresIdempotencyCache(database, ttl=settings.idempotency_ttl,
+                                                lease=settings.run_timeout + 30))
+    app[appkeys.IDEMPOTENCY] = idempotency
     if settings.metrics_enabled:
         app[appkeys.METRICS] = _metrics(app)
         app.router.add_routes(metrics.routes)
@@ -65,7 +73,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     app.on_response_prepare.append(_response_headers)
     app.cleanup_ctx.append(_upstream_ctx)
     app.cleanup_ctx.append(_agent_ctx(tools, observer))
-    app.cleanup_ctx.append(_store_ctx)
+    app.cleanup_ctx.append(_store_ctx(database))
     app.cleanup_ctx.append(_memory_release_ctx)
     for module in (health, openapi, models, chat, responses, web_status):
         app.router.add_routes(module.routes)
@@ -145,20 +153,30 @@ def _agent_ctx(tools: Iterable[AgentTool] | None,
     return ctx
 
 
-async def _store_ctx(app: web.Application) -> AsyncIterator[None]:
+def _store_ctx(database: PostgresDatabase | None) -> Callable[[web.Application], AsyncIterator[None]]:
     """The Responses store. A store that cannot open does not stop the gateway: chat still works,
-    the Responses routes answer 503 saying why, and the store retries on the next request."""
-    settings = app[appkeys.SETTINGS]
-    store: ResponseStore = SQLiteResponseStore(settings.db_path, settings.max_stored_responses)
-    if (metrics_ := app.get(appkeys.METRICS)) is not None:
-        store = ObservedStore(store, metrics_.store_done)
-    try:
-        await store.open()
-    except StoreUnavailableError as exc:
-        logging.getLogger("agent_gateway.store").warning("%s", exc.message)
-    app[appkeys.STORE] = store
-    yield
-    await store.close()
+    the Responses routes answer 503 saying why, and the store retries (SQLite: on the next request;
+    PostgreSQL: in the background, with backoff). A database with a newer schema stops the start."""
+
+    async def ctx(app: web.Application) -> AsyncIterator[None]:
+        settings = app[appkeys.SETTINGS]
+        store: ResponseStore
+        if database is not None:  # shared by every replica on the database
+            store = PostgresResponseStore(database, settings.max_stored_responses)
+        else:
+            store = SQLiteResponseStore(settings.db_path, settings.max_stored_responses)
+        if (metrics_ := app.get(appkeys.METRICS)) is not None:
+            store = ObservedStore(store, metrics_.store_done)
+        try:
+            await store.open()
+        except StoreUnavailableError as exc:
+            retrying = " Retrying in the background." if database is not None else ""
+            logging.getLogger("agent_gateway.store").warning("%s%s", exc.message, retrying)
+        app[appkeys.STORE] = store
+        yield
+        await store.close()
+
+    return ctx
 
 
 async def _memory_release_ctx(app: web.Application) -> AsyncIterator[None]:

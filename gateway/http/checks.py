@@ -27,7 +27,7 @@ from gateway.wire import json_out
 log = logging.getLogger("agent_gateway")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-OPEN_PATHS = frozenset({"/health", "/v1/health", "/openapi.json"})
+OPEN_PATHS = frozenset({"/health", "/v1/health", "/health/ready", "/openapi.json"})
 SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
 
 

@@ -7,7 +7,8 @@ Covers non-streaming `POST /v1/chat/completions` and `POST /v1/responses` (IDEMP
   API_SERVER_IDEMPOTENCY_TTL seconds (default 300) and replayed byte-identical, with
   `Idempotent-Replayed: true`. Each replay still gets its own `X-Request-Id`.
 - The same key with a different body (SHA-256 of the raw bytes) is a 422 `idempotency_key_reused`.
-- A duplicate arriving while the first is still running waits for it and gets its reply.
+- A duplicate arriving while the first is still running waits for it and gets its reply (with
+  PostgreSQL shared by replicas: on any replica, polling up to 60 s, then 409 with Retry-After).
 - Replies that invite a retry (5xx, 408, 409, 429) are not kept: a retry should really run again.
   Duplicates that were waiting on such a reply then run on their own, one at a time (the first
   becomes the new owner of the key), exactly as if they had arrived after it.
@@ -15,7 +16,8 @@ Covers non-streaming `POST /v1/chat/completions` and `POST /v1/responses` (IDEMP
   the SDKs send streams without one.
 
 The replies sit behind `idempotency_store.IdempotencyCache` (two calls), on the app under
-`appkeys.IDEMPOTENCY`, so a shared backend can replace the in-memory one.
+`appkeys.IDEMPOTENCY`: in memory, or in PostgreSQL when API_SERVER_DATABASE_URL is set
+(store/pg_idempotency.py), so a retry that lands on another replica replays the first reply.
 """
 
 from __future__ import annotations

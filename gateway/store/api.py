@@ -1,9 +1,10 @@
 """The Responses store's contract: what the routes need, whatever database sits behind it.
 
-`ResponseStore` is implemented by `gateway.store.SQLiteResponseStore` (the embedded default, a
-file in the profile home); a PostgreSQL backend shared by several replicas implements the same
-class. The contract speaks only records and ids (no rowids, no SQL, no connection objects), so a
-route never learns which backend it talks to.
+`ResponseStore` is implemented by `gateway.store.sqlite.SQLiteResponseStore` (the embedded
+default, a file in the profile home) and `gateway.store.postgres.PostgresResponseStore` (one
+database shared by several replicas, `API_SERVER_DATABASE_URL`); tests/store/test_store_contract.py
+runs the same cases against both. The contract speaks only records and ids (no rowids, no SQL,
+no connection objects), so a route never learns which backend it talks to.
 
 What every backend guarantees:
 - **Durable on return**: when `put` or `delete` returns, the change survives a killed process
@@ -20,6 +21,14 @@ What every backend guarantees:
   password) and which carries `retry_after`; the error middleware renders it as 503 with
   `Retry-After`. A backend that failed to open tries again on the next operation, so a fixed
   fault heals without a restart.
+- **Conversation turns never lost**: a record naming a conversation with `expected_head` set
+  (the id of the head the turn continued from, or "" for a fresh start) is stored only if that is
+  still the head (or the name has no head any more: deleted or evicted meanwhile, nothing to lose);
+  otherwise the put raises `ConversationConflictError` (409) and stores nothing.
+  Two turns racing on one conversation (two replicas, or one) thus end with one stored and the
+  other told to retry, never with one silently dropped from the chain.
+- **Schema versions**: the backend creates and migrates its own tables, with a `schema_version`
+  table; a database newer than the backend knows is a `SchemaVersionError` (serve exits 1).
 """
 
 from __future__ import annotations
@@ -28,11 +37,26 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.errors import ServiceUnavailableError
+from gateway.errors import AgentGatewayError, ConflictError, ServiceUnavailableError
 
 
 class StoreUnavailableError(ServiceUnavailableError):
     """The store cannot read or write (read-only file, disk full, locked, corrupt): 503."""
+
+
+class ConversationConflictError(ConflictError):
+    """Another turn of the same conversation was stored first: 409, nothing of this one kept."""
+
+    code = "conversation_conflict"
+
+    @classmethod
+    def on(cls, name: str) -> ConversationConflictError:
+        return cls(f"Another turn of conversation '{name}' was stored while this one ran; nothing of "
+                   "this turn was kept. Send it again to continue from the new head.", param="conversation")
+
+
+class SchemaVersionError(AgentGatewayError):
+    """The database was written by a newer gateway (a higher schema version): serve exits 1."""
 
 
 @dataclass
@@ -49,6 +73,9 @@ class StoredResponse:
     input_items: list[dict[str, Any]] = field(default_factory=list)
     #: The named conversation this response continues, if any.
     conversation: str | None = None
+    #: With `conversation`: the head this turn continued from ("" = it started fresh); the put
+    #: fails with ConversationConflictError if the head moved meanwhile. None: no check.
+    expected_head: str | None = None
 
 
 class ResponseStore(ABC):
@@ -91,6 +118,10 @@ class ResponseStore(ABC):
         """The latest record of conversation `name` (the one to continue from); None if the name
         is unknown or its head was deleted or evicted (the conversation then starts fresh).
         `touch` as for `get`."""
+
+    @abstractmethod
+    async def check(self) -> None:
+        """Raises StoreUnavailableError unless the store can be read now (the readiness probe)."""
 
     @abstractmethod
     async def count(self) -> int:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from gateway.store.sqlite import ResponseStore, StoredResponse
+from gateway.store.api import ResponseStore, StoredResponse
 
 T = TypeVar("T")
 Observe = Callable[[str, str, float], None]
@@ -49,6 +49,9 @@ class ObservedStore(ResponseStore):
 
     async def conversation_head(self, name: str, *, touch: bool = True) -> StoredResponse | None:
         return await self._timed("conversation_head", self.inner.conversation_head(name, touch=touch))
+
+    async def check(self) -> None:
+        await self._timed("check", self.inner.check())
 
     async def count(self) -> int:
         return await self._timed("count", self.inner.count())

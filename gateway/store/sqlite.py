@@ -17,7 +17,14 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from gateway.store.api import ResponseStore, StoredResponse, StoreUnavailableError
+from gateway.store.api import (
+    ConversationConflictError,
+    ResponseStore,
+    SchemaVersionError,
+    StoredResponse,
+    StoreUnavailableError,
+)
+from gateway.store.sqlite_faults import describe as _describe
 from gateway.wire import json_in, json_out
 
 # Routes, tests and tools import these names from here.
@@ -52,6 +59,10 @@ _SCHEMA = (
     BEGIN DELETE FROM conversations WHERE response_id = old.id; END""",
 )
 
+#: The schema this gateway writes (`schema_version`); a newer file is refused at open.
+SCHEMA_VERSION = 1
+_VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
+
 _UPSERT_RESPONSE = (
     "INSERT INTO responses (id, created_at, last_access, conversation, response, transcript, input_items)"
     " VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -71,22 +82,6 @@ _SELECT_HEAD = (f"SELECT {', '.join('r.' + c for c in _COLUMNS.split(', '))} FRO
 
 #: A row as the group writer holds it: the values of `_UPSERT_RESPONSE`.
 _Row = tuple[str, int, int, str | None, str, str, str]
-
-
-def _describe(exc: sqlite3.Error) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    lowered = text.lower()
-    if "readonly" in lowered or "read-only" in lowered:
-        return "the database file is read-only"
-    if "disk is full" in lowered or "database or disk is full" in lowered:
-        return "the disk is full"
-    if "locked" in lowered or "busy" in lowered:
-        return "the database is locked by another process"
-    if "not a database" in lowered or "malformed" in lowered:
-        return "the database file is corrupt or not a SQLite database"
-    if "unable to open" in lowered:
-        return "the database file cannot be opened"
-    return text
 
 
 class SQLiteResponseStore(ResponseStore):
@@ -114,7 +109,7 @@ class SQLiteResponseStore(ResponseStore):
         self._reader: aiosqlite.Connection | None = None  # single-statement reads
         self._open_lock = asyncio.Lock()  # open/close against each other and the lazy reopen
         self._write_lock = asyncio.Lock()  # a group of puts against a delete
-        self._waiting_puts: list[tuple[_Row, asyncio.Future[None]]] = []
+        self._waiting_puts: list[tuple[_Row, str | None, asyncio.Future[None]]] = []
         self._group_writer: asyncio.Task[None] | None = None
         self._touches: dict[str, int] = {}  # id -> tick of its latest touching read, not yet written
         self._last_tick = 0
@@ -151,7 +146,17 @@ class SQLiteResponseStore(ResponseStore):
             if not mode or str(next(iter(mode))[0]).lower() != "wal":
                 raise sqlite3.OperationalError("attempt to write a readonly database (cannot enable WAL)")
             await writer.execute("PRAGMA synchronous = FULL")
-            await writer.executescript("BEGIN IMMEDIATE;" + ";".join(_SCHEMA) + ";COMMIT;")
+            await writer.executescript("BEGIN IMMEDIATE;" + ";".join((*_SCHEMA, _VERSION_TABLE)) + ";"
+                                       f"INSERT INTO schema_version SELECT {SCHEMA_VERSION}"
+                                       " WHERE NOT EXISTS (SELECT 1 FROM schema_version);COMMIT;")
+            found = await writer.execute_fetchall("SELECT max(version) FROM schema_version")
+            version = int(next(iter(found))[0])
+            if version > SCHEMA_VERSION:
+                for connection in opened:
+                    await connection.close()
+                raise SchemaVersionError(
+                    f"the response store at {self.path} has schema version {version}, newer than "
+                    f"version {SCHEMA_VERSION} that this gateway knows: upgrade the gateway")
             reader = await self._connect(opened, isolation_level=None)
             await reader.execute("PRAGMA query_only = ON")
         except sqlite3.Error as exc:
@@ -257,7 +262,7 @@ class SQLiteResponseStore(ResponseStore):
             _json_text(record.input_items),
         )
         written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting_puts.append((values, written))
+        self._waiting_puts.append((values, record.expected_head, written))
         if self._group_writer is None:
             self._group_writer = asyncio.get_running_loop().create_task(self._write_puts())
         try:
@@ -272,31 +277,50 @@ class SQLiteResponseStore(ResponseStore):
             while self._waiting_puts:
                 group, self._waiting_puts = self._waiting_puts, []
                 try:
-                    await self._write_group([values for values, _ in group])
+                    refused = await self._write_group([(values, expected) for values, expected, _ in group])
                 except Exception as exc:
-                    for _, written in group:
+                    for _, _, written in group:
                         if not written.done():
                             written.set_exception(exc)
                 except BaseException:  # cancelled (the loop is closing): so are the waiting puts
-                    for _, written in [*group, *self._waiting_puts]:
+                    for _, _, written in [*group, *self._waiting_puts]:
                         written.cancel()
                     raise
                 else:
-                    for _, written in group:
-                        if not written.done():
+                    for (values, _, written), conflict in zip(group, refused, strict=True):
+                        if written.done():
+                            continue
+                        if conflict:
+                            written.set_exception(ConversationConflictError.on(str(values[3])))
+                        else:
                             written.set_result(None)
         finally:
             self._group_writer = None
 
-    async def _write_group(self, rows: list[_Row]) -> None:
+    async def _write_group(self, puts: list[tuple[_Row, str | None]]) -> list[bool]:
+        """Writes the group; returns, per put, whether it was refused (its conversation moved on)."""
         touches, self._touches = self._touches, {}
-        heads = [(values[3], values[0]) for values in rows if values[3] is not None]
+        refused = [False] * len(puts)
+        rows: list[_Row] = []
+        heads: list[tuple[str | None, str]] = []
 
         async def body(db: aiosqlite.Connection) -> None:
+            # under the write lock (one writer per file): the heads checked are the heads written
+            current = await self._heads_of(db, {v[3] for v, expected in puts if expected is not None})
+            for index, (values, expected) in enumerate(puts):
+                name = values[3]
+                if name is not None and expected is not None and current.get(name, expected) != expected:
+                    refused[index] = True
+                    continue
+                rows.append(values)
+                if name is not None:
+                    heads.append((name, values[0]))
+                    current[name] = values[0]
             # the touches first, so that eviction below sees every read made before this group
             if touches:
                 await db.executemany(_TOUCH, [(tick, rid) for rid, tick in touches.items()])
-            await db.executemany(_UPSERT_RESPONSE, rows)
+            if rows:
+                await db.executemany(_UPSERT_RESPONSE, rows)
             if heads:  # in call order, so the last put naming a conversation is its head
                 await db.executemany(_UPSERT_HEAD, heads)
             # Evict the least recently used beyond the cap. Only the rows over it are visited (the
@@ -309,6 +333,16 @@ class SQLiteResponseStore(ResponseStore):
         except BaseException:
             self._keep_touches(touches.items())  # not written: they go with the next group
             raise
+        return refused
+
+    @staticmethod
+    async def _heads_of(db: aiosqlite.Connection, names: set[str | None]) -> dict[str, str]:
+        if not names:
+            return {}
+        marks = ",".join("?" * len(names))
+        found = await db.execute_fetchall(
+            f"SELECT name, response_id FROM conversations WHERE name IN ({marks})", tuple(names))
+        return {str(name): str(rid) for name, rid in found}
 
     async def _write_touches(self) -> None:
         touches, self._touches = self._touches, {}
@@ -345,6 +379,9 @@ class SQLiteResponseStore(ResponseStore):
     async def conversation_head(self, name: str, *, touch: bool = True) -> StoredResponse | None:
         tick = self._tick() if touch else None
         return self._found(await self._read(_SELECT_HEAD, (name,)), tick)
+
+    async def check(self) -> None:
+        await self._read("SELECT 1", ())
 
     async def count(self) -> int:
         rows = await self._read("SELECT COUNT(*) FROM responses", ())

@@ -38,8 +38,10 @@ def _not_found(response_id: str) -> NotFoundError:
     return NotFoundError(f"No response found with id '{response_id}'.", param="response_id")
 
 
-async def _history(store: ResponseStore, parsed: ResponsesRequest) -> list[dict[str, Any]]:
-    """The stored conversation this request continues (empty for a fresh start)."""
+async def _history(store: ResponseStore, parsed: ResponsesRequest) -> tuple[list[dict[str, Any]], str | None]:
+    """The stored conversation this request continues (empty for a fresh start), and for a named
+    conversation the head it continues ("" when fresh): the turn is stored only if that is still
+    the head when it ends (another replica's turn in between is a 409, see store/api.py)."""
     if parsed.previous_response_id is not None:
         previous = await store.get(parsed.previous_response_id)
         if previous is None:
@@ -47,11 +49,11 @@ async def _history(store: ResponseStore, parsed: ResponsesRequest) -> list[dict[
                 f"Previous response with id '{parsed.previous_response_id}' not found.",
                 param="previous_response_id", code="previous_response_not_found",
             )
-        return previous.transcript
+        return previous.transcript, None
     if parsed.conversation is not None:
         head = await store.conversation_head(parsed.conversation)
-        return head.transcript if head is not None else []
-    return []
+        return (head.transcript, head.id) if head is not None else ([], "")
+    return [], None
 
 
 @routes.post("/v1/responses")
@@ -60,7 +62,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     app = request.app
     settings = app[appkeys.SETTINGS]
     store = app[appkeys.STORE]
-    history = await _history(store, parsed)
+    history, expected_head = await _history(store, parsed)
     agent_request = AgentRequest(
         messages=[*history, *parsed.messages], client_tools=parsed.chat_tools,
         params=parsed.upstream_params(), stream=parsed.stream, instructions=parsed.instructions,
@@ -70,10 +72,11 @@ async def create_response(request: web.Request) -> web.StreamResponse:
                               reasoning=settings.reasoning == "show")
     with app[appkeys.LIMITER].slot():
         if parsed.stream:
-            reply = _ResponsesStream(store, parsed, builder, agent_request.messages)
+            reply = _ResponsesStream(store, parsed, builder, agent_request.messages, expected_head)
             return await run_streamed(request, agent_request, reply, log=log)
         builder.start()
-        return await run_whole(app, agent_request, _ResponsesWhole(store, parsed, builder, agent_request.messages))
+        return await run_whole(app, agent_request, _ResponsesWhole(store, parsed, builder, agent_request.messages,
+                                                                expected_head))
 
 
 def _named(events: list[dict[str, Any]]) -> bytes:
@@ -92,8 +95,9 @@ class _Reply:
     """What both kinds of Responses reply share: the builder, and storing the response."""
 
     def __init__(self, store: ResponseStore, parsed: ResponsesRequest, builder: ResponseBuilder,
-                 history: list[dict[str, Any]]) -> None:
+                 history: list[dict[str, Any]], expected_head: str | None) -> None:
         self.store, self.parsed, self.builder, self.history = store, parsed, builder, history
+        self.expected_head = expected_head
 
     async def save(self, messages: Messages) -> None:
         """Store the response as the builder has it, with the conversation so far: the history
@@ -104,7 +108,7 @@ class _Reply:
         record = StoredResponse(
             id=builder.id, created_at=builder.created_at, response=builder.response(),
             transcript=[*self.history, *messages], input_items=parsed.input_items,
-            conversation=parsed.conversation,
+            conversation=parsed.conversation, expected_head=self.expected_head,
         )
         # Shielded: a client going away must not cancel the write halfway.
         await asyncio.shield(self.store.put(record))

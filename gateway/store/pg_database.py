@@ -1,0 +1,220 @@
+"""One PostgreSQL database shared by every replica: the asyncpg pool, the schema and its version,
+and the translation of any database fault into `StoreUnavailableError` (503 + Retry-After).
+
+The response store (`store/postgres.py`) and the Idempotency-Key cache (`store/pg_idempotency.py`)
+share one `PostgresDatabase`, so one pool and one schema.
+
+Why asyncpg rather than psycopg 3 with its pool: in one run against one throwaway cluster, a
+put+get loop was faster with asyncpg at c=1 and clearly faster at c=16 (bench/pg_driver.py,
+figures in bench/README.md), and it is asyncio-native with a pool that replaces broken connections
+by itself (a restarted server heals without a gateway restart).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, TypeAlias, TypeVar
+
+import asyncpg
+
+from gateway.config.envvars import redact_url
+from gateway.store.api import SchemaVersionError, StoreUnavailableError
+
+if TYPE_CHECKING:
+    from asyncpg.pool import PoolConnectionProxy
+
+T = TypeVar("T")
+#: A connection lent by the pool.
+Conn: TypeAlias = "PoolConnectionProxy[asyncpg.Record]"
+log = logging.getLogger("agent_gateway.store")
+
+#: The schema this gateway writes. Each step migrates from the version before it; a database at a
+#: higher version than this was written by a newer gateway, which this one refuses to run against.
+SCHEMA_VERSION = 1
+_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        # last_access: a cluster-wide sequence, so replicas agree on "least recently used"
+        "CREATE SEQUENCE IF NOT EXISTS responses_access",
+        """CREATE TABLE IF NOT EXISTS responses (
+            id TEXT PRIMARY KEY,
+            created_at BIGINT NOT NULL,
+            last_access BIGINT NOT NULL,
+            conversation TEXT,
+            response TEXT NOT NULL,
+            transcript TEXT NOT NULL,
+            input_items TEXT NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS responses_by_last_access ON responses (last_access, id)",
+        # a name whose head is deleted or evicted starts fresh: the cascade ends it
+        """CREATE TABLE IF NOT EXISTS conversations (
+            name TEXT PRIMARY KEY,
+            response_id TEXT NOT NULL REFERENCES responses (id) ON DELETE CASCADE
+        )""",
+        "CREATE INDEX IF NOT EXISTS conversations_by_response ON conversations (response_id)",
+        """CREATE TABLE IF NOT EXISTS idempotency (
+            key TEXT PRIMARY KEY,
+            fingerprint TEXT NOT NULL,
+            status INTEGER,
+            body BYTEA,
+            headers TEXT,
+            expires_at TIMESTAMPTZ NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS idempotency_by_expiry ON idempotency (expires_at)",
+    ),
+}
+#: pg_advisory_xact_lock keys: schema migration, and the writes that must see each other
+#: (the LRU bound and conversation heads hold for the whole cluster).
+MIGRATION_LOCK = 0x6167_7701
+WRITE_LOCK = 0x6167_7702
+
+# InternalClientError: a connection broken mid-operation (a server restart) as asyncpg finds it
+FAULTS = (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError, TimeoutError)
+
+
+def describe_url(url: str) -> str:
+    """Where the database is, for messages: the URL with its password masked."""
+    return redact_url(url)
+
+
+class PostgresDatabase:
+    """The pool, opened lazily and healed by itself. Until the schema is reachable every
+    operation is a 503; a background task retries with backoff meanwhile (`start`)."""
+
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10,
+                 connect_timeout: float = 5.0, command_timeout: float = 30.0) -> None:
+        self.url = url
+        self.where = describe_url(url)
+        self.min_size, self.max_size = min_size, max_size
+        self.connect_timeout, self.command_timeout = connect_timeout, command_timeout
+        self._pool: asyncpg.Pool | None = None
+        self._lock = asyncio.Lock()
+        self._retrying: asyncio.Task[None] | None = None
+        self._closed = False
+        self.last_error = "not connected yet"
+
+    def unavailable(self, what: str) -> StoreUnavailableError:
+        return StoreUnavailableError(f"The PostgreSQL store at {self.where} is unavailable: {what}.",
+                                     retry_after=2)
+
+    def fail(self, exc: BaseException) -> StoreUnavailableError:
+        text = str(exc).strip() or type(exc).__name__
+        if self.url in text:  # never the password, whatever the driver said
+            text = text.replace(self.url, self.where)
+        return self.unavailable(text)
+
+    async def open(self) -> None:
+        """Connect and migrate; raises StoreUnavailableError (then retried in the background) or
+        SchemaVersionError (the database is newer than this gateway: not retried)."""
+        self._closed = False
+        try:
+            await self._ensure()
+        except StoreUnavailableError:
+            self._start_retrying()
+            raise
+
+    def _start_retrying(self) -> None:
+        if self._retrying is None or self._retrying.done():
+            self._retrying = asyncio.get_running_loop().create_task(self._retry())
+
+    async def _retry(self) -> None:
+        delay = 0.5
+        while not self._closed and self._pool is None:
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 10.0)
+            try:
+                await self._ensure()
+            except StoreUnavailableError:
+                continue
+            except SchemaVersionError as exc:
+                log.error("%s", exc)
+                self.last_error = str(exc)
+                return
+            log.info("the PostgreSQL store at %s is reachable again", self.where)
+
+    async def _ensure(self) -> asyncpg.Pool:
+        if self._pool is not None:
+            return self._pool
+        async with self._lock:
+            if self._closed:
+                raise StoreUnavailableError("The response store is closed.")
+            if self._pool is not None:
+                return self._pool
+            pool: asyncpg.Pool | None = None
+            try:
+                pool = await asyncpg.create_pool(
+                    self.url, min_size=self.min_size, max_size=self.max_size,
+                    timeout=self.connect_timeout, command_timeout=self.command_timeout)
+                await _migrate(pool, self.where)
+            except SchemaVersionError:
+                if pool is not None:
+                    await pool.close()
+                raise
+            except (*FAULTS, ValueError) as exc:  # ValueError: a malformed URL
+                if pool is not None:
+                    pool.terminate()
+                self.last_error = self.fail(exc).message
+                raise self.fail(exc) from None
+            self._pool = pool
+            return pool
+
+    async def pool(self) -> asyncpg.Pool:
+        if self._pool is None:
+            if self._closed:
+                raise StoreUnavailableError("The response store is closed.")
+            raise self.unavailable(f"not reachable yet ({self.last_error})")
+        return self._pool
+
+    async def check(self) -> None:
+        """One round trip: raises StoreUnavailableError unless the database answers now."""
+        await self.run(lambda conn: conn.fetchval("SELECT 1"))
+
+    async def run(self, body: Callable[[Conn], Awaitable[T]]) -> T:
+        """`body` on a pooled connection; any database fault is a 503."""
+        pool = await self.pool()
+        try:
+            async with pool.acquire() as conn:
+                return await body(conn)
+        except FAULTS as exc:
+            raise self.fail(exc) from None
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Conn]:
+        pool = await self.pool()
+        try:
+            async with pool.acquire() as conn, conn.transaction():
+                yield conn
+        except FAULTS as exc:
+            raise self.fail(exc) from None
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._retrying is not None:
+            self._retrying.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._retrying
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            with contextlib.suppress(*FAULTS):
+                await asyncio.wait_for(pool.close(), 10)
+
+
+async def _migrate(pool: asyncpg.Pool, where: str) -> None:
+    async with pool.acquire() as conn, conn.transaction():
+        # replicas starting together migrate one at a time
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+        await conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        found = await conn.fetchval("SELECT max(version) FROM schema_version")
+        current = int(found) if found is not None else 0
+        if current > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"the PostgreSQL store at {where} has schema version {current}, newer than version "
+                f"{SCHEMA_VERSION} that this gateway knows: upgrade the gateway")
+        for version in range(current + 1, SCHEMA_VERSION + 1):
+            for statement in _MIGRATIONS[version]:
+                await conn.execute(statement)
+        if current < SCHEMA_VERSION:
+            await conn.execute("DELETE FROM schema_version")
+            await conn.execute("INSERT INTO schema_version (version) VALUES ($1)", SCHEMA_VERSION)

@@ -1,0 +1,169 @@
+"""The PostgreSQL backend of the Responses store, shared by every replica on one database.
+
+Selected by `API_SERVER_DATABASE_URL=postgresql://...`. Every write that the LRU bound or a
+conversation head depends on (a put) takes one cluster-wide advisory lock for its transaction,
+so the bound holds for the whole cluster and a conversation's head is checked and moved
+atomically. A touching read is one statement (`UPDATE ... RETURNING`): the record comes back
+whole with its new access stamp, and an eviction racing it either deletes the row first (the read
+finds nothing) or after (the read already has all of it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from gateway.errors import GatewayError
+from gateway.store.api import (
+    ConversationConflictError,
+    ResponseStore,
+    StoredResponse,
+)
+from gateway.store.pg_database import WRITE_LOCK, Conn, PostgresDatabase
+from gateway.wire import json_in, json_out
+
+_COLUMNS = "id, created_at, conversation, response, transcript, input_items"
+_R_COLUMNS = ", ".join("r." + c for c in _COLUMNS.split(", "))
+
+_UPSERT = (
+    "INSERT INTO responses (id, created_at, last_access, conversation, response, transcript, input_items)"
+    " VALUES ($1, $2, nextval('responses_access'), $3, $4, $5, $6)"
+    " ON CONFLICT (id) DO UPDATE SET created_at = excluded.created_at,"
+    " last_access = excluded.last_access, conversation = excluded.conversation,"
+    " response = excluded.response, transcript = excluded.transcript, input_items = excluded.input_items"
+)
+_UPSERT_HEAD = ("INSERT INTO conversations (name, response_id) VALUES ($1, $2)"
+                " ON CONFLICT (name) DO UPDATE SET response_id = excluded.response_id")
+_EVICT = ("DELETE FROM responses WHERE id IN (SELECT id FROM responses ORDER BY last_access, id"
+          " LIMIT greatest(0, (SELECT count(*) FROM responses) - $1))")
+_HEADS = "SELECT name, response_id FROM conversations WHERE name = ANY($1::text[])"
+#: A row as the group writer holds it: the values of `_UPSERT`.
+_Row = tuple[str, int, str | None, str, str, str]
+_GET = f"SELECT {_COLUMNS} FROM responses WHERE id = $1"
+_GET_TOUCH = (f"UPDATE responses SET last_access = nextval('responses_access') WHERE id = $1"
+              f" RETURNING {_COLUMNS}")
+_HEAD = (f"SELECT {_R_COLUMNS} FROM conversations c JOIN responses r ON r.id = c.response_id"
+         " WHERE c.name = $1")
+_HEAD_TOUCH = (f"UPDATE responses r SET last_access = nextval('responses_access') FROM conversations c"
+               f" WHERE c.name = $1 AND r.id = c.response_id RETURNING {_R_COLUMNS}")
+
+
+class PostgresResponseStore(ResponseStore):
+    def __init__(self, database: PostgresDatabase, max_responses: int) -> None:
+        if max_responses < 1:
+            raise ValueError("max_responses must be at least 1")
+        self.database = database
+        self.max_responses = max_responses
+        self._waiting: list[tuple[_Row, str | None, asyncio.Future[None]]] = []
+        self._writer: asyncio.Task[None] | None = None
+
+    async def open(self) -> None:
+        await self.database.open()
+
+    async def close(self) -> None:
+        if self._writer is not None:
+            await asyncio.wait([self._writer])  # puts already accepted are written (or fail) first
+        await self.database.close()
+
+    async def check(self) -> None:
+        await self.database.check()
+
+    async def put(self, record: StoredResponse) -> None:
+        """Group commit, as the SQLite backend: the puts that arrive while one transaction is being
+        written go together in the next one (one lock, one commit, one eviction for all of them).
+        Nothing waits to fill a group: a put with no write in progress starts one at once."""
+        values = (record.id, record.created_at, record.conversation, _text(record.response),
+                  _text(record.transcript), _text(record.input_items))
+        written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append((values, record.expected_head, written))
+        if self._writer is None:
+            self._writer = asyncio.get_running_loop().create_task(self._write_puts())
+        try:
+            await written
+        except GatewayError as exc:
+            # raised afresh for each put: a shared exception object would gather every waiter's traceback
+            raise type(exc)(exc.message, param=exc.param, retry_after=exc.retry_after) from None
+
+    async def _write_puts(self) -> None:
+        try:
+            while self._waiting:
+                group, self._waiting = self._waiting, []
+                try:
+                    refused = await self._write_group([(values, expected) for values, expected, _ in group])
+                except Exception as exc:
+                    for _, _, written in group:
+                        if not written.done():
+                            written.set_exception(exc)
+                except BaseException:  # cancelled (the loop is closing): so are the waiting puts
+                    for _, _, written in [*group, *self._waiting]:
+                        written.cancel()
+                    raise
+                else:
+                    for (values, _, written), conflict in zip(group, refused, strict=True):
+                        if written.done():
+                            continue
+                        if conflict:
+                            written.set_exception(ConversationConflictError.on(str(values[2])))
+                        else:
+                            written.set_result(None)
+        finally:
+            self._writer = None
+
+    async def _write_group(self, puts: list[tuple[_Row, str | None]]) -> list[bool]:
+        """One transaction under the cluster-wide write lock; per put, whether it was refused."""
+        refused = [False] * len(puts)
+        async with self.database.transaction() as conn:
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", WRITE_LOCK)
+            checked = list({v[2] for v, expected in puts if v[2] is not None and expected is not None})
+            current: dict[str, str] = {}
+            if checked:
+                rows = await conn.fetch(_HEADS, checked)
+                current = {row["name"]: row["response_id"] for row in rows}
+            kept: list[_Row] = []
+            heads: list[tuple[str, str]] = []
+            for index, (values, expected) in enumerate(puts):
+                name = values[2]
+                if name is not None and expected is not None and current.get(name, expected) != expected:
+                    refused[index] = True  # another turn is the head now (an earlier one in this group too)
+                    continue
+                kept.append(values)
+                if name is not None:
+                    heads.append((name, values[0]))
+                    current[name] = values[0]
+            if kept:
+                await conn.executemany(_UPSERT, kept)
+            if heads:  # in call order, so the last put naming a conversation is its head
+                await conn.executemany(_UPSERT_HEAD, heads)
+            await conn.execute(_EVICT, self.max_responses)
+        return refused
+
+    async def get(self, response_id: str, *, touch: bool = True) -> StoredResponse | None:
+        row = await self.database.run(lambda conn: conn.fetchrow(_GET_TOUCH if touch else _GET, response_id))
+        return _record(row) if row is not None else None
+
+    async def delete(self, response_id: str) -> bool:
+        async def body(conn: Conn) -> bool:
+            status = await conn.execute("DELETE FROM responses WHERE id = $1", response_id)
+            return bool(status != "DELETE 0")
+
+        return await self.database.run(body)
+
+    async def conversation_head(self, name: str, *, touch: bool = True) -> StoredResponse | None:
+        row = await self.database.run(lambda conn: conn.fetchrow(_HEAD_TOUCH if touch else _HEAD, name))
+        return _record(row) if row is not None else None
+
+    async def count(self) -> int:
+        return int(await self.database.run(lambda conn: conn.fetchval("SELECT count(*) FROM responses")))
+
+
+def _record(row: Any) -> StoredResponse:
+    return StoredResponse(id=row[0], created_at=row[1], conversation=row[2], response=_json(row[3]),
+                          transcript=_json(row[4]), input_items=_json(row[5]))
+
+
+def _text(value: Any) -> str:
+    return json_out.dumps(value, ensure_ascii=True).decode()
+
+
+def _json(text: str) -> Any:
+    return json_in.loads(text.encode())
