@@ -153,7 +153,8 @@ async def run_streamed(request: web.Request, agent_request: AgentRequest, reply:
                 if isinstance(batch, Keepalive):
                     await sse.send(opening() + KEEPALIVE_FRAME)
                     continue
-                worked = worked or did_work(batch)
+                if not worked and not sse.started:  # read only while no byte is on the wire
+                    worked = did_work(batch)
                 if isinstance(batch[-1], Finished):  # always the run's last event
                     finished = batch[-1]
                 body = opening() + reply.encode(batch)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.support.gateway_process import REPO, gateway_env, run_cli
+from tests.support.gateway_process import REPO, gateway_env, run_cli, start_gateway
 
 BROKEN = "raise ImportError('lxml.html.clean module is now a separate project lxml_html_clean.')\n"
 
@@ -61,3 +61,14 @@ async def test_tools_says_fetch_is_available_on_a_complete_install(tmp_path):
 
     assert code == 0, err
     assert fetch_line(out).split()[1:5] == ["-", "yes", "-", "available"]
+
+
+async def test_a_started_gateway_holds_no_html_extractor_in_memory_until_it_reads_a_page(tmp_path):
+    # The start-up report still checks that the extractor imports, in a child interpreter
+    # (tests above): the gateway's own memory has no lxml mapped.
+    gateway = await start_gateway(env=gateway_env(tmp_path / "home"))
+    try:
+        maps = Path(f"/proc/{gateway.pid}/maps").read_text()
+    finally:
+        await gateway.stop()
+    assert "lxml" not in maps

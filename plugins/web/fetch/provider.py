@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import json
 import logging
+import subprocess
+import sys
 from typing import Any
 
 from providers.urlsafety import Fetched, SafeFetcher
@@ -25,19 +28,48 @@ TEXT_TYPES = frozenset({
 log = logging.getLogger(__name__)
 
 
+#: Run by a child interpreter: prints why trafilatura cannot be imported, or nothing.
+_PROBE = """
+import json, sys
+sys.path[:] = json.loads(sys.argv[1])
+try:
+    import trafilatura
+except Exception as exc:
+    print(type(exc).__name__ + ": " + (" ".join(str(exc).split()) or "no message"))
+"""
+PROBE_TIMEOUT = 60.0  # seconds; a cold import on a slow disk takes a few
+
+
 def extractor_import_error() -> str | None:
     """Why the HTML extractor (trafilatura and its lxml stack) cannot be imported, or None when it can.
 
     Imports it for real: a package that is present but broken (trafilatura 2 on lxml 6 without
-    lxml_html_clean raises ImportError from deep inside) is caught only by importing.
+    lxml_html_clean raises ImportError from deep inside) is caught only by importing. The import is
+    tried in a child interpreter (same executable and module path) unless this process already holds
+    it: imported here, the lxml stack would stay in a gateway's memory from its start on, read a page
+    or not (bench/README.md, idle RSS).
     """
+    if "trafilatura" in sys.modules:  # a failed import leaves no entry: this one imported
+        return None
+    try:
+        probe = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(sys.path)], capture_output=True,
+                               text=True, timeout=PROBE_TIMEOUT, check=False)
+        detail = probe.stdout.strip() or (f"the import check exited with status {probe.returncode}"
+                                          if probe.returncode else "")
+    except (OSError, subprocess.SubprocessError):  # no child interpreter to be had: import here
+        detail = _import_here()
+    if not detail:
+        return None
+    return (f"its HTML extractor trafilatura cannot be imported ({detail}); "
+            "reinstall agent-gateway so its dependencies are complete")
+
+
+def _import_here() -> str:
     try:
         import trafilatura  # noqa: F401
     except Exception as exc:  # noqa: BLE001 - any import-time failure means the extractor cannot run
-        detail = " ".join(str(exc).split()) or "no message"
-        return (f"its HTML extractor trafilatura cannot be imported ({type(exc).__name__}: {detail}); "
-                "reinstall agent-gateway so its dependencies are complete")
-    return None
+        return f"{type(exc).__name__}: {' '.join(str(exc).split()) or 'no message'}"
+    return ""
 
 
 class FetchProvider(WebSearchProvider):

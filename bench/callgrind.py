@@ -1,0 +1,133 @@
+"""Instructions per request of `python -m gateway serve` under callgrind: an A/B that needs no quiet host.
+
+    python -m bench.callgrind --requests 300 --concurrency 1 chat
+    python -m bench.callgrind --requests 400 --concurrency 64 stream --src /tmp/old
+    python -m bench.callgrind --requests 300 chat --env API_SERVER_METRICS=false
+
+Starts the bench fake upstream, then the gateway (from `--src`, default this checkout) under
+`valgrind --tool=callgrind`; sends a warm-up (connections opened, caches filled), zeroes the counters
+(`callgrind_control -z`), sends exactly `--requests` requests over `--concurrency` keep-alive
+connections, dumps (`callgrind_control -d`) and prints the instructions per request. The dump stays in
+`--out` for `callgrind_annotate --inclusive=yes <dump>` (e.g. `gc_collect_main` for the cyclic GC's share).
+The load generator runs outside valgrind, so only the gateway's own instructions are counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import glob
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import aiohttp
+
+from bench import processes
+from bench.scenarios import chat_body
+
+START_TIMEOUT = 300.0  # seconds: imports run ~50x slower under valgrind
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def wait_healthy(session: aiohttp.ClientSession, base: str) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + START_TIMEOUT
+    while loop.time() < deadline:
+        try:
+            async with session.get(f"{base}/health") as response:
+                if response.status == 200:
+                    return
+        except aiohttp.ClientError:
+            pass
+        await asyncio.sleep(0.5)
+    raise RuntimeError(f"the gateway under callgrind did not answer /health within {START_TIMEOUT:.0f} s")
+
+
+async def send(session: aiohttp.ClientSession, url: str, body: bytes, count: int, concurrency: int) -> None:
+    left = count
+
+    async def worker() -> None:
+        nonlocal left
+        while left > 0:
+            left -= 1
+            async with session.post(url, data=body, headers={"Content-Type": "application/json"}) as response:
+                data = await response.read()
+                if response.status != 200:
+                    raise RuntimeError(f"HTTP {response.status}: {data[:200]!r}")
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+
+def total_instructions(dump: str) -> int:
+    text = Path(dump).read_text(errors="replace")
+    found = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
+    if found is None:
+        raise RuntimeError(f"no instruction total in {dump}")
+    return int(found.group(1))
+
+
+async def measure(args: argparse.Namespace) -> int:
+    src = Path(args.src).resolve() if args.src else processes.REPO
+    folder = Path(args.out or tempfile.mkdtemp(prefix="callgrind-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    out = str(folder / "cg.out")
+    for stale in glob.glob(out + ".*"):  # an earlier run's dumps in the same folder
+        Path(stale).unlink()
+    fake = await processes.start("fake upstream", ["-m", "bench.fake_upstream", "--port", "0"], processes.clean_env({}))
+    port = free_port()
+    env = processes.clean_env({
+        "AGENT_GATEWAY_HOME": tempfile.mkdtemp(prefix="agent-gateway-callgrind-"),
+        "LLM_BASE_URL": f"{fake.base_url}/v1", "LLM_MODEL": "bench-model",
+        "SEARXNG_URL": fake.base_url, "WEB_BACKEND": "searxng",
+        "API_SERVER_MAX_CONCURRENT_RUNS": "4096", "PYTHONPATH": str(src),
+        **dict(pair.split("=", 1) for pair in args.env),
+    })
+    gateway = subprocess.Popen(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+         sys.executable, "-m", "gateway", "serve", "--port", str(port)],
+        env=env, cwd=src, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    stream = args.scenario == "stream"
+    body = chat_body(stream=stream, text="bench: chunks=50" if stream else "Say hello.")
+    try:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+            await wait_healthy(session, base)
+            url = f"{base}/v1/chat/completions"
+            await send(session, url, body, max(2 * args.concurrency, 100), args.concurrency)
+            subprocess.run(["callgrind_control", "-z", str(gateway.pid)], capture_output=True, check=True)
+            await send(session, url, body, args.requests, args.concurrency)
+            subprocess.run(["callgrind_control", "-d", str(gateway.pid)], capture_output=True, check=True)
+    finally:
+        gateway.send_signal(signal.SIGINT)
+        gateway.wait(timeout=120)
+        await fake.stop()
+    dump = sorted(glob.glob(out + ".*"))[0]  # the first dump: the one callgrind_control -d asked for
+    per_request = total_instructions(dump) / args.requests
+    print(f"{args.scenario}, c={args.concurrency}, {args.requests} requests, src {src}: "
+          f"{per_request / 1000:,.0f}k instructions per request (dump {dump})")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("scenario", choices=("chat", "stream"), help="whole chat, or a stream of 50 chunks")
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument("--src", help="a checkout to measure instead of this one (A/B)")
+    parser.add_argument("--env", nargs="*", default=[], metavar="NAME=VALUE", help="extra gateway settings")
+    parser.add_argument("--out", help="folder for the callgrind dump (default: a new temp folder)")
+    return asyncio.run(measure(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
