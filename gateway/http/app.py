@@ -27,13 +27,13 @@ from gateway.http.routes import chat, health, metrics, models, openapi, response
 from gateway.store.api import ResponseStore, StoreUnavailableError
 from gateway.store.idempotency import IdempotencyCache, InMemoryIdempotencyCache
 from gateway.store.observed import ObservedStore
-from gateway.store.pg_database import PostgresDatabase
-from gateway.store.pg_idempotency import PostgresIdempotencyCache
-from gateway.store.postgres import PostgresResponseStore
 from gateway.store.sqlite import SQLiteResponseStore
 from gateway.upstream.client import UpstreamClient
 from providers.loader import load_registry
 from providers.registry import ProviderRegistry
+
+if TYPE_CHECKING:
+    from gateway.store.pg_database import PostgresDatabase
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -59,11 +59,19 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     app[appkeys.LIMITER] = RunLimiter(settings.max_concurrent_runs)
     app[appkeys.LIFECYCLE] = Lifecycle()
     # one database for the store and the Idempotency-Key entries when replicas share PostgreSQL
-    database = PostgresDatabase(settings.database_url) if settings.database_url else None
+    database: PostgresDatabase | None = None
+    if settings.database_url:
+        # imported only here: asyncpg and the PostgreSQL backend are memory a one-machine gateway
+        # (SQLite) never uses
+        from gateway.store.pg_database import PostgresDatabase
+        from gateway.store.pg_idempotency import PostgresIdempotencyCache
+
+        database = PostgresDatabase(settings.database_url)
+        if idempotency is None:
+            idempotency = PostgresIdempotencyCache(database, ttl=settings.idempotency_ttl,
+                                                   lease=settings.run_timeout + 30)
     if idempotency is None:
-        idempotency = (InMemoryIdempotencyCache(ttl=settings.idempotency_ttl) if database is None else
-                       PostgresIdempotencyCache(database, ttl=settings.idempotency_ttl,
-                                                lease=settings.run_timeout + 30))
+        idempotency = InMemoryIdempotencyCache(ttl=settings.idempotency_ttl)
     app[appkeys.IDEMPOTENCY] = idempotency
     if settings.metrics_enabled:
         app[appkeys.METRICS] = _metrics(app)
@@ -162,6 +170,8 @@ def _store_ctx(database: PostgresDatabase | None) -> Callable[[web.Application],
         settings = app[appkeys.SETTINGS]
         store: ResponseStore
         if database is not None:  # shared by every replica on the database
+            from gateway.store.postgres import PostgresResponseStore
+
             store = PostgresResponseStore(database, settings.max_stored_responses)
         else:
             store = SQLiteResponseStore(settings.db_path, settings.max_stored_responses)
