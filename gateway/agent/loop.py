@@ -115,7 +115,7 @@ class Agent:
         self.system_prompt = system_prompt
         self.web_tools = web_tools  # always, or on_request: only when a request asks for web search
         # (UTC day number, prompt without tools, prompt with tools): rebuilt when the date changes,
-        # not on every request (strftime and the f-strings were ~1.9 us per request)
+        # not on every request (strftime and the f-strings cost every request; bench/README.md)
         self._dated_prompts: tuple[int, str, str] = (-1, "", "")
 
     def _system_prompt(self, with_tools: bool) -> str:

@@ -124,10 +124,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def event_loop_runner() -> Callable[[Coroutine[Any, Any, None]], None]:
-    """uvloop's runner when it is installed (`pip install agent-gateway[fast]`), else asyncio's.
+    """uvloop's runner where it is installed (a default dependency, except on Windows), else asyncio's.
 
-    Same behaviour either way; uvloop's C event loop cut the gateway's CPU per request by about
-    15% in bench/ (non-streamed and streamed chat alike).
+    Same behaviour either way; uvloop's C event loop costs less CPU per request (bench/README.md).
     """
     try:
         import uvloop
@@ -139,8 +138,8 @@ def event_loop_runner() -> Callable[[Coroutine[Any, Any, None]], None]:
 def freeze_startup_objects() -> None:
     """Move everything built at startup (modules, the app, providers, sessions) out of the cyclic
     garbage collector's reach: they live as long as the process, and every full collection walked
-    them all (~60k objects). Garbage collection took ~15% of the CPU at c=64, ~4 points of it in
-    full collections; after freezing those cost a tenth (bench, gc.callbacks timing).
+    them all (tens of thousands of objects), a real share of the CPU at high concurrency
+    (bench/README.md has the gc.callbacks timing).
 
     The youngest generation is then collected after GC_YOUNG_THRESHOLD net allocations instead of
     700: at high concurrency each request's upstream call (aiohttp's client objects) is still alive

@@ -1,7 +1,8 @@
 """A stderr log handler that writes the event loop's records in batches.
 
 With one access line per request, formatting each line and writing it with its own `write(2)`
-cost the serving thread ~15-30 us per request, and at concurrency 1 that work sat between one
+cost the serving thread a measurable share of each request (bench/README.md), and at concurrency
+1 that work sat between one
 reply and the next request's upstream call. Here a record emitted on the event loop's thread is
 only kept; a timer (`delay` seconds) formats and writes everything kept in one write, while the
 loop would otherwise wait on the network. Records at WARNING and above, records from other threads

@@ -40,7 +40,8 @@ async def batched_with_keepalive(
 
     `first_alone`: the first item leaves in a list of its own, before the source goes on with
     the rest of its burst. The time to the first byte is then that of one upstream chunk, not of
-    the whole burst (at concurrency 1 a 50-chunk burst took ~0.5 ms to parse, relay and encode).
+    the whole burst (parsing, relaying and encoding a 50-chunk burst is measurable at concurrency 1;
+    bench/README.md).
 
     The source runs in one task for the whole stream, never cancelled by a keepalive timeout (that
     would tear it down); it is cancelled, and the source closed, only when the consumer stops.
