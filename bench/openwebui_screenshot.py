@@ -77,7 +77,7 @@ def ensure_open_webui(cache: Path, version: str) -> Path:
         # The base interpreter, not the project's venv (a venv made from a venv still works, but
         # this says what is meant).
         run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", str(venv)], timeout=300)
-    pip = [str(python), "-m", "pip", "install", "-q"]
+    pip = [str(python), "-m", "pip", "install", "-qq"]  # -qq: not a warning per package from find-links
     run([*pip, TORCH_CPU], timeout=1800)  # first: open-webui's own torch requirement is then met
     run([*pip, f"open-webui=={version}"], timeout=3600)
     done.write_text(f"{TORCH_CPU} open-webui=={version}\n")
@@ -161,6 +161,18 @@ def wait_http(child: Child, url: str, timeout: float, headers: dict[str, str] | 
     raise RuntimeError(f"{child.name} not answering {url} after {timeout:.0f} s:\n{child.tail()}")
 
 
+def describe(src: Path) -> str:
+    """The checkout's commit, and whether its work tree has changes (the picture shows those too)."""
+    try:
+        head = subprocess.run(["git", "-C", str(src), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(src), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    except (subprocess.SubprocessError, OSError):
+        return "not a git checkout"
+    return f"commit {head}" + (" with uncommitted changes" if dirty else "")
+
+
 def clean_env(extra: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(GATEWAY_PREFIXES)}
     env.pop("VIRTUAL_ENV", None)
@@ -221,7 +233,7 @@ def screenshot(args: argparse.Namespace, work: Path, children: list[Child]) -> i
     children.append(gateway)
     gw_url = f"http://127.0.0.1:{gw_port}"
     wait_http(gateway, f"{gw_url}/v1/models", 60, {"Authorization": f"Bearer {API_KEY}"})
-    log(f"gateway from {src} at {gw_url}")
+    log(f"gateway from {src} ({describe(src)}) at {gw_url}")
 
     data_dir = work / "owui-data"
     data_dir.mkdir()
