@@ -86,8 +86,8 @@ try {
   await page.keyboard.press('Enter');
   note(`sent: ${prompt}`);
 
-  // Finished: the answer's last words are on the page and the send button is back (the stop
-  // button, shown while a reply streams, is gone).
+  // Finished: the last line of bench/fake_reasoner.py's answer ("Source: [title](url)") is on the
+  // page and no stop button (shown while a reply streams) is left.
   const deadline = Date.now() + timeoutMs;
   let done = false;
   while (Date.now() < deadline) {
