@@ -248,7 +248,7 @@ def screenshot(args: argparse.Namespace, work: Path, children: list[Child]) -> i
     profile.mkdir()
     browser = start("chat", ["node", str(script)], {
         **os.environ, "OWUI_URL": owui_url, "OWUI_MODEL": args.model, "OWUI_PROMPT": PROMPT,
-        "OWUI_OUT": str(out), "OWUI_PROFILE": str(profile), "OWUI_DIAG": str(work / "page"),
+        "OWUI_OUT": str(work / "shot.png"), "OWUI_PROFILE": str(profile), "OWUI_DIAG": str(work / "page"),
         "OWUI_TIMEOUT": str(args.chat_timeout), "CHROMIUM": str(CHROMIUM),
     }, work, cwd=script.parent)
     children.append(browser)
@@ -261,7 +261,8 @@ def screenshot(args: argparse.Namespace, work: Path, children: list[Child]) -> i
     for child in (gateway, webui):
         if child.proc.poll() is not None:
             log(f"{child.name} exited early ({child.proc.returncode}):\n{child.tail()}")
-    if code == 0:
+    if code == 0:  # only a finished chat replaces --out; a failed run's picture stays in the temp folder
+        shutil.copyfile(work / "shot.png", out)
         log(f"screenshot written: {out}")
     return code
 
