@@ -1,0 +1,190 @@
+"""A scripted fake model that reasons, searches and cites, plus a fake SearXNG, in one process.
+
+`python -m bench.fake_reasoner --port 0` prints `fake reasoner listening on http://127.0.0.1:PORT`.
+Used by bench/openwebui_screenshot.py to show, in a real Open WebUI, what the gateway relays of a
+reasoning model's turn. For one chat it plays the part of a Qwen3/DeepSeek-R1-style server on vLLM:
+
+- round 1 (the last message is the user's and `web_search` is offered): streams its thinking in
+  `delta.reasoning_content`, slowly enough that "Thought for N seconds" has an N, then calls
+  `web_search` with the query "what do otters eat";
+- round 2 (the last message is the tool result): a little more thinking, then an answer that
+  links the first URL found in the tool result as a markdown link (so the gateway can turn it
+  into a `url_citation`);
+- anything else (a request without `web_search`, e.g. a title or tag task Open WebUI may send):
+  one short plain answer.
+
+`GET /search?q=..&format=json` answers as SearXNG does, with otter pages as hits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+from typing import Any
+
+from aiohttp import web
+
+MODEL = "fake-reasoner"
+QUERY = "what do otters eat"
+#: Pause between streamed pieces of thinking, in seconds: eight pieces give "Thought for 2 seconds".
+THINK_DELAY = 0.3
+URL_RE = re.compile(r"https?://[^\s\"'<>)\]\\]+")
+
+THINKING_1 = [
+    "The user asks what otters eat. ", "There are thirteen otter species, ", "and their diets differ: ",
+    "sea otters and river otters eat different prey. ", "I should not answer from memory alone; ",
+    "a quick web search will give me a source to cite. ", "Searching for otter diet.",
+]
+THINKING_2 = [
+    "The search found a page on otter diet. ", "It says fish is the staple, ",
+    "with crustaceans, frogs and, for sea otters, sea urchins and clams. ", "I will answer and cite it.",
+]
+ANSWER = (
+    "Otters are carnivores. Most river otters live mainly on **fish**, and add crayfish, crabs, frogs, "
+    "birds' eggs and small mammals when they can catch them. Sea otters eat hard-shelled sea "
+    "creatures instead: sea urchins, clams, mussels and crabs, which they crack open with a stone "
+    "while floating on their backs. An adult sea otter eats about a quarter of its body weight "
+    "every day.\n\nSource: [{title}]({url})"
+)
+HITS = [
+    {"url": "https://en.wikipedia.org/wiki/Otter", "title": "Otter - Wikipedia",
+     "content": "Otters are carnivorous mammals. Their diet is mainly fish, plus crustaceans, frogs, "
+                "birds and, for sea otters, sea urchins and clams."},
+    {"url": "https://www.nationalgeographic.com/animals/mammals/facts/sea-otter",
+     "title": "Sea otter facts | National Geographic",
+     "content": "Sea otters eat about 25 percent of their body weight in food each day."},
+    {"url": "https://www.fws.gov/species/northern-river-otter-lontra-canadensis",
+     "title": "Northern river otter | U.S. Fish & Wildlife Service",
+     "content": "River otters feed on fish, crayfish, frogs and turtles."},
+]
+
+
+def _frame(obj: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    return _frame({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1700000000,
+                   "model": MODEL, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def _cited(messages: list[dict[str, Any]]) -> tuple[str, str]:
+    """The first URL the last tool result names, and its title when the result gives one."""
+    result = _text(messages[-1].get("content"))
+    match = URL_RE.search(result)
+    if match is None:
+        return HITS[0]["url"], HITS[0]["title"]
+    url = match.group(0).rstrip(".,;")
+    title = next((hit["title"] for hit in HITS if hit["url"] == url), url)
+    return url, title
+
+
+async def _stream(request: web.Request, pieces: list[tuple[dict[str, Any], float]],
+                  finish: str) -> web.StreamResponse:
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    await response.prepare(request)
+    await response.write(_chunk({"role": "assistant", "content": ""}))
+    for delta, pause in pieces:
+        await response.write(_chunk(delta))
+        if pause:
+            await asyncio.sleep(pause)
+    await response.write(_chunk({}, finish))
+    await response.write(b"data: [DONE]\n\n")
+    await response.write_eof()
+    return response
+
+
+def _whole(message: dict[str, Any], finish: str) -> web.Response:
+    return web.json_response({
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": 1700000000, "model": MODEL,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 80, "total_tokens": 100}})
+
+
+async def chat(request: web.Request) -> web.StreamResponse:
+    body = await request.json()
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    offered = any((t.get("function") or {}).get("name") == "web_search" for t in body.get("tools") or ())
+    last = messages[-1].get("role") if messages else None
+    stream = bool(body.get("stream"))
+    if last == "tool":
+        url, title = _cited(messages)
+        answer = ANSWER.format(url=url, title=title)
+        if not stream:
+            return _whole({"role": "assistant", "content": answer,
+                           "reasoning_content": "".join(THINKING_2)}, "stop")
+        words = re.findall(r"\S+\s*", answer)
+        pieces: list[tuple[dict[str, Any], float]] = [({"reasoning_content": t}, THINK_DELAY) for t in THINKING_2]
+        pieces += [({"content": w}, 0.02) for w in words]
+        return await _stream(request, pieces, "stop")
+    if offered and last == "user":
+        args = json.dumps({"query": QUERY})
+        call: dict[str, Any] = {"id": "call_otters", "type": "function",
+                                "function": {"name": "web_search", "arguments": args}}
+        if not stream:
+            return _whole({"role": "assistant", "content": None, "reasoning_content": "".join(THINKING_1),
+                           "tool_calls": [call]}, "tool_calls")
+        pieces = [({"reasoning_content": t}, THINK_DELAY) for t in THINKING_1]
+        pieces.append(({"tool_calls": [{"index": 0, **call, "function": {"name": "web_search",
+                                                                        "arguments": ""}}]}, 0))
+        pieces.append(({"tool_calls": [{"index": 0, "function": {"arguments": args}}]}, 0))
+        return await _stream(request, pieces, "tool_calls")
+    text = "Otters"  # a side task (title, tags, follow-ups): short, and no tool
+    if not stream:
+        return _whole({"role": "assistant", "content": text}, "stop")
+    return await _stream(request, [({"content": text}, 0)], "stop")
+
+
+async def models(request: web.Request) -> web.Response:
+    return web.json_response({"object": "list", "data": [
+        {"id": MODEL, "object": "model", "created": 1700000000, "owned_by": "bench"}]})
+
+
+async def search(request: web.Request) -> web.Response:
+    if request.query.get("format") != "json":
+        return web.Response(status=403, text="format not allowed")  # what SearXNG does
+    query = request.query.get("q", "")
+    results = [{**hit, "engine": "bench", "engines": ["bench"], "score": 1.0 / (i + 1), "category": "general"}
+               for i, hit in enumerate(HITS)]
+    return web.json_response({"query": query, "number_of_results": len(results), "results": results,
+                              "answers": [], "suggestions": [], "unresponsive_engines": []})
+
+
+async def serve(port: int) -> None:
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", chat)
+    app.router.add_get("/v1/models", models)
+    app.router.add_get("/search", search)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port)
+    await site.start()
+    bound = next(iter(runner.addresses))[1]
+    print(f"fake reasoner listening on http://127.0.0.1:{bound}", flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="scripted fake model (reasons, searches, cites) and fake SearXNG")
+    parser.add_argument("--port", type=int, default=0)
+    try:
+        asyncio.run(serve(parser.parse_args().port))
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
