@@ -49,7 +49,9 @@ def finished(call: ToolCallStarted | None, result: ToolCallFinished) -> dict[str
                            "done": True, "error": True})
         return _event({
             "action": "web_search", "description": "Searched {{count}} sites", "queries": queries,
-            "urls": urls, "items": [{"title": s.title, "url": s.url} for s in result.sources], "done": True,
+            # Open WebUI's site list reads `link` (target and favicon); `url` for other readers
+            "urls": urls, "items": [{"title": s.title, "link": s.url, "url": s.url} for s in result.sources],
+            "done": True,
         })
     if result.name == EXTRACT_TOOL:
         if not result.ok or not urls:

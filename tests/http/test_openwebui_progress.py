@@ -42,8 +42,8 @@ async def test_openwebui_mode_sends_search_status_events_and_no_markers(owui_cli
     assert done == {
         "action": "web_search", "description": "Searched {{count}} sites", "queries": ["otter diet"],
         "urls": ["https://example.org/1", "https://example.org/2"],
-        "items": [{"title": "Result 1 for otter diet", "url": "https://example.org/1"},
-                  {"title": "Result 2 for otter diet", "url": "https://example.org/2"}],
+        "items": [{"title": "Result 1 for otter diet", "link": "https://example.org/1", "url": "https://example.org/1"},
+                  {"title": "Result 2 for otter diet", "link": "https://example.org/2", "url": "https://example.org/2"}],
         "done": True,
     }
     # the running status comes before the answer, the finished one too
