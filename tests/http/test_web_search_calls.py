@@ -159,13 +159,13 @@ async def test_an_unknown_include_value_is_a_400_naming_it(client, include, para
     assert_error_envelope(await resp.json(), param=param)
 
 
-@pytest.mark.parametrize("item", [
-    {"type": "web_search_call", "id": "ws_1", "status": "completed"},
-    {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "browse"}},
-    {"type": "web_search_call", "id": "ws_1", "status": "done", "action": {"type": "search", "query": "q"}},
+@pytest.mark.parametrize(("item", "param"), [
+    ({"type": "web_search_call", "id": "ws_1", "status": "completed"}, "input[1].action"),
+    ({"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "browse"}}, "input[1].action"),
+    ({"type": "web_search_call", "id": "ws_1", "status": "done", "action": {"type": "search"}}, "input[1].status"),
 ])
-async def test_a_malformed_web_search_call_input_item_is_a_400(client, item):
+async def test_a_malformed_web_search_call_input_item_is_a_400_naming_the_field(client, item, param):
     resp = await client.post("/v1/responses", json={"input": [{"role": "user", "content": "x"}, item]},
                              headers={"Authorization": f"Bearer {API_KEY}"})
     assert resp.status == 400
-    assert (await resp.json())["error"]["param"].startswith("input[1].")
+    assert_error_envelope(await resp.json(), param=param)
