@@ -264,7 +264,8 @@ class Agent:
         outputs = await asyncio.gather(
             *(self._run_one(c, a, allowed, context) for c, a in zip(calls, parsed, strict=True)))
         for call, (output, ok) in zip(calls, outputs, strict=True):
-            yield ToolCallFinished(call.id, call.name, output, ok, sources.found(call.name, output) if ok else ())
+            worked, found = sources.outcome(call.name, output) if ok else (False, ())
+            yield ToolCallFinished(call.id, call.name, output, worked, found)
 
     async def _run_one(self, call: _ToolCall, arguments: dict[str, Any] | str, allowed: bool,
                        context: ToolContext) -> tuple[str, bool]:

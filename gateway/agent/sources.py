@@ -36,16 +36,27 @@ def wanted(name: str, arguments: Mapping[str, Any] | str) -> tuple[tuple[str, ..
     return (), ()
 
 
-def found(name: str, output: str) -> tuple[Source, ...]:
-    """The pages a successful web tool call returned: search hits, or pages read without error."""
+def outcome(name: str, output: str) -> tuple[bool, tuple[Source, ...]]:
+    """(whether it worked, the pages it returned) of a call that ran: a web tool whose envelope says
+    `success: false` (every provider failed, no page could be read) did not work. Other tools'
+    outputs are not read: they worked, and name no pages."""
     if name not in (SEARCH_TOOL, EXTRACT_TOOL):
-        return ()
+        return True, ()
     try:
         envelope = json.loads(output)
     except ValueError:
-        return ()
+        return False, ()
     if not isinstance(envelope, dict) or envelope.get("success") is not True:
-        return ()
+        return False, ()
+    return True, _sources(name, envelope)
+
+
+def found(name: str, output: str) -> tuple[Source, ...]:
+    """The pages a successful web tool call returned: search hits, or pages read without error."""
+    return outcome(name, output)[1]
+
+
+def _sources(name: str, envelope: dict[str, Any]) -> tuple[Source, ...]:
     data = envelope.get("data")
     entries = data.get("web") if name == SEARCH_TOOL and isinstance(data, dict) else data
     if not isinstance(entries, list):

@@ -1,8 +1,9 @@
 """Responses API `input` items: checked, given ids, and turned into chat-format messages. Pure.
 
 Items are messages (content a string or parts: `input_text`, `input_image`, `output_text`),
-`function_call` and `function_call_output`; each gets an `id` for
-`/v1/responses/{id}/input_items`. `input_to_messages` is what the agent reads.
+`function_call` and `function_call_output`, and the `reasoning` and `web_search_call` items of an
+earlier response replayed as input; each gets an `id` for `/v1/responses/{id}/input_items`.
+`input_to_messages` is what the agent reads.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Any
 from gateway.errors import InvalidRequestError
 
 INPUT_ROLES = ("user", "assistant", "system", "developer")
+WEB_ACTIONS = ("search", "open_page", "find", "find_in_page")
+WEB_STATUSES = ("in_progress", "searching", "completed", "failed", "incomplete")
 TEXT_PART_TYPES = ("input_text", "output_text", "text", "refusal")
 
 
@@ -116,10 +119,43 @@ def _normalize_item(item: Any, param: str) -> dict[str, Any]:
         if content is not None:
             normalized["content"] = content
         return normalized
+    if kind == "web_search_call":
+        return _web_search_call(item, given_id, param)
     raise _bad(
-        f"unsupported input item type {kind!r}: use messages, function_call, function_call_output or reasoning.",
+        f"unsupported input item type {kind!r}: use messages, function_call, function_call_output, reasoning "
+        "or web_search_call.",
         f"{param}.type",
     )
+
+
+def _web_search_call(item: dict[str, Any], given_id: str | None, param: str) -> dict[str, Any]:
+    """A web search the gateway ran in an earlier turn, replayed: kept as it is, never run again."""
+    action = item.get("action")
+    if not isinstance(action, dict) or action.get("type") not in WEB_ACTIONS:
+        raise _bad(f"a web_search_call item needs an 'action' whose type is one of {', '.join(WEB_ACTIONS)}.",
+                   f"{param}.action")
+    status = item.get("status", "completed")
+    if status not in WEB_STATUSES:
+        raise _bad(f"a web_search_call 'status' must be one of {', '.join(WEB_STATUSES)}.", f"{param}.status")
+    return {"id": given_id or new_id("ws"), "type": "web_search_call", "status": status, "action": dict(action)}
+
+
+def _web_note(action: dict[str, Any]) -> str:
+    """What a replayed web_search_call tells the model: what was searched or read (its results are
+    not in the item; a client that wants the model to have them chains with previous_response_id)."""
+    kind = action["type"]
+    url = action.get("url") if isinstance(action.get("url"), str) else None
+    if kind == "open_page":
+        return f"(opened {url})" if url else "(opened a web page)"
+    if kind in ("find", "find_in_page"):
+        return f"(searched {url or 'a web page'} for {action.get('pattern')!r})"
+    listed, found = action.get("queries"), action.get("sources")
+    asked = [action.get("query"), *(listed if isinstance(listed, list) else [])]
+    queries = [q for q in asked if isinstance(q, str) and q]
+    found = [s.get("url") for s in (found if isinstance(found, list) else []) if isinstance(s, dict)]
+    urls = [u for u in found if isinstance(u, str)]
+    said = "; ".join(repr(q) for q in dict.fromkeys(queries))
+    return f"(searched the web{' for ' + said if said else ''}{'; found ' + ', '.join(urls) if urls else ''})"
 
 
 def normalize_input(value: Any) -> list[dict[str, Any]]:
@@ -136,12 +172,24 @@ def input_to_messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     Consecutive `function_call` items join one assistant message (parallel calls), attached to
     a directly preceding assistant text message if there is one; `function_call_output` becomes
-    a `tool` message.
+    a `tool` message. Replayed `web_search_call` items become a short note of what was searched,
+    in the assistant message that follows them (so roles still alternate).
     """
     messages: list[dict[str, Any]] = []
+    note: dict[str, Any] | None = None  # the assistant message holding notes, while it is the last
     for item in items:
-        if item["type"] == "message":
-            messages.append({"role": item["role"], "content": _parts_to_chat(item["content"])})
+        if item["type"] == "web_search_call":
+            if note is None or not messages or messages[-1] is not note:
+                note = {"role": "assistant", "content": ""}
+                messages.append(note)
+            note["content"] = " ".join(filter(None, [note["content"], _web_note(item["action"])]))
+        elif item["type"] == "message":
+            content = _parts_to_chat(item["content"])
+            if note is not None and messages and messages[-1] is note and item["role"] == "assistant" \
+                    and isinstance(content, str):
+                note["content"] = f"{note['content']}\n\n{content}"
+            else:
+                messages.append({"role": item["role"], "content": content})
         elif item["type"] == "function_call":
             call = {"id": item["call_id"], "type": "function",
                     "function": {"name": item["name"], "arguments": item["arguments"]}}

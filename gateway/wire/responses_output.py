@@ -5,13 +5,14 @@ One builder per response. Feed it the agent's events; each call returns the stre
 moment (the final one after `finish()`, `fail()` or `interrupt()`).
 
 Output items are in the order things happened: text opens a `message` item, a call to one of the
-agent's own tools closes it and adds a `function_call` item and, once the tool returns, a
-`function_call_output` item; a call to a client tool adds a `function_call` item for the client.
-The common shape is therefore tool calls and their outputs first, then one message; a model that
-writes a preamble before calling tools yields a message before the calls too, as OpenAI does. The
-model's reasoning opens a `reasoning` item before the message or calls it led to (closed when they
-begin). A message closed after the agent's tools returned sources gets its `url_citation`s then,
-each announced (`response.output_text.annotation.added`) before `response.output_text.done`.
+agent's own tools closes it and adds `web_search_call` items (gateway/wire/web_search_items.py:
+hosted tools, never `function_call`s, which a client would try to run); a call to a client tool
+adds a `function_call` item for the client. The common shape is therefore the searches first, then
+one message; a model that writes a preamble before calling tools yields a message before the calls
+too, as OpenAI does. The model's reasoning opens a `reasoning` item before the message or calls it
+led to (closed when they begin). A message closed after the agent's tools returned sources gets its
+`url_citation`s then, each announced (`response.output_text.annotation.added`) before
+`response.output_text.done`.
 
 The conversation in chat format, what a stored response is continued from, is not built here:
 the agent keeps it (`AgentRun`, `Finished.messages`).
@@ -39,6 +40,7 @@ from gateway.wire.chat import split_text
 from gateway.wire.citations import citations
 from gateway.wire.responses_input import new_id
 from gateway.wire.responses_request import ResponsesRequest
+from gateway.wire.web_search_items import SOURCES, WebSearchCalls
 
 INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
 
@@ -110,6 +112,7 @@ class ResponseBuilder:
         self._incomplete_details: dict[str, Any] | None = None
         self._completed_at: int | None = None
         self._ending_seq: int | None = None  # the sequence number of the ending event, once made
+        self._web = WebSearchCalls(self._output, self._event, self._snapshot, sources=SOURCES in request.include)
 
     # ---- stream events ------------------------------------------------------------------------
 
@@ -140,11 +143,13 @@ class ResponseBuilder:
             produced = self._text(event.text)
         elif isinstance(event, ReasoningDelta):
             produced = self._reasoning(event.text) if self._relay_reasoning else []
-        elif isinstance(event, ToolCallStarted | ClientToolCall):
+        elif isinstance(event, ToolCallStarted):
+            produced = [*self._close_open("completed"), *self._web.started(event)]
+        elif isinstance(event, ClientToolCall):
             produced = self._function_call(event.call_id, event.name, event.arguments)
         elif isinstance(event, ToolCallFinished):
             self._sources.extend(event.sources)
-            produced = self._function_output(event.call_id, event.output)
+            produced = self._web.finished(event)
         else:
             self._note(event)
             return []
@@ -190,6 +195,7 @@ class ResponseBuilder:
 
     def _end(self, status: str) -> None:
         self._sync()
+        self._web.cut_short()
         self.status = status
         self._completed_at = int(time.time()) if status == "completed" else None
 
@@ -328,16 +334,6 @@ class ResponseBuilder:
         ))
         events.append(self._event("response.output_item.done", output_index=index, item=self._snapshot(item)))
         return events
-
-    def _function_output(self, call_id: str, output: str) -> list[dict[str, Any]]:
-        item = {"id": new_id("fco"), "type": "function_call_output", "call_id": call_id, "output": output,
-                "status": "completed"}
-        index = len(self._output)
-        self._output.append(item)
-        return [
-            self._event("response.output_item.added", output_index=index, item=self._snapshot(item)),
-            self._event("response.output_item.done", output_index=index, item=self._snapshot(item)),
-        ]
 
     # ---- results ------------------------------------------------------------------------------
 

@@ -33,6 +33,13 @@ MAX_METADATA_PAIRS = 16
 MAX_METADATA_KEY = 64
 MAX_METADATA_VALUE = 512
 TOOL_CHOICE_MODES = ("none", "auto", "required")
+#: OpenAI's `include` values (its SDK's ResponseIncludable). All are accepted, as OpenAI accepts
+#: them; `web_search_call.action.sources` is honoured, the others have nothing to add here.
+INCLUDABLE = (
+    "file_search_call.results", "web_search_call.results", "web_search_call.action.sources",
+    "message.input_image.image_url", "computer_call_output.output.image_url", "code_interpreter_call.outputs",
+    "reasoning.encrypted_content", "message.output_text.logprobs",
+)
 
 
 def _bad(message: str, param: str) -> InvalidRequestError:
@@ -67,6 +74,8 @@ class ResponsesRequest:
     text: dict[str, Any] = field(default_factory=lambda: {"format": {"type": "text"}})
     #: The hosted web search tool's options; None when `tools` has none.
     web: WebSearchOptions | None = None
+    #: What the client asked to have added to the output (`include`), e.g. the search sources.
+    include: tuple[str, ...] = ()
 
     def upstream_params(self) -> dict[str, Any]:
         """Extra Chat Completions parameters for the upstream call (tools excluded)."""
@@ -165,6 +174,20 @@ def _conversation(body: dict[str, Any]) -> str | None:
     if not isinstance(value, str) or not value.strip():
         raise _bad("'conversation' must be a name or an object with an 'id'.", "conversation")
     return value
+
+
+def _include(body: dict[str, Any]) -> tuple[str, ...]:
+    value = body.get("include")
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise _bad("'include' must be a list of strings.", "include")
+    for index, entry in enumerate(value):
+        if entry not in INCLUDABLE:
+            # a 400, as OpenAI gives: a misspelt value silently ignored would look like a gateway fault
+            raise _bad(f"'include[{index}]' must be one of {', '.join(INCLUDABLE)}; got {entry!r}.",
+                       f"include[{index}]")
+    return tuple(dict.fromkeys(value))
 
 
 def _text_config(body: dict[str, Any]) -> dict[str, Any]:
@@ -310,5 +333,6 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
         user=_optional_str(body, "user"),
         text=_text_config(body),
         web=web,
+        include=_include(body),
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from gateway.agent.events import Source
-from gateway.agent.sources import MAX_SOURCES, found, wanted
+from gateway.agent.sources import MAX_SOURCES, found, outcome, wanted
 
 
 def test_a_search_wants_its_query_and_an_extract_its_urls():
@@ -45,3 +45,11 @@ def test_failures_other_tools_and_garbage_give_no_sources():
 def test_a_flood_of_results_is_capped():
     hits = [{"title": str(n), "url": f"https://a.example/{n}"} for n in range(MAX_SOURCES + 20)]
     assert len(found("web_search", json.dumps({"success": True, "data": {"web": hits}}))) == MAX_SOURCES
+
+
+def test_a_web_tool_whose_envelope_says_it_failed_did_not_work_and_other_tools_did():
+    failed = json.dumps({"success": False, "error": "searxng: HTTP 403"})
+    assert outcome("web_search", failed) == (False, ())
+    assert outcome("web_extract", "not json") == (False, ())
+    assert outcome("web_search", json.dumps({"success": True, "data": {"web": []}})) == (True, ())
+    assert outcome("lookup", "any text at all") == (True, ())

@@ -66,7 +66,7 @@ async def test_sdk_responses_stream_runs_to_the_end_with_annotations_and_reasoni
         final = await stream.get_final_response()
     assert "response.output_text.annotation.added" in kinds and "response.reasoning_text.delta" in kinds
     assert [item.type for item in final.output] == [
-        "reasoning", "function_call", "function_call_output", "reasoning", "message"]
+        "reasoning", "web_search_call", "reasoning", "message"]
     first_reasoning = final.output[0]
     assert first_reasoning.type == "reasoning" and first_reasoning.content is not None
     assert first_reasoning.content[0].text == "Search first."

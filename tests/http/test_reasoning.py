@@ -156,7 +156,7 @@ async def test_responses_reasoning_of_each_round_leads_its_calls_and_the_answer(
                    text("Green.", reasoning="It says green."))
     body = await (await client.post("/v1/responses", json={"input": "sky?"})).json()
     assert [item["type"] for item in body["output"]] == [
-        "reasoning", "function_call", "function_call_output", "reasoning", "message"]
+        "reasoning", "web_search_call", "reasoning", "message"]
     assert [item["content"][0]["text"] for item in body["output"] if item["type"] == "reasoning"] == [
         "Look it up.", "It says green."]
 

@@ -107,22 +107,20 @@ async def test_previous_response_id_with_conversation_is_400(sdk: AsyncOpenAI) -
     assert caught.value.param == "previous_response_id"
 
 
-async def test_server_tool_calls_are_items_and_stay_in_the_stored_history(
+async def test_gateway_tool_calls_are_web_search_call_items_and_the_model_keeps_their_results(
     sdk: AsyncOpenAI, upstream: Any, lookup_tool: Any
 ) -> None:
     upstream.queue(tool_call(("lookup", {"term": "sky"})), text("It is green."), text("Yes."))
     first = await sdk.responses.create(model="m", input="Sky colour?")
-    assert [item.type for item in first.output] == ["function_call", "function_call_output", "message"]
-    call, result, _ = first.output
-    assert call.name == "lookup" and json.loads(call.arguments) == {"term": "sky"}
-    assert result.call_id == call.call_id and "the sky is green" in result.output
+    assert [item.type for item in first.output] == ["web_search_call", "message"]
+    assert first.output[0].status == "completed" and first.output[0].id.startswith("ws_")
     assert lookup_tool.calls == [{"term": "sky"}]
 
     await sdk.responses.create(model="m", input="Sure?", previous_response_id=first.id)
     sent = upstream.requests[-1]["messages"][1:]
     assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "user"]
     assert sent[1]["tool_calls"][0]["function"]["name"] == "lookup"
-    assert sent[2]["tool_call_id"] == call.call_id
+    assert sent[2]["tool_call_id"] == sent[1]["tool_calls"][0]["id"] and "the sky is green" in sent[2]["content"]
 
 
 async def test_client_tool_call_goes_back_and_its_output_continues_the_turn(
@@ -175,7 +173,7 @@ async def test_raw_stream_frames_carry_event_lines_and_no_done(client: Any, upst
     events = [json.loads(data) for _, data in frames]
     assert [e["sequence_number"] for e in events] == list(range(len(events)))
     assert [e["item"]["type"] for e in events if e["type"] == "response.output_item.done"] == [
-        "function_call", "function_call_output", "message",
+        "web_search_call", "message",
     ]
 
 

@@ -11,10 +11,19 @@ from typing import Any
 import pytest
 from openai import omit
 from openai.lib.streaming.responses._responses import ResponseStreamState
-from openai.types.responses import Response, ResponseStreamEvent
+from openai.types.responses import Response, ResponseFunctionWebSearch, ResponseStreamEvent
+from openai.types.responses.response_function_web_search import ActionOpenPage, ActionSearch
 from pydantic import TypeAdapter
 
-from gateway.agent.events import ClientToolCall, Finished, TextDelta, ToolCallFinished, ToolCallStarted, Usage
+from gateway.agent.events import (
+    ClientToolCall,
+    Finished,
+    Source,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    Usage,
+)
 from gateway.wire.responses_output import ResponseBuilder, event_json
 from gateway.wire.responses_request import parse_responses_request
 
@@ -85,12 +94,13 @@ def test_text_only_answer_streams_in_openai_order() -> None:
     assert builder.response() == stream[-1]["response"]
 
 
-def test_server_tool_call_then_text_gives_call_output_and_message_items() -> None:
+def test_a_search_by_the_gateway_is_a_web_search_call_item_then_the_message() -> None:
     builder, stream = run(
         {"input": "news?"},
         [
-            ToolCallStarted("call_1", "web_search", '{"query":"news"}', "🔍 news"),
-            ToolCallFinished("call_1", "web_search", '{"results": []}', True),
+            ToolCallStarted("call_1", "web_search", '{"query":"news"}', "🔍 news", queries=("news",)),
+            ToolCallFinished("call_1", "web_search", '{"results": []}', True,
+                             sources=(Source("https://a.example/1", "A"),)),
             TextDelta("Nothing new."),
             Usage(40, 5),
             Finished("stop"),
@@ -100,10 +110,9 @@ def test_server_tool_call_then_text_gives_call_output_and_message_items() -> Non
         "created",
         "in_progress",
         "output_item.added",
-        "function_call_arguments.delta",
-        "function_call_arguments.done",
-        "output_item.done",
-        "output_item.added",
+        "web_search_call.in_progress",
+        "web_search_call.searching",
+        "web_search_call.completed",
         "output_item.done",
         "output_item.added",
         "content_part.added",
@@ -113,33 +122,65 @@ def test_server_tool_call_then_text_gives_call_output_and_message_items() -> Non
         "output_item.done",
         "completed",
     ]
-    assert [e["output_index"] for e in stream[2:14]] == [0, 0, 0, 0, 1, 1, 2, 2, 2, 2, 2, 2]
+    assert [e["output_index"] for e in stream[2:13]] == [0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1]
+    assert stream[2]["item"]["status"] == "in_progress" and stream[6]["item"]["status"] == "completed"
+    assert {e["item_id"] for e in stream[3:6]} == {stream[2]["item"]["id"]}
     final = check_with_sdk(stream)
-    assert [item.type for item in final.output] == ["function_call", "function_call_output", "message"]
-    call, result, _ = final.output
-    assert call.call_id == result.call_id == "call_1" and call.name == "web_search"
-    assert call.arguments == '{"query":"news"}' and result.output == '{"results": []}'
-    assert call.id.startswith("fc_") and result.id.startswith("fco_")
+    assert [item.type for item in final.output] == ["web_search_call", "message"]
+    call = final.output[0]
+    assert isinstance(call, ResponseFunctionWebSearch) and isinstance(call.action, ActionSearch)
+    assert call.id.startswith("ws_") and call.status == "completed"
+    assert call.action.query == "news" and call.action.queries == ["news"]
+    assert call.action.sources is None  # not asked for in `include`
     assert final.output_text == "Nothing new."
 
 
-def test_parallel_server_calls_are_items_in_call_order() -> None:
+def test_include_sources_puts_the_search_hits_in_the_action() -> None:
     _, stream = run(
-        {"input": "q"},
+        {"input": "news?", "include": ["web_search_call.action.sources"]},
         [
-            ToolCallStarted("a", "web_search", "{}", None),
-            ToolCallStarted("b", "web_extract", "{}", None),
-            ToolCallFinished("a", "web_search", "ra", True),
-            ToolCallFinished("b", "web_extract", "rb", False),
+            ToolCallStarted("c", "web_search", "{}", None, queries=("news",)),
+            ToolCallFinished("c", "web_search", "r", True,
+                             sources=(Source("https://a.example/1", "A"), Source("https://b.example/", "B"))),
+            Finished("stop"),
+        ],
+    )
+    action = check_with_sdk(stream).output[0].action
+    assert isinstance(action, ActionSearch) and action.sources is not None
+    assert [source.url for source in action.sources] == ["https://a.example/1", "https://b.example/"]
+
+
+def test_a_page_read_is_one_open_page_item_per_url_and_a_failed_call_is_failed() -> None:
+    _, stream = run(
+        {"input": "q", "include": ["web_search_call.action.sources"]},
+        [
+            ToolCallStarted("a", "web_search", "{}", None, queries=("q",)),
+            ToolCallStarted("b", "web_extract", "{}", None, urls=("https://x.example/", "https://y.example/")),
+            ToolCallFinished("a", "web_search", "provider down", False),
+            ToolCallFinished("b", "web_extract", "rb", True),
             TextDelta("done"),
             Finished("stop"),
         ],
     )
     final = check_with_sdk(stream)
-    assert [(item.type, getattr(item, "call_id", None)) for item in final.output] == [
-        ("function_call", "a"), ("function_call", "b"), ("function_call_output", "a"),
-        ("function_call_output", "b"), ("message", None),
+    assert [(item.type, item.status) for item in final.output] == [
+        ("web_search_call", "failed"), ("web_search_call", "completed"), ("web_search_call", "completed"),
+        ("message", "completed"),
     ]
+    search, first, second, _ = final.output
+    assert isinstance(search.action, ActionSearch) and search.action.sources == []
+    assert isinstance(first.action, ActionOpenPage) and first.action.url == "https://x.example/"
+    assert isinstance(second.action, ActionOpenPage) and second.action.url == "https://y.example/"
+    # all three start before any ends (the calls run in parallel), in output order
+    added = [e["output_index"] for e in stream if e["type"] == "response.output_item.added"]
+    assert added == [0, 1, 2, 3]
+
+
+def test_a_response_cut_short_during_a_search_leaves_the_call_incomplete() -> None:
+    _, stream = run({"input": "q"}, [ToolCallStarted("a", "web_search", "{}", None, queries=("q",))],
+                    end="interrupt")
+    final = check_with_sdk(stream)
+    assert final.status == "incomplete" and final.output[0].status == "incomplete"
 
 
 def test_client_tool_call_ends_with_a_function_call_item_for_the_client() -> None:
@@ -180,12 +221,7 @@ def test_preamble_text_before_a_tool_call_is_its_own_message_item() -> None:
         ],
     )
     final = check_with_sdk(stream)
-    assert [item.type for item in final.output] == [
-        "message",
-        "function_call",
-        "function_call_output",
-        "message",
-    ]
+    assert [item.type for item in final.output] == ["message", "web_search_call", "message"]
     assert final.output_text == "Let me look. Found it."
 
 
@@ -233,8 +269,7 @@ def test_a_run_that_ends_after_tool_results_is_a_complete_response() -> None:
         ],
     )
     final = check_with_sdk(stream)
-    assert final.status == "completed" and [item.type for item in final.output] == [
-        "function_call", "function_call_output"]
+    assert final.status == "completed" and [item.type for item in final.output] == ["web_search_call"]
 
 
 @pytest.mark.parametrize("previous", [None, "resp_prev"])

@@ -244,3 +244,37 @@ def test_images_keep_parts_and_text_only_parts_collapse_to_a_string() -> None:
 def test_client_supplied_item_ids_are_kept() -> None:
     [item] = normalize_input([{"type": "message", "id": "msg_mine", "role": "user", "content": "x"}])
     assert item["id"] == "msg_mine"
+
+
+def test_replayed_web_search_calls_become_a_note_leading_the_answer_they_led_to() -> None:
+    items = normalize_input([
+        {"role": "user", "content": "otters?"},
+        {"type": "web_search_call", "id": "ws_1", "status": "completed",
+         "action": {"type": "search", "query": "otter diet", "queries": ["otter diet", "otter food"],
+                    "sources": [{"type": "url", "url": "https://a.example/"}]}},
+        {"type": "web_search_call", "id": "ws_2", "status": "completed",
+         "action": {"type": "open_page", "url": "https://a.example/"}},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Fish."}]},
+        {"role": "user", "content": "sure?"},
+    ])
+    assert [item["id"] for item in items[1:3]] == ["ws_1", "ws_2"]
+    assert input_to_messages(items) == [
+        {"role": "user", "content": "otters?"},
+        {"role": "assistant", "content": "(searched the web for 'otter diet'; 'otter food'; found https://a.example/) "
+                                         "(opened https://a.example/)\n\nFish."},
+        {"role": "user", "content": "sure?"},
+    ]
+
+
+def test_a_replayed_web_search_call_before_a_client_call_shares_its_assistant_message() -> None:
+    items = normalize_input([
+        {"role": "user", "content": "weather?"},
+        {"type": "web_search_call", "action": {"type": "search", "query": "oslo"}},
+        {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "3C"},
+    ])
+    assert items[1]["id"].startswith("ws_") and items[1]["status"] == "completed"
+    messages = input_to_messages(items)
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool"]
+    assert messages[1]["content"] == "(searched the web for 'oslo')"
+    assert messages[1]["tool_calls"][0]["id"] == "c1"
