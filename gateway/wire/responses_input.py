@@ -137,7 +137,28 @@ def _web_search_call(item: dict[str, Any], given_id: str | None, param: str) -> 
     status = item.get("status", "completed")
     if status not in WEB_STATUSES:
         raise _bad(f"a web_search_call 'status' must be one of {', '.join(WEB_STATUSES)}.", f"{param}.status")
+    _check_action_fields(action, f"{param}.action")
     return {"id": given_id or new_id("ws"), "type": "web_search_call", "status": status, "action": dict(action)}
+
+
+def _check_action_fields(action: dict[str, Any], param: str) -> None:
+    """The optional fields of a replayed action, as OpenAI types them (openapi.json says the same)."""
+    for name in ("query", "url"):
+        if action.get(name) is not None and not isinstance(action[name], str):
+            raise _bad(f"a web_search_call's 'action.{name}' must be a string.", f"{param}.{name}")
+    queries = action.get("queries")
+    if queries is not None and not (isinstance(queries, list) and all(isinstance(q, str) for q in queries)):
+        raise _bad("a web_search_call's 'action.queries' must be a list of strings.", f"{param}.queries")
+    sources = action.get("sources")
+    if sources is None:
+        return
+    if not isinstance(sources, list):
+        raise _bad("a web_search_call's 'action.sources' must be a list.", f"{param}.sources")
+    for i, source in enumerate(sources):
+        if (not isinstance(source, dict) or not isinstance(source.get("url"), str)
+                or source.get("type", "url") != "url"):
+            raise _bad("each of a web_search_call's 'action.sources' is {\"type\": \"url\", \"url\": \"...\"}.",
+                       f"{param}.sources[{i}]")
 
 
 def _web_note(action: dict[str, Any]) -> str:
