@@ -10,15 +10,13 @@ finds nothing) or after (the read already has all of it).
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-from gateway.errors import GatewayError
 from gateway.store.api import (
-    ConversationConflictError,
     ResponseStore,
     StoredResponse,
 )
+from gateway.store.group_commit import GroupCommit
 from gateway.store.pg_database import WRITE_LOCK, Conn, PostgresDatabase
 from gateway.wire import json_in, json_out
 
@@ -54,15 +52,13 @@ class PostgresResponseStore(ResponseStore):
             raise ValueError("max_responses must be at least 1")
         self.database = database
         self.max_responses = max_responses
-        self._waiting: list[tuple[_Row, str | None, asyncio.Future[None]]] = []
-        self._writer: asyncio.Task[None] | None = None
+        self._puts: GroupCommit[_Row] = GroupCommit(self._write_group, lambda row: str(row[2]))
 
     async def open(self) -> None:
         await self.database.open()
 
     async def close(self) -> None:
-        if self._writer is not None:
-            await asyncio.wait([self._writer])  # puts already accepted are written (or fail) first
+        await self._puts.drain()  # puts already accepted are written (or fail) first
         await self.database.close()
 
     async def check(self) -> None:
@@ -74,40 +70,7 @@ class PostgresResponseStore(ResponseStore):
         Nothing waits to fill a group: a put with no write in progress starts one at once."""
         values = (record.id, record.created_at, record.conversation, _text(record.response),
                   _text(record.transcript), _text(record.input_items))
-        written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting.append((values, record.expected_head, written))
-        if self._writer is None:
-            self._writer = asyncio.get_running_loop().create_task(self._write_puts())
-        try:
-            await written
-        except GatewayError as exc:
-            # raised afresh for each put: a shared exception object would gather every waiter's traceback
-            raise type(exc)(exc.message, param=exc.param, retry_after=exc.retry_after) from None
-
-    async def _write_puts(self) -> None:
-        try:
-            while self._waiting:
-                group, self._waiting = self._waiting, []
-                try:
-                    refused = await self._write_group([(values, expected) for values, expected, _ in group])
-                except Exception as exc:
-                    for _, _, written in group:
-                        if not written.done():
-                            written.set_exception(exc)
-                except BaseException:  # cancelled (the loop is closing): so are the waiting puts
-                    for _, _, written in [*group, *self._waiting]:
-                        written.cancel()
-                    raise
-                else:
-                    for (values, _, written), conflict in zip(group, refused, strict=True):
-                        if written.done():
-                            continue
-                        if conflict:
-                            written.set_exception(ConversationConflictError.on(str(values[2])))
-                        else:
-                            written.set_result(None)
-        finally:
-            self._writer = None
+        await self._puts.put(values, record.expected_head)
 
     async def _write_group(self, puts: list[tuple[_Row, str | None]]) -> list[bool]:
         """One transaction under the cluster-wide write lock; per put, whether it was refused."""

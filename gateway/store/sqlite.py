@@ -18,12 +18,12 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from gateway.store.api import (
-    ConversationConflictError,
     ResponseStore,
     SchemaVersionError,
     StoredResponse,
     StoreUnavailableError,
 )
+from gateway.store.group_commit import GroupCommit
 from gateway.store.sqlite_faults import describe as _describe
 from gateway.wire import json_in, json_out
 
@@ -109,8 +109,7 @@ class SQLiteResponseStore(ResponseStore):
         self._reader: aiosqlite.Connection | None = None  # single-statement reads
         self._open_lock = asyncio.Lock()  # open/close against each other and the lazy reopen
         self._write_lock = asyncio.Lock()  # a group of puts against a delete
-        self._waiting_puts: list[tuple[_Row, str | None, asyncio.Future[None]]] = []
-        self._group_writer: asyncio.Task[None] | None = None
+        self._puts: GroupCommit[_Row] = GroupCommit(self._write_group, lambda row: str(row[3]))
         self._touches: dict[str, int] = {}  # id -> tick of its latest touching read, not yet written
         self._last_tick = 0
         self._closed = False
@@ -175,9 +174,7 @@ class SQLiteResponseStore(ResponseStore):
         return connection
 
     async def close(self) -> None:
-        if self._group_writer is not None:
-            # puts already accepted are written (or fail) before the connections go
-            await asyncio.wait([self._group_writer])
+        await self._puts.drain()  # puts already accepted are written (or fail) before the connections go
         async with self._open_lock:
             self._closed = True
             if self._touches and self._db is not None:
@@ -261,41 +258,7 @@ class SQLiteResponseStore(ResponseStore):
             _json_text(record.transcript),
             _json_text(record.input_items),
         )
-        written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting_puts.append((values, record.expected_head, written))
-        if self._group_writer is None:
-            self._group_writer = asyncio.get_running_loop().create_task(self._write_puts())
-        try:
-            await written
-        except StoreUnavailableError as exc:
-            # the group's one error, raised afresh for each put: a shared exception object would
-            # gather every awaiting task's traceback
-            raise StoreUnavailableError(exc.message, retry_after=exc.retry_after) from None
-
-    async def _write_puts(self) -> None:
-        try:
-            while self._waiting_puts:
-                group, self._waiting_puts = self._waiting_puts, []
-                try:
-                    refused = await self._write_group([(values, expected) for values, expected, _ in group])
-                except Exception as exc:
-                    for _, _, written in group:
-                        if not written.done():
-                            written.set_exception(exc)
-                except BaseException:  # cancelled (the loop is closing): so are the waiting puts
-                    for _, _, written in [*group, *self._waiting_puts]:
-                        written.cancel()
-                    raise
-                else:
-                    for (values, _, written), conflict in zip(group, refused, strict=True):
-                        if written.done():
-                            continue
-                        if conflict:
-                            written.set_exception(ConversationConflictError.on(str(values[3])))
-                        else:
-                            written.set_result(None)
-        finally:
-            self._group_writer = None
+        await self._puts.put(values, record.expected_head)
 
     async def _write_group(self, puts: list[tuple[_Row, str | None]]) -> list[bool]:
         """Writes the group; returns, per put, whether it was refused (its conversation moved on)."""
