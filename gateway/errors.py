@@ -4,6 +4,9 @@
     ├── GatewayError                  500 server_error: rendered as the OpenAI error envelope
     │   ├── InvalidRequestError       400 invalid_request_error
     │   │   ├── NotFoundError         404
+    │   │   │   ├── UnknownConversationError (store) no conversation with this conv_ id
+    │   │   │   └── UnknownItemError      (store) no item with this id in the conversation
+    │   │   ├── DuplicateItemError    (store) an item id already in the conversation
     │   │   ├── ConflictError         409
     │   │   │   ├── ConversationConflictError  (store) another turn of the conversation was stored first
     │   │   │   └── IdempotencyInProgressError (store/pg_idempotency) a duplicate waited its bound

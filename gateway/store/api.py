@@ -27,6 +27,17 @@ What every backend guarantees:
   otherwise the put raises `ConversationConflictError` (409) and stores nothing.
   Two turns racing on one conversation (two replicas, or one) thus end with one stored and the
   other told to retry, never with one silently dropped from the chain.
+- **Conversation objects** (the Conversations API, `conv_...` ids): a conversation is its
+  metadata plus an ordered list of items, each kept as the client sees it (`item`) with an opaque
+  `model` view beside it (how the agent reads it, see wire/conversation_items.py; the store never
+  looks inside). Items are appended in order, ids unique within their conversation; an append
+  with `expected_last` set (the id of the last item the turn read, "" for an empty conversation)
+  is refused with `ConversationConflictError` if another append came first, like a named
+  conversation's turn. An append may store a response in the same transaction, so a turn's
+  response and its items are kept together or not at all. Conversations are not LRU-bounded:
+  clients create and delete them explicitly (OpenAI keeps them until deleted too).
+  An unknown conversation id is `UnknownConversationError` (404), an unknown item id
+  `UnknownItemError` (404).
 - **Schema versions**: the backend creates and migrates its own tables, with a `schema_version`
   table; a database newer than the backend knows is a `SchemaVersionError` (serve exits 1).
 """
@@ -37,7 +48,13 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.errors import AgentGatewayError, ConflictError, ServiceUnavailableError
+from gateway.errors import (
+    AgentGatewayError,
+    ConflictError,
+    InvalidRequestError,
+    NotFoundError,
+    ServiceUnavailableError,
+)
 
 
 class StoreUnavailableError(ServiceUnavailableError):
@@ -53,6 +70,31 @@ class ConversationConflictError(ConflictError):
     def on(cls, name: str) -> ConversationConflictError:
         return cls(f"Another turn of conversation '{name}' was stored while this one ran; nothing of "
                    "this turn was kept. Send it again to continue from the new head.", param="conversation")
+
+
+class UnknownConversationError(NotFoundError):
+    """No conversation with this id (never created, or deleted): 404."""
+
+    @classmethod
+    def on(cls, conversation_id: str, param: str = "conversation_id") -> UnknownConversationError:
+        return cls(f"No conversation found with id '{conversation_id}'.", param=param)
+
+
+class UnknownItemError(NotFoundError):
+    """No item with this id in the conversation: 404."""
+
+    @classmethod
+    def on(cls, item_id: str, conversation_id: str, param: str = "item_id") -> UnknownItemError:
+        return cls(f"No item with id '{item_id}' in conversation '{conversation_id}'.", param=param)
+
+
+class DuplicateItemError(InvalidRequestError):
+    """An item id already in the conversation (or twice in one append): 400, nothing appended."""
+
+    @classmethod
+    def on(cls, item_id: str, conversation_id: str) -> DuplicateItemError:
+        return cls(f"An item with id '{item_id}' is already in conversation '{conversation_id}'; "
+                   "item ids are unique within a conversation.", param="items")
 
 
 class SchemaVersionError(AgentGatewayError):
@@ -76,6 +118,41 @@ class StoredResponse:
     #: With `conversation`: the head this turn continued from ("" = it started fresh); the put
     #: fails with ConversationConflictError if the head moved meanwhile. None: no check.
     expected_head: str | None = None
+
+
+@dataclass
+class Conversation:
+    """A Conversations API object (`conv_...`), without its items."""
+
+    id: str
+    created_at: int
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    def object(self) -> dict[str, Any]:
+        """As OpenAI returns it."""
+        return {"id": self.id, "object": "conversation", "created_at": self.created_at,
+                "metadata": dict(self.metadata)}
+
+
+@dataclass
+class ConversationItem:
+    """One item of a conversation: `item` as the client sees it (its `id` is `item["id"]`), and
+    `model`, how the agent reads it (opaque to the store; None: the item speaks for itself)."""
+
+    item: dict[str, Any]
+    model: Any = None
+
+    @property
+    def id(self) -> str:
+        return str(self.item["id"])
+
+
+@dataclass
+class ItemPage:
+    """One page of a conversation's items, in the order asked for."""
+
+    items: list[ConversationItem]
+    has_more: bool
 
 
 class ResponseStore(ABC):
@@ -118,6 +195,52 @@ class ResponseStore(ABC):
         """The latest record of conversation `name` (the one to continue from); None if the name
         is unknown or its head was deleted or evicted (the conversation then starts fresh).
         `touch` as for `get`."""
+
+    # ---- conversation objects (the Conversations API) ----------------------------------------
+
+    @abstractmethod
+    async def create_conversation(self, conversation: Conversation, items: list[ConversationItem]) -> None:
+        """Create it with its first items (in order). Durable when this returns."""
+
+    @abstractmethod
+    async def get_conversation(self, conversation_id: str) -> Conversation:
+        """Raises UnknownConversationError."""
+
+    @abstractmethod
+    async def update_conversation(self, conversation_id: str, metadata: dict[str, str]) -> Conversation:
+        """Replace its metadata; the conversation as it is now. Raises UnknownConversationError."""
+
+    @abstractmethod
+    async def delete_conversation(self, conversation_id: str) -> None:
+        """Remove it and its items (responses made in it stay). Raises UnknownConversationError."""
+
+    @abstractmethod
+    async def append_items(self, conversation_id: str, items: list[ConversationItem], *,
+                           expected_last: str | None = None, response: StoredResponse | None = None) -> None:
+        """Append `items` after the last one, and `put` `response` (if given) in the same
+        transaction. `expected_last`: see the module docstring (ConversationConflictError).
+        Raises UnknownConversationError, DuplicateItemError; all or nothing, durable on return."""
+
+    @abstractmethod
+    async def conversation_items(self, conversation_id: str) -> list[ConversationItem]:
+        """All its items, oldest first (what a turn continues from). Raises UnknownConversationError."""
+
+    @abstractmethod
+    async def list_items(self, conversation_id: str, *, limit: int, order: str = "desc",
+                         after: str | None = None) -> ItemPage:
+        """At most `limit` items in `order` ("asc": oldest first, "desc": newest first), starting
+        after the item `after` (in that order). Raises UnknownConversationError, and
+        UnknownItemError (param "after") for an `after` not in the conversation."""
+
+    @abstractmethod
+    async def get_item(self, conversation_id: str, item_id: str) -> ConversationItem:
+        """Raises UnknownConversationError, UnknownItemError."""
+
+    @abstractmethod
+    async def delete_item(self, conversation_id: str, item_id: str) -> Conversation:
+        """Remove one item; the conversation. Raises UnknownConversationError, UnknownItemError."""
+
+    # ---- health ------------------------------------------------------------------------------
 
     @abstractmethod
     async def check(self) -> None:

@@ -4,8 +4,6 @@ and PostgreSQL on the session's throwaway cluster (skipped where its binaries ar
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 
 import pytest
 
@@ -13,41 +11,11 @@ from gateway.store.api import (
     ConversationConflictError,
     ResponseStore,
     SchemaVersionError,
-    StoredResponse,
     StoreUnavailableError,
 )
-from gateway.store.pg_database import PostgresDatabase
 from gateway.store.postgres import PostgresResponseStore
 from gateway.store.sqlite import SQLiteResponseStore
-
-MakeStore = Callable[[int], ResponseStore]
-
-
-def record(rid: str, conversation: str | None = None, text: str = "hi",
-           expected_head: str | None = None) -> StoredResponse:
-    return StoredResponse(
-        id=rid, created_at=1_700_000_000,
-        response={"id": rid, "object": "response", "output": [{"type": "message", "text": text}]},
-        transcript=[{"role": "user", "content": text}, {"role": "assistant", "content": "ok é"}],
-        input_items=[{"id": f"msg_{rid}", "type": "message", "role": "user", "content": text}],
-        conversation=conversation, expected_head=expected_head,
-    )
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> MakeStore:
-    """A factory of unopened stores on one database (the same file, or the same PostgreSQL
-    database), so a test can open a second store on it: another replica, or a restart."""
-    if request.param == "sqlite":
-        return lambda cap: SQLiteResponseStore(tmp_path / "responses.db", max_responses=cap)
-    url = request.getfixturevalue("postgres_url")
-    return lambda cap: PostgresResponseStore(PostgresDatabase(url, max_size=4), cap)
-
-
-@pytest.fixture
-async def store(make_store: MakeStore) -> AsyncIterator[ResponseStore]:
-    async with make_store(100) as opened:
-        yield opened
+from tests.store.records import MakeStore, record
 
 
 async def test_put_then_get_returns_the_same_record(store: ResponseStore) -> None:
@@ -196,7 +164,7 @@ async def _set_newer_schema(store: ResponseStore) -> None:
 async def test_a_database_with_a_newer_schema_is_refused_naming_both_versions(make_store: MakeStore) -> None:
     async with make_store(10) as store:
         await _set_newer_schema(store)
-    with pytest.raises(SchemaVersionError, match="schema version 99, newer than version 1"):
+    with pytest.raises(SchemaVersionError, match="schema version 99, newer than version 2"):
         await make_store(10).open()
 
 
