@@ -23,7 +23,7 @@ from gateway.http.memory_release import MemoryReleaser
 from gateway.http.metrics import Metrics
 from gateway.http.middleware import front_door
 from gateway.http.observe import GatewayObserver
-from gateway.http.routes import chat, health, metrics, models, openapi, responses, web_status
+from gateway.http.routes import chat, conversations, health, metrics, models, openapi, responses, web_status
 from gateway.store.api import ResponseStore, StoreUnavailableError
 from gateway.store.idempotency import IdempotencyCache, InMemoryIdempotencyCache
 from gateway.store.observed import ObservedStore
@@ -83,7 +83,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     app.cleanup_ctx.append(_agent_ctx(tools, observer))
     app.cleanup_ctx.append(_store_ctx(database))
     app.cleanup_ctx.append(_memory_release_ctx)
-    for module in (health, openapi, models, chat, responses, web_status):
+    for module in (health, openapi, models, chat, responses, conversations, web_status):
         app.router.add_routes(module.routes)
     return app
 

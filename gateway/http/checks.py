@@ -44,10 +44,14 @@ def error_response(error: GatewayError) -> web.Response:
     return response
 
 
-def from_http_exception(exc: web.HTTPException) -> GatewayError:
+#: How much of an unknown path a 404 repeats (the path is the client's; a log or a body stays short).
+_PATH_SHOWN = 200
+
+
+def from_http_exception(exc: web.HTTPException, request: web.BaseRequest | None = None) -> GatewayError:
     """aiohttp's own refusals (no route, wrong method, body too large) as the OpenAI envelope."""
     if exc.status == 404:
-        return NotFoundError("no such route; the API lives under /v1 (e.g. /v1/chat/completions)")
+        return _no_route(request)
     if exc.status == 405:
         error = InvalidRequestError(f"method not allowed; allowed: {exc.headers.get('Allow', '?')}",
                                     code="method_not_allowed")
@@ -63,6 +67,20 @@ def from_http_exception(exc: web.HTTPException) -> GatewayError:
     error = InvalidRequestError(exc.reason or "invalid request", code=None)
     error.status = exc.status
     return error
+
+
+def _no_route(request: web.BaseRequest | None) -> NotFoundError:
+    """A 404 naming what was asked, as OpenAI's `Invalid URL (GET /v1/...)` does; outside /v1, where
+    the API is. The query string is left out (it may carry what a client should not see echoed)."""
+    if request is None:
+        return NotFoundError("Invalid URL: no such route; the API lives under /v1 (e.g. /v1/chat/completions).")
+    path = printable(request.path)
+    if len(path) > _PATH_SHOWN:
+        path = path[:_PATH_SHOWN] + "..."
+    asked = f"Invalid URL ({printable(request.method)} {path})"
+    if request.path == "/v1" or request.path.startswith("/v1/"):
+        return NotFoundError(f"{asked}: this gateway has no such route; see /openapi.json for the ones it has.")
+    return NotFoundError(f"{asked}: the API lives under /v1 (e.g. /v1/chat/completions).")
 
 
 def internal_error(request: web.Request) -> web.Response:

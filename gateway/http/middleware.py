@@ -53,7 +53,7 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
         except web.HTTPException as exc:
             if exc.status < 400:
                 raise  # a redirect is a reply, not a failure
-            response = error_response(from_http_exception(exc))
+            response = error_response(from_http_exception(exc, request))
         except ConnectionError:
             raise  # the client is gone: nothing to answer
         except Exception:

@@ -109,7 +109,7 @@ class GatewayRequestHandler(RequestHandler):
                               start_time: float | None) -> tuple[web.StreamResponse, bool]:
         if isinstance(resp, web.HTTPException) and resp.status >= 400 and resp.content_type == "text/plain":
             # raised by aiohttp outside the middleware (an unknown Expect): same envelope as the rest
-            resp = error_response(from_http_exception(resp))
+            resp = error_response(from_http_exception(resp, request))
         return await super().finish_response(request, resp, start_time)
 
 

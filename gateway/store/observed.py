@@ -1,7 +1,9 @@
 """A thin wrapper timing each store operation for the metrics, whatever the backend.
 
 It knows no metrics library: `observe(operation, outcome, seconds)` is called once per operation,
-with the operation's method name and `ok` or `error` (the exception still propagates). Outside the
+with the operation's method name and `ok`, `refused` (a 4xx the store raised: an unknown
+conversation, a conflict; the client's doing, nothing to alert on) or `error` (a fault; the
+exception still propagates). Outside the
 store's internals, so a backend can change (aiosqlite, PostgreSQL) without touching it.
 """
 
@@ -11,7 +13,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from gateway.store.api import ResponseStore, StoredResponse
+from gateway.errors import InvalidRequestError
+from gateway.store.api import Conversation, ConversationItem, ItemPage, ResponseStore, StoredResponse
 
 T = TypeVar("T")
 Observe = Callable[[str, str, float], None]
@@ -29,6 +32,9 @@ class ObservedStore(ResponseStore):
             result = await work
             outcome = "ok"
             return result
+        except InvalidRequestError:
+            outcome = "refused"
+            raise
         finally:
             self._observe(operation, outcome, time.perf_counter() - started)
 
@@ -49,6 +55,37 @@ class ObservedStore(ResponseStore):
 
     async def conversation_head(self, name: str, *, touch: bool = True) -> StoredResponse | None:
         return await self._timed("conversation_head", self.inner.conversation_head(name, touch=touch))
+
+    async def create_conversation(self, conversation: Conversation, items: list[ConversationItem]) -> None:
+        await self._timed("create_conversation", self.inner.create_conversation(conversation, items))
+
+    async def get_conversation(self, conversation_id: str) -> Conversation:
+        return await self._timed("get_conversation", self.inner.get_conversation(conversation_id))
+
+    async def update_conversation(self, conversation_id: str, metadata: dict[str, str]) -> Conversation:
+        return await self._timed("update_conversation", self.inner.update_conversation(conversation_id, metadata))
+
+    async def delete_conversation(self, conversation_id: str) -> None:
+        await self._timed("delete_conversation", self.inner.delete_conversation(conversation_id))
+
+    async def append_items(self, conversation_id: str, items: list[ConversationItem], *,
+                           expected_last: str | None = None, response: StoredResponse | None = None) -> None:
+        await self._timed("append_items", self.inner.append_items(
+            conversation_id, items, expected_last=expected_last, response=response))
+
+    async def conversation_items(self, conversation_id: str) -> list[ConversationItem]:
+        return await self._timed("conversation_items", self.inner.conversation_items(conversation_id))
+
+    async def list_items(self, conversation_id: str, *, limit: int, order: str = "desc",
+                         after: str | None = None) -> ItemPage:
+        return await self._timed("list_items", self.inner.list_items(
+            conversation_id, limit=limit, order=order, after=after))
+
+    async def get_item(self, conversation_id: str, item_id: str) -> ConversationItem:
+        return await self._timed("get_item", self.inner.get_item(conversation_id, item_id))
+
+    async def delete_item(self, conversation_id: str, item_id: str) -> Conversation:
+        return await self._timed("delete_item", self.inner.delete_item(conversation_id, item_id))
 
     async def check(self) -> None:
         await self._timed("check", self.inner.check())

@@ -24,6 +24,7 @@ from gateway.store.api import (
     StoreUnavailableError,
 )
 from gateway.store.group_commit import GroupCommit
+from gateway.store.sqlite_conversations import CONVERSATION_SCHEMA, SQLiteConversations
 from gateway.store.sqlite_faults import describe as _describe
 from gateway.wire import json_in, json_out
 
@@ -57,10 +58,13 @@ _SCHEMA = (
     # delete: an eviction or a delete is then one statement, so one hand-over to aiosqlite's thread.
     """CREATE TRIGGER IF NOT EXISTS responses_end_their_conversations AFTER DELETE ON responses
     BEGIN DELETE FROM conversations WHERE response_id = old.id; END""",
+    *CONVERSATION_SCHEMA,  # version 2
 )
 
 #: The schema this gateway writes (`schema_version`); a newer file is refused at open.
-SCHEMA_VERSION = 1
+#: Version 2 added the Conversations API's tables; every statement of `_SCHEMA` is idempotent, so
+#: opening a version-1 file creates them and moves the version on.
+SCHEMA_VERSION = 2
 _VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
 
 _UPSERT_RESPONSE = (
@@ -84,7 +88,7 @@ _SELECT_HEAD = (f"SELECT {', '.join('r.' + c for c in _COLUMNS.split(', '))} FRO
 _Row = tuple[str, int, int, str | None, str, str, str]
 
 
-class SQLiteResponseStore(ResponseStore):
+class SQLiteResponseStore(SQLiteConversations, ResponseStore):
     """SQLite in WAL mode with `synchronous=FULL`, through aiosqlite.
 
     Why FULL and not NORMAL: with WAL, NORMAL already survives a killed process (kill -9), but a
@@ -147,7 +151,9 @@ class SQLiteResponseStore(ResponseStore):
             await writer.execute("PRAGMA synchronous = FULL")
             await writer.executescript("BEGIN IMMEDIATE;" + ";".join((*_SCHEMA, _VERSION_TABLE)) + ";"
                                        f"INSERT INTO schema_version SELECT {SCHEMA_VERSION}"
-                                       " WHERE NOT EXISTS (SELECT 1 FROM schema_version);COMMIT;")
+                                       " WHERE NOT EXISTS (SELECT 1 FROM schema_version);"
+                                       f"UPDATE schema_version SET version = {SCHEMA_VERSION}"
+                                       f" WHERE version < {SCHEMA_VERSION};COMMIT;")
             found = await writer.execute_fetchall("SELECT max(version) FROM schema_version")
             version = int(next(iter(found))[0])
             if version > SCHEMA_VERSION:
@@ -245,20 +251,23 @@ class SQLiteResponseStore(ResponseStore):
             input_items=_from_json_text(row[5]),
         )
 
+    def _row(self, record: StoredResponse) -> _Row:
+        return (record.id, record.created_at, self._tick(), record.conversation, _json_text(record.response),
+                _json_text(record.transcript), _json_text(record.input_items))
+
     async def put(self, record: StoredResponse) -> None:
         """Group commit: the puts that arrive while one transaction is being written go together in
         the next one, so concurrent requests share a transaction and its fsync. Nothing waits to
         fill a group: a put with no write in progress starts one at once."""
-        values: _Row = (
-            record.id,
-            record.created_at,
-            self._tick(),
-            record.conversation,
-            _json_text(record.response),
-            _json_text(record.transcript),
-            _json_text(record.input_items),
-        )
-        await self._puts.put(values, record.expected_head)
+        await self._puts.put(self._row(record), record.expected_head)
+
+    async def _put_in(self, db: aiosqlite.Connection, record: StoredResponse) -> None:
+        """A put's statements inside another write (a conversation's append): no head check (a
+        response of a conversation object names no conversation head), then the eviction."""
+        await db.execute(_UPSERT_RESPONSE, self._row(record))
+        if record.conversation is not None:
+            await db.execute(_UPSERT_HEAD, (record.conversation, record.id))
+        await db.execute(_EVICT_RESPONSES, (self.max_responses,))
 
     async def _write_group(self, puts: list[tuple[_Row, str | None]]) -> list[bool]:
         """Writes the group; returns, per put, whether it was refused (its conversation moved on)."""
@@ -302,6 +311,10 @@ class SQLiteResponseStore(ResponseStore):
     async def _heads_of(db: aiosqlite.Connection, names: set[str | None]) -> dict[str, str]:
         if not names:
             return {}
+        # A read does not begin sqlite3's implicit transaction: begin it here, so the heads read
+        # are the heads written even when another process writes the same file.
+        if not db.in_transaction:
+            await db.execute("BEGIN IMMEDIATE")
         marks = ",".join("?" * len(names))
         found = await db.execute_fetchall(
             f"SELECT name, response_id FROM conversations WHERE name IN ({marks})", tuple(names))

@@ -179,13 +179,14 @@ def _web_note(action: dict[str, Any]) -> str:
     return f"(searched the web{' for ' + said if said else ''}{'; found ' + ', '.join(urls) if urls else ''})"
 
 
-def normalize_input(value: Any) -> list[dict[str, Any]]:
-    """`input` (a string or a list of items) as normalized items, each with an `id`."""
+def normalize_input(value: Any, param: str = "input") -> list[dict[str, Any]]:
+    """`input` (a string or a list of items) as normalized items, each with an `id`; `param`
+    names the field in errors (a conversation's `items` are checked the same way)."""
     if isinstance(value, str):
-        return [_normalize_item({"role": "user", "content": value}, "input")]
+        return [_normalize_item({"role": "user", "content": value}, param)]
     if not isinstance(value, list):
-        raise _bad("'input' must be a string or a list of input items.", "input")
-    return [_normalize_item(item, f"input[{index}]") for index, item in enumerate(value)]
+        raise _bad(f"'{param}' must be a string or a list of input items.", param)
+    return [_normalize_item(item, f"{param}[{index}]") for index, item in enumerate(value)]
 
 
 def input_to_messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -147,7 +147,8 @@ def _max_output_tokens(body: dict[str, Any]) -> int | None:
     return value
 
 
-def _metadata(body: dict[str, Any]) -> dict[str, str]:
+def parse_metadata(body: dict[str, Any]) -> dict[str, str]:
+    """`metadata` as OpenAI bounds it (16 pairs, keys to 64, values to 512 characters); {} if absent."""
     value = body.get("metadata")
     if value is None:
         return {}
@@ -325,7 +326,7 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
         tools=tools,
         chat_tools=chat_tools,
         tool_choice=tool_choice,
-        metadata=_metadata(body),
+        metadata=parse_metadata(body),
         temperature=_number(body, "temperature", 0, 2),
         top_p=_number(body, "top_p", 0, 1),
         max_output_tokens=_max_output_tokens(body),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -21,8 +22,9 @@ from gateway.http import appkeys
 from gateway.http.body import read_json_object
 from gateway.http.runs import Messages, run_streamed, run_whole
 from gateway.http.sse import named_frames
-from gateway.store.api import ResponseStore, StoredResponse
+from gateway.store.api import ConversationItem, ResponseStore, StoredResponse, UnknownConversationError
 from gateway.wire import json_out
+from gateway.wire.conversations import is_conversation_id, item_list, parse_list_query, transcript, turn_items
 from gateway.wire.responses_output import ResponseBuilder, event_json
 from gateway.wire.responses_request import ResponsesRequest, parse_responses_request
 
@@ -38,10 +40,21 @@ def _not_found(response_id: str) -> NotFoundError:
     return NotFoundError(f"No response found with id '{response_id}'.", param="response_id")
 
 
-async def _history(store: ResponseStore, parsed: ResponsesRequest) -> tuple[list[dict[str, Any]], str | None]:
-    """The stored conversation this request continues (empty for a fresh start), and for a named
-    conversation the head it continues ("" when fresh): the turn is stored only if that is still
-    the head when it ends (another replica's turn in between is a 409, see store/api.py)."""
+@dataclass
+class _Continuation:
+    """What a request continues: the stored conversation (empty for a fresh start), and what the
+    store checks when the turn is kept, so that a turn stored meanwhile (another replica's, or a
+    concurrent request's) makes this one a 409 rather than a lost turn (see store/api.py)."""
+
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+    #: a named conversation: the head it continued ("" when fresh)
+    expected_head: str | None = None
+    #: a conversation object (`conv_...`): its id, and the last item the turn read ("" if none)
+    conversation_id: str | None = None
+    expected_last: str | None = None
+
+
+async def _continuation(store: ResponseStore, parsed: ResponsesRequest) -> _Continuation:
     if parsed.previous_response_id is not None:
         previous = await store.get(parsed.previous_response_id)
         if previous is None:
@@ -49,11 +62,27 @@ async def _history(store: ResponseStore, parsed: ResponsesRequest) -> tuple[list
                 f"Previous response with id '{parsed.previous_response_id}' not found.",
                 param="previous_response_id", code="previous_response_not_found",
             )
-        return previous.transcript, None
-    if parsed.conversation is not None:
-        head = await store.conversation_head(parsed.conversation)
-        return (head.transcript, head.id) if head is not None else ([], "")
-    return [], None
+        return _Continuation(previous.transcript)
+    if parsed.conversation is None:
+        return _Continuation()
+    if is_conversation_id(parsed.conversation):
+        return await _conversation_object(store, parsed, parsed.conversation)
+    head = await store.conversation_head(parsed.conversation)
+    return _Continuation(head.transcript, head.id) if head is not None else _Continuation(expected_head="")
+
+
+async def _conversation_object(store: ResponseStore, parsed: ResponsesRequest, conversation_id: str) -> _Continuation:
+    try:
+        items = await store.conversation_items(conversation_id)
+    except UnknownConversationError:
+        raise UnknownConversationError.on(conversation_id, param="conversation") from None
+    kept = {item.id for item in items}
+    for index, given in enumerate(parsed.input_items):
+        if given["id"] in kept:  # refused now, not after the model ran: the append would be
+            raise InvalidRequestError(f"An item with id '{given['id']}' is already in conversation "
+                                      f"'{conversation_id}'; send only the new items.", param=f"input[{index}].id")
+    return _Continuation(transcript([(item.item, item.model) for item in items]),
+                         conversation_id=conversation_id, expected_last=items[-1].id if items else "")
 
 
 @routes.post("/v1/responses")
@@ -62,9 +91,9 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     app = request.app
     settings = app[appkeys.SETTINGS]
     store = app[appkeys.STORE]
-    history, expected_head = await _history(store, parsed)
+    continuation = await _continuation(store, parsed)
     agent_request = AgentRequest(
-        messages=[*history, *parsed.messages], client_tools=parsed.chat_tools,
+        messages=[*continuation.transcript, *parsed.messages], client_tools=parsed.chat_tools,
         params=parsed.upstream_params(), stream=parsed.stream, instructions=parsed.instructions,
         web=parsed.web,
     )
@@ -72,11 +101,11 @@ async def create_response(request: web.Request) -> web.StreamResponse:
                               reasoning=settings.reasoning == "show")
     with app[appkeys.LIMITER].slot():
         if parsed.stream:
-            reply = _ResponsesStream(store, parsed, builder, agent_request.messages, expected_head)
+            reply = _ResponsesStream(store, parsed, builder, agent_request.messages, continuation)
             return await run_streamed(request, agent_request, reply, log=log)
         builder.start()
         return await run_whole(app, agent_request, _ResponsesWhole(store, parsed, builder, agent_request.messages,
-                                                                expected_head))
+                                                                continuation))
 
 
 def _named(events: list[dict[str, Any]]) -> bytes:
@@ -95,23 +124,33 @@ class _Reply:
     """What both kinds of Responses reply share: the builder, and storing the response."""
 
     def __init__(self, store: ResponseStore, parsed: ResponsesRequest, builder: ResponseBuilder,
-                 history: list[dict[str, Any]], expected_head: str | None) -> None:
+                 history: list[dict[str, Any]], continuation: _Continuation) -> None:
         self.store, self.parsed, self.builder, self.history = store, parsed, builder, history
-        self.expected_head = expected_head
+        self.continuation = continuation
 
     async def save(self, messages: Messages) -> None:
         """Store the response as the builder has it, with the conversation so far: the history
-        the turn continued and the transcript the agent kept of it."""
-        if not self.parsed.store:
-            return
-        builder, parsed = self.builder, self.parsed
+        the turn continued and the transcript the agent kept of it. A turn of a conversation
+        object that ended (completed or incomplete, not failed or cut short) appends its input
+        and output items to it, with the response in the same write, whatever `store` says
+        (as OpenAI does: `store` is about the response object)."""
+        builder, parsed, continuation = self.builder, self.parsed, self.continuation
+        response = builder.response()
+        conversation_id = continuation.conversation_id
         record = StoredResponse(
-            id=builder.id, created_at=builder.created_at, response=builder.response(),
+            id=builder.id, created_at=builder.created_at, response=response,
             transcript=[*self.history, *messages], input_items=parsed.input_items,
-            conversation=parsed.conversation, expected_head=self.expected_head,
+            conversation=None if conversation_id is not None else parsed.conversation,
+            expected_head=continuation.expected_head,
         )
         # Shielded: a client going away must not cancel the write halfway.
-        await asyncio.shield(self.store.put(record))
+        if conversation_id is not None and builder.status in ("completed", "incomplete"):
+            items = turn_items(parsed.input_items, response["output"], list(messages))
+            await asyncio.shield(self.store.append_items(
+                conversation_id, [ConversationItem(item, model) for item, model in items],
+                expected_last=continuation.expected_last, response=record if parsed.store else None))
+        elif parsed.store:
+            await asyncio.shield(self.store.put(record))
 
 
 class _ResponsesWhole(_Reply):
@@ -179,41 +218,17 @@ async def delete_response(request: web.Request) -> web.Response:
     return web.json_response({"id": response_id, "object": "response.deleted", "deleted": True})
 
 
-def _limit(raw: str | None) -> int:
-    if raw is None:
-        return 20
-    try:
-        limit = int(raw)
-    except ValueError:
-        limit = 0
-    if not 1 <= limit <= 100:
-        raise InvalidRequestError("'limit' must be an integer from 1 to 100.", param="limit")
-    return limit
-
-
 @routes.get("/v1/responses/{response_id}/input_items")
 async def list_input_items(request: web.Request) -> web.Response:
     response_id = request.match_info["response_id"]
-    query = request.query
-    limit = _limit(query.get("limit"))
-    order = query.get("order", "desc")
-    if order not in ("asc", "desc"):
-        raise InvalidRequestError("'order' must be asc or desc.", param="order")
+    query = parse_list_query(request.query)
     record = await request.app[appkeys.STORE].get(response_id)
     if record is None:
         raise _not_found(response_id)
-    items = record.input_items if order == "asc" else list(reversed(record.input_items))
-    after = query.get("after")
-    if after is not None:
+    items = record.input_items if query.order == "asc" else list(reversed(record.input_items))
+    if query.after is not None:
         ids = [item["id"] for item in items]
-        if after not in ids:
-            raise InvalidRequestError(f"No input item with id '{after}' in this response.", param="after")
-        items = items[ids.index(after) + 1:]
-    page = items[:limit]
-    return web.json_response({
-        "object": "list",
-        "data": page,
-        "first_id": page[0]["id"] if page else None,
-        "last_id": page[-1]["id"] if page else None,
-        "has_more": len(items) > limit,
-    }, dumps=_dumps)
+        if query.after not in ids:
+            raise InvalidRequestError(f"No input item with id '{query.after}' in this response.", param="after")
+        items = items[ids.index(query.after) + 1:]
+    return web.json_response(item_list(items[:query.limit], len(items) > query.limit), dumps=_dumps)
