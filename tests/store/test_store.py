@@ -1,4 +1,5 @@
-"""The response store: records, LRU bound, conversation heads, durability and faults."""
+"""The SQLite backend beyond the shared contract (test_store_contract.py): group commit, durability
+against kill -9, file faults, cancellation, and the migration of an older file."""
 
 from __future__ import annotations
 
@@ -16,20 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from gateway.store.sqlite import SQLiteResponseStore, StoredResponse, StoreUnavailableError
+from gateway.store.api import Conversation
+from gateway.store.sqlite import SCHEMA_VERSION, SQLiteResponseStore, StoreUnavailableError
+from tests.store.records import record
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def record(rid: str, conversation: str | None = None, text: str = "hi") -> StoredResponse:
-    return StoredResponse(
-        id=rid,
-        created_at=1_700_000_000,
-        response={"id": rid, "object": "response", "output": [{"type": "message", "text": text}]},
-        transcript=[{"role": "user", "content": text}, {"role": "assistant", "content": "ok é"}],
-        input_items=[{"id": f"msg_{rid}", "type": "message", "role": "user", "content": text}],
-        conversation=conversation,
-    )
 
 
 @contextlib.contextmanager
@@ -48,92 +40,6 @@ def locked_by_another_connection(path: Path) -> Iterator[None]:
 async def store(tmp_path: Path):
     async with SQLiteResponseStore(tmp_path / "responses.db", max_responses=100) as opened:
         yield opened
-
-
-async def test_put_then_get_returns_the_same_record(store: SQLiteResponseStore) -> None:
-    original = record("resp_1", conversation="chat")
-    await store.put(original)
-    assert await store.get("resp_1") == original
-    assert await store.count() == 1
-
-
-async def test_unknown_id_is_none_and_delete_reports_whether_it_existed(store: SQLiteResponseStore) -> None:
-    assert await store.get("resp_missing") is None
-    await store.put(record("resp_1"))
-    assert await store.delete("resp_1") is True
-    assert await store.get("resp_1") is None
-    assert await store.delete("resp_1") is False
-    assert await store.count() == 0
-
-
-async def test_put_of_an_existing_id_replaces_it(store: SQLiteResponseStore) -> None:
-    await store.put(record("resp_1", text="first"))
-    await store.put(record("resp_1", text="second"))
-    got = await store.get("resp_1")
-    assert got is not None and got.transcript[0]["content"] == "second"
-    assert await store.count() == 1
-
-
-async def test_lru_evicts_the_least_recently_accessed_not_the_oldest(tmp_path: Path) -> None:
-    async with SQLiteResponseStore(tmp_path / "r.db", max_responses=3) as store:
-        for rid in ("resp_a", "resp_b", "resp_c"):
-            await store.put(record(rid))
-        assert await store.get("resp_a") is not None  # a is now the most recently used
-        await store.put(record("resp_d"))
-        assert await store.count() == 3
-        assert await store.get("resp_b") is None
-        assert {r for r in ("resp_a", "resp_c", "resp_d") if await store.get(r)} == {
-            "resp_a", "resp_c", "resp_d"
-        }
-
-
-async def test_get_without_touch_does_not_count_as_an_access(tmp_path: Path) -> None:
-    async with SQLiteResponseStore(tmp_path / "r.db", max_responses=2) as store:
-        await store.put(record("resp_a"))
-        await store.put(record("resp_b"))
-        assert await store.get("resp_a", touch=False) is not None
-        await store.put(record("resp_c"))
-        assert await store.get("resp_a") is None
-        assert await store.get("resp_b") is not None
-
-
-async def test_conversation_head_follows_the_latest_put(store: SQLiteResponseStore) -> None:
-    assert await store.conversation_head("chat") is None
-    await store.put(record("resp_1", conversation="chat"))
-    await store.put(record("resp_2", conversation="chat"))
-    await store.put(record("resp_3", conversation="other"))
-    head = await store.conversation_head("chat")
-    assert head is not None and head.id == "resp_2"
-    head = await store.conversation_head("other")
-    assert head is not None and head.id == "resp_3"
-
-
-async def test_a_conversation_whose_head_was_evicted_starts_fresh(tmp_path: Path) -> None:
-    async with SQLiteResponseStore(tmp_path / "r.db", max_responses=2) as store:
-        await store.put(record("resp_1", conversation="chat"))
-        await store.put(record("resp_2"))
-        await store.put(record("resp_3"))
-        assert await store.conversation_head("chat") is None
-        # and the name can be started again
-        await store.put(record("resp_4", conversation="chat"))
-        head = await store.conversation_head("chat")
-        assert head is not None and head.id == "resp_4"
-
-
-async def test_deleting_a_conversation_head_starts_the_conversation_fresh(store: SQLiteResponseStore) -> None:
-    await store.put(record("resp_1", conversation="chat"))
-    await store.delete("resp_1")
-    assert await store.conversation_head("chat") is None
-
-
-async def test_records_survive_a_reopen(tmp_path: Path) -> None:
-    path = tmp_path / "nested" / "responses.db"
-    async with SQLiteResponseStore(path, max_responses=10) as store:
-        await store.put(record("resp_1", conversation="chat"))
-    async with SQLiteResponseStore(path, max_responses=10) as store:
-        assert await store.get("resp_1") == record("resp_1", conversation="chat")
-        head = await store.conversation_head("chat")
-        assert head is not None and head.id == "resp_1"
 
 
 async def test_a_concurrent_burst_of_puts_loses_nothing(tmp_path: Path) -> None:
@@ -379,3 +285,30 @@ async def test_operations_racing_close_are_a_503_not_a_crash(tmp_path: Path, yie
     await store.close()
     for outcome in await asyncio.gather(*racing, return_exceptions=True):
         assert not isinstance(outcome, BaseException) or isinstance(outcome, StoreUnavailableError), outcome
+
+
+async def test_a_version_1_file_is_migrated_and_keeps_its_responses(tmp_path: Path) -> None:
+    """A file written before the Conversations API (schema version 1) opens: its responses and
+    named conversations are kept, the new tables are there, and the version is moved on."""
+    path = tmp_path / "responses.db"
+    old = sqlite3.connect(path)
+    old.executescript("""
+        CREATE TABLE responses (id TEXT PRIMARY KEY, created_at INTEGER NOT NULL, last_access INTEGER NOT NULL,
+            conversation TEXT, response TEXT NOT NULL, transcript TEXT NOT NULL, input_items TEXT NOT NULL);
+        CREATE TABLE conversations (name TEXT PRIMARY KEY, response_id TEXT NOT NULL);
+        CREATE TABLE schema_version (version INTEGER NOT NULL);
+        INSERT INTO schema_version VALUES (1);
+        INSERT INTO responses VALUES ('resp_old', 1700000000, 1, 'chat', '{"id": "resp_old"}',
+            '[{"role": "user", "content": "hi"}]', '[]');
+        INSERT INTO conversations VALUES ('chat', 'resp_old');
+    """)
+    old.close()
+    async with SQLiteResponseStore(path, max_responses=10) as store:
+        kept = await store.get("resp_old")
+        assert kept is not None and kept.transcript == [{"role": "user", "content": "hi"}]
+        head = await store.conversation_head("chat")
+        assert head is not None and head.id == "resp_old"
+        await store.create_conversation(Conversation(id="conv_1", created_at=1), [])
+        assert (await store.get_conversation("conv_1")).id == "conv_1"
+    versions = sqlite3.connect(path).execute("SELECT version FROM schema_version").fetchall()
+    assert versions == [(SCHEMA_VERSION,)] and SCHEMA_VERSION == 2
