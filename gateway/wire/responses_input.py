@@ -82,7 +82,7 @@ def _normalize_item(item: Any, param: str) -> dict[str, Any]:
     if not isinstance(item, dict):
         raise _bad("each input item must be an object.", param)
     kind = item.get("type", "message" if "role" in item else None)
-    given_id = item.get("id") if isinstance(item.get("id"), str) else None
+    given_id = item.get("id") if isinstance(item.get("id"), str) and item["id"] else None  # "" is no id
     if kind == "message":
         role = item.get("role")
         if role not in INPUT_ROLES:
