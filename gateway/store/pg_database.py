@@ -16,12 +16,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import asyncpg
 
 from gateway.config.envvars import redact_url
 from gateway.store.api import SchemaVersionError, StoreUnavailableError
+from gateway.wire import json_in, json_out
 
 if TYPE_CHECKING:
     from asyncpg.pool import PoolConnectionProxy
@@ -33,7 +34,7 @@ log = logging.getLogger("agent_gateway.store")
 
 #: The schema this gateway writes. Each step migrates from the version before it; a database at a
 #: higher version than this was written by a newer gateway, which this one refuses to run against.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
         # last_access: a cluster-wide sequence, so replicas agree on "least recently used"
@@ -64,6 +65,25 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         )""",
         "CREATE INDEX IF NOT EXISTS idempotency_by_expiry ON idempotency (expires_at)",
     ),
+    # the Conversations API's objects (store/pg_conversations.py); not LRU-bounded, and apart from
+    # `responses`: deleting a conversation keeps the responses made in it
+    2: (
+        """CREATE TABLE IF NOT EXISTS conversation_objects (
+            id TEXT PRIMARY KEY,
+            created_at BIGINT NOT NULL,
+            metadata TEXT NOT NULL
+        )""",
+        """CREATE TABLE IF NOT EXISTS conversation_items (
+            conversation_id TEXT NOT NULL REFERENCES conversation_objects (id) ON DELETE CASCADE,
+            position BIGINT NOT NULL,
+            id TEXT NOT NULL,
+            item TEXT NOT NULL,
+            model TEXT,
+            PRIMARY KEY (conversation_id, id)
+        )""",
+        "CREATE UNIQUE INDEX IF NOT EXISTS conversation_items_by_position"
+        " ON conversation_items (conversation_id, position)",
+    ),
 }
 #: pg_advisory_xact_lock keys: schema migration, and the writes that must see each other
 #: (the LRU bound and conversation heads hold for the whole cluster).
@@ -72,6 +92,15 @@ WRITE_LOCK = 0x6167_7702
 
 # InternalClientError: a connection broken mid-operation (a server restart) as asyncpg finds it
 FAULTS = (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError, TimeoutError)
+
+
+def json_text(value: Any) -> str:
+    """A JSON column's text (the columns are TEXT: stored as written, read back byte for byte)."""
+    return json_out.dumps(value, ensure_ascii=True).decode()
+
+
+def text_json(text: str) -> Any:
+    return json_in.loads(text.encode())
 
 
 def describe_url(url: str) -> str:

@@ -6,6 +6,9 @@ so the bound holds for the whole cluster and a conversation's head is checked an
 atomically. A touching read is one statement (`UPDATE ... RETURNING`): the record comes back
 whole with its new access stamp, and an eviction racing it either deletes the row first (the read
 finds nothing) or after (the read already has all of it).
+
+Conversation objects (`conv_...`, the Conversations API) are in store/pg_conversations.py, mixed
+in; an append that stores a response writes it with `_write_rows`, the same code as a put's.
 """
 
 from __future__ import annotations
@@ -13,12 +16,13 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.store.api import (
+    ConversationConflictError,
     ResponseStore,
     StoredResponse,
 )
 from gateway.store.group_commit import GroupCommit
-from gateway.store.pg_database import WRITE_LOCK, Conn, PostgresDatabase
-from gateway.wire import json_in, json_out
+from gateway.store.pg_conversations import PostgresConversations
+from gateway.store.pg_database import WRITE_LOCK, Conn, PostgresDatabase, json_text, text_json
 
 _COLUMNS = "id, created_at, conversation, response, transcript, input_items"
 _R_COLUMNS = ", ".join("r." + c for c in _COLUMNS.split(", "))
@@ -46,7 +50,9 @@ _HEAD_TOUCH = (f"UPDATE responses r SET last_access = nextval('responses_access'
                f" WHERE c.name = $1 AND r.id = c.response_id RETURNING {_R_COLUMNS}")
 
 
-class PostgresResponseStore(ResponseStore):
+class PostgresResponseStore(PostgresConversations, ResponseStore):
+    """Responses and named conversations here; conversation objects in PostgresConversations."""
+
     def __init__(self, database: PostgresDatabase, max_responses: int) -> None:
         if max_responses < 1:
             raise ValueError("max_responses must be at least 1")
@@ -68,36 +74,43 @@ class PostgresResponseStore(ResponseStore):
         """Group commit, as the SQLite backend: the puts that arrive while one transaction is being
         written go together in the next one (one lock, one commit, one eviction for all of them).
         Nothing waits to fill a group: a put with no write in progress starts one at once."""
-        values = (record.id, record.created_at, record.conversation, _text(record.response),
-                  _text(record.transcript), _text(record.input_items))
-        await self._puts.put(values, record.expected_head)
+        await self._puts.put(_row(record), record.expected_head)
 
     async def _write_group(self, puts: list[tuple[_Row, str | None]]) -> list[bool]:
         """One transaction under the cluster-wide write lock; per put, whether it was refused."""
-        refused = [False] * len(puts)
         async with self.database.transaction() as conn:
-            await conn.execute("SELECT pg_advisory_xact_lock($1)", WRITE_LOCK)
-            checked = list({v[2] for v, expected in puts if v[2] is not None and expected is not None})
-            current: dict[str, str] = {}
-            if checked:
-                rows = await conn.fetch(_HEADS, checked)
-                current = {row["name"]: row["response_id"] for row in rows}
-            kept: list[_Row] = []
-            heads: list[tuple[str, str]] = []
-            for index, (values, expected) in enumerate(puts):
-                name = values[2]
-                if name is not None and expected is not None and current.get(name, expected) != expected:
-                    refused[index] = True  # another turn is the head now (an earlier one in this group too)
-                    continue
-                kept.append(values)
-                if name is not None:
-                    heads.append((name, values[0]))
-                    current[name] = values[0]
-            if kept:
-                await conn.executemany(_UPSERT, kept)
-            if heads:  # in call order, so the last put naming a conversation is its head
-                await conn.executemany(_UPSERT_HEAD, heads)
-            await conn.execute(_EVICT, self.max_responses)
+            return await self._write_rows(conn, puts)
+
+    async def _put_within(self, conn: Conn, record: StoredResponse) -> None:
+        """A put as one of a group of one, in the caller's transaction (a conversation's append)."""
+        if (await self._write_rows(conn, [(_row(record), record.expected_head)]))[0]:
+            raise ConversationConflictError.on(str(record.conversation))
+
+    async def _write_rows(self, conn: Conn, puts: list[tuple[_Row, str | None]]) -> list[bool]:
+        """Takes the write lock for the rest of `conn`'s transaction; per put, whether it was refused."""
+        refused = [False] * len(puts)
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", WRITE_LOCK)
+        checked = list({v[2] for v, expected in puts if v[2] is not None and expected is not None})
+        current: dict[str, str] = {}
+        if checked:
+            rows = await conn.fetch(_HEADS, checked)
+            current = {row["name"]: row["response_id"] for row in rows}
+        kept: list[_Row] = []
+        heads: list[tuple[str, str]] = []
+        for index, (values, expected) in enumerate(puts):
+            name = values[2]
+            if name is not None and expected is not None and current.get(name, expected) != expected:
+                refused[index] = True  # another turn is the head now (an earlier one in this group too)
+                continue
+            kept.append(values)
+            if name is not None:
+                heads.append((name, values[0]))
+                current[name] = values[0]
+        if kept:
+            await conn.executemany(_UPSERT, kept)
+        if heads:  # in call order, so the last put naming a conversation is its head
+            await conn.executemany(_UPSERT_HEAD, heads)
+        await conn.execute(_EVICT, self.max_responses)
         return refused
 
     async def get(self, response_id: str, *, touch: bool = True) -> StoredResponse | None:
@@ -119,14 +132,11 @@ class PostgresResponseStore(ResponseStore):
         return int(await self.database.run(lambda conn: conn.fetchval("SELECT count(*) FROM responses")))
 
 
+def _row(record: StoredResponse) -> _Row:
+    return (record.id, record.created_at, record.conversation, json_text(record.response),
+            json_text(record.transcript), json_text(record.input_items))
+
+
 def _record(row: Any) -> StoredResponse:
-    return StoredResponse(id=row[0], created_at=row[1], conversation=row[2], response=_json(row[3]),
-                          transcript=_json(row[4]), input_items=_json(row[5]))
-
-
-def _text(value: Any) -> str:
-    return json_out.dumps(value, ensure_ascii=True).decode()
-
-
-def _json(text: str) -> Any:
-    return json_in.loads(text.encode())
+    return StoredResponse(id=row[0], created_at=row[1], conversation=row[2], response=text_json(row[3]),
+                          transcript=text_json(row[4]), input_items=text_json(row[5]))

@@ -1,16 +1,22 @@
 """What only the PostgreSQL backend has: replicas racing on one database, an unreachable server,
-and a URL whose password must never show."""
+a URL whose password must never show, and migrating a database an older gateway wrote."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
 
+import asyncpg
 import pytest
 
-from gateway.store.api import ConversationConflictError, StoreUnavailableError
-from gateway.store.pg_database import PostgresDatabase
-from gateway.store.postgres import PostgresResponseStore
+from gateway.store.api import (
+    ConversationConflictError,
+    DuplicateItemError,
+    StoreUnavailableError,
+)
+from gateway.store.pg_database import _MIGRATIONS, PostgresDatabase
+from gateway.store.postgres import _UPSERT, _UPSERT_HEAD, PostgresResponseStore, _row
+from tests.store.test_conversation_store import conv, ids, item
 from tests.store.test_store_contract import record
 from tests.support.postgres import PASSWORD, Cluster
 
@@ -132,3 +138,109 @@ async def test_a_failed_group_of_puts_fails_each_put_with_its_own_503(postgres_c
             postgres_cluster.start_if_stopped()
         assert all(isinstance(r, StoreUnavailableError) and r.retry_after for r in results), results
         assert len({id(r) for r in results}) == 5
+
+
+async def test_a_version_1_database_migrates_to_2_and_keeps_its_responses_and_heads(postgres_url: str) -> None:
+    # the database as a version-1 gateway left it: only its schema, one response heading "chat"
+    old = record("resp_old", conversation="chat", text="kept ü")
+    conn = await asyncpg.connect(postgres_url)
+    try:
+        await conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        for statement in _MIGRATIONS[1]:
+            await conn.execute(statement)
+        await conn.execute("INSERT INTO schema_version (version) VALUES (1)")
+        await conn.execute(_UPSERT, *_row(old))
+        await conn.execute(_UPSERT_HEAD, "chat", "resp_old")
+    finally:
+        await conn.close()
+    for _ in range(2):  # the second open finds version 2 and changes nothing
+        async with PostgresResponseStore(PostgresDatabase(postgres_url), 10) as store:
+            assert await store.get("resp_old", touch=False) == old
+            head = await store.conversation_head("chat", touch=False)
+            assert head is not None and head.id == "resp_old"
+            version = await store.database.run(lambda c: c.fetchval("SELECT version FROM schema_version"))
+            assert version == 2
+            await store.create_conversation(conv(), [item("msg_a")])
+            await store.delete_conversation("conv_1")
+
+
+async def test_appends_racing_on_two_replicas_keep_one_and_refuse_the_other(postgres_url: str) -> None:
+    async with PostgresResponseStore(PostgresDatabase(postgres_url), 100) as a, \
+            PostgresResponseStore(PostgresDatabase(postgres_url), 100) as b:
+        await a.create_conversation(conv(), [item("msg_0")])
+        for round_ in range(10):
+            last = f"msg_{round_}"
+            results = await asyncio.gather(
+                a.append_items("conv_1", [item(f"msg_{round_ + 1}")], expected_last=last,
+                               response=record(f"resp_a{round_}")),
+                b.append_items("conv_1", [item(f"msg_{round_ + 1}")], expected_last=last,
+                               response=record(f"resp_b{round_}")),
+                return_exceptions=True)
+            assert sum(isinstance(r, ConversationConflictError) for r in results) == 1, results
+            assert sum(r is None for r in results) == 1
+            kept = "a" if results[0] is None else "b"
+            lost = "b" if kept == "a" else "a"
+            assert await b.get(f"resp_{kept}{round_}", touch=False) is not None
+            assert await a.get(f"resp_{lost}{round_}", touch=False) is None
+        assert ids(await b.conversation_items("conv_1")) == [f"msg_{i}" for i in range(11)]
+
+
+async def test_the_same_item_id_appended_from_two_replicas_is_one_400_not_a_503(postgres_url: str) -> None:
+    async with PostgresResponseStore(PostgresDatabase(postgres_url), 100) as a, \
+            PostgresResponseStore(PostgresDatabase(postgres_url), 100) as b:
+        await a.create_conversation(conv(), [])
+        for round_ in range(10):
+            results = await asyncio.gather(a.append_items("conv_1", [item(f"msg_{round_}")]),
+                                           b.append_items("conv_1", [item(f"msg_{round_}")]),
+                                           return_exceptions=True)
+            assert sorted(type(r).__name__ for r in results) == ["DuplicateItemError", "NoneType"], results
+            assert all(r.status == 400 for r in results if isinstance(r, DuplicateItemError))
+        assert ids(await a.conversation_items("conv_1")) == [f"msg_{i}" for i in range(10)]
+
+
+async def test_an_append_whose_response_lost_its_named_conversation_race_keeps_no_item(postgres_url: str) -> None:
+    async with PostgresResponseStore(PostgresDatabase(postgres_url), 100) as store:
+        await store.create_conversation(conv(), [])
+        await store.put(record("resp_1", conversation="chat"))
+        with pytest.raises(ConversationConflictError):
+            await store.append_items("conv_1", [item("msg_a")],
+                                     response=record("resp_2", conversation="chat", expected_head="resp_0"))
+        assert await store.conversation_items("conv_1") == []
+        assert await store.get("resp_2", touch=False) is None
+
+
+async def test_appends_and_puts_mixed_on_two_replicas_never_deadlock(postgres_url: str) -> None:
+    # appends lock their conversation then the write lock; puts take only the write lock; item
+    # deletes take the conversation: all at once on two replicas, every one of them must land
+    async with PostgresResponseStore(PostgresDatabase(postgres_url), 20) as a, \
+            PostgresResponseStore(PostgresDatabase(postgres_url), 20) as b:
+        for c in range(4):
+            await a.create_conversation(conv(f"conv_{c}"), [item("msg_first")])
+
+        async def turns(store: PostgresResponseStore, name: str) -> None:
+            for turn in range(15):
+                c = turn % 4
+                await store.append_items(f"conv_{c}", [item(f"msg_{name}{turn}"), item(f"msg_{name}{turn}x")],
+                                         response=record(f"resp_{name}{turn}", conversation=f"chat_{c}"))
+                await store.put(record(f"resp_{name}{turn}p", conversation=f"chat_{c}"))
+                await store.delete_item(f"conv_{c}", f"msg_{name}{turn}x")
+
+        await asyncio.gather(*(turns(store, f"{side}{w}") for side, store in (("a", a), ("b", b))
+                               for w in range(3)))
+        lengths = [len(await b.conversation_items(f"conv_{c}")) for c in range(4)]
+        assert sum(lengths) == 4 + 6 * 15
+        assert await a.count() == 20
+
+
+async def test_an_append_while_the_server_is_down_is_a_503(postgres_cluster: Cluster, postgres_url: str) -> None:
+    async with PostgresResponseStore(PostgresDatabase(postgres_url, connect_timeout=1), 10) as store:
+        await store.create_conversation(conv(), [])
+        postgres_cluster.stop()
+        try:
+            for call in (store.append_items("conv_1", [item("msg_a")], response=record("resp_1")),
+                         store.list_items("conv_1", limit=10), store.get_conversation("conv_1")):
+                with pytest.raises(StoreUnavailableError) as failed:
+                    await call
+                assert failed.value.retry_after is not None and PASSWORD not in failed.value.message
+        finally:
+            postgres_cluster.start_if_stopped()
