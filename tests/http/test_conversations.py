@@ -260,3 +260,12 @@ async def test_every_kind_of_item_a_conversation_keeps_matches_openapi_json(sdk:
         check("ConversationItem", json.loads(got.text))
     check("Conversation", json.loads((await sdk.conversations.with_raw_response.retrieve(conversation.id)).text))
     check("ConversationDeleted", json.loads((await sdk.conversations.with_raw_response.delete(conversation.id)).text))
+
+
+@pytest.mark.parametrize("limit", ["1_0", "%D9%A5", "+5", "%205", "5.0", "", "9" * 5000])
+async def test_a_limit_that_is_not_plain_digits_is_a_400(client: Any, limit: str) -> None:
+    # int() would take "1_0" as 10 and an Arabic-Indic five as 5; the document says an integer
+    created = await (await client.post("/v1/conversations", json={}, headers=AUTH)).json()
+    response = await client.get(f"/v1/conversations/{created['id']}/items?limit={limit}", headers=AUTH)
+    assert response.status == 400, limit
+    assert_error_envelope(await response.json(), param="limit")
