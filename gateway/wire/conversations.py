@@ -99,11 +99,9 @@ class ListQuery:
 def parse_list_query(query: Mapping[str, str], include: list[str] | None = None) -> ListQuery:
     """`limit` (1-100, default 20), `order` (`asc` or `desc`, the default), `after` (an item id)
     and `include` (the values of a repeated `include` or `include[]` parameter)."""
-    raw = query.get("limit")
-    try:
-        limit = 20 if raw is None else int(raw)
-    except ValueError:
-        limit = 0
+    raw = query.get("limit", "20")
+    # plain ASCII digits only: int() would also take "1_0", " 5" or an Arabic-Indic five
+    limit = int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 10 else 0
     if not 1 <= limit <= MAX_LIST_LIMIT:
         raise _bad(f"'limit' must be an integer from 1 to {MAX_LIST_LIMIT}.", "limit")
     order = query.get("order", "desc")

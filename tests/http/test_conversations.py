@@ -11,8 +11,10 @@ from typing import Any
 
 import openai
 import pytest
+from jsonschema import Draft202012Validator
 from openai.types.conversations import Conversation, Message
 
+from gateway.http.routes.openapi import openapi_document
 from tests.conftest import API_KEY
 from tests.fakes.searxng import FakeSearxng, searxng_server  # noqa: F401
 from tests.fakes.upstream import text, tool_call
@@ -229,3 +231,42 @@ async def test_an_unknown_route_under_v1_is_a_404_naming_it(client: Any) -> None
     assert "lives under /v1" not in body["error"]["message"] and "secret" not in json.dumps(body)
     outside = await (await client.get("/chat/completions", headers=AUTH)).json()
     assert "lives under /v1" in outside["error"]["message"] and "/chat/completions" in outside["error"]["message"]
+
+
+async def test_every_kind_of_item_a_conversation_keeps_matches_openapi_json(sdk: Any, upstream: Any) -> None:
+    components = json.loads(openapi_document())["components"]
+
+    def check(schema: str, value: Any) -> None:
+        Draft202012Validator({"$ref": f"#/components/schemas/{schema}", "components": components}).validate(value)
+
+    conversation = await sdk.conversations.create(items=[
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "replayed"}]},
+        {"type": "function_call_output", "call_id": "call_0", "output": [{"type": "input_text", "text": "42"}]}])
+    upstream.queue(tool_call(("web_search", {"query": "otter diet"}), reasoning="Let me look."),
+                   text("Otters eat fish.", reasoning="Found it."),
+                   tool_call(("get_weather", {"city": "Oslo"})))
+    await sdk.responses.create(model="m", input="otters?", conversation=conversation.id,
+                               tools=[{"type": "web_search"}], include=["web_search_call.action.sources"])
+    oslo = [{"role": "user", "content": [{"type": "input_text", "text": "Oslo?"}]}]
+    await sdk.responses.create(model="m", input=oslo, conversation=conversation.id,
+                               tools=[{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}])
+    raw = await sdk.conversations.items.with_raw_response.list(conversation.id, order="asc", limit=100)
+    listed = json.loads(raw.text)
+    check("ConversationItemList", listed)
+    kinds = {item["type"] for item in listed["data"]}
+    assert kinds == {"message", "reasoning", "function_call", "function_call_output", "web_search_call"}, kinds
+    for item in listed["data"]:
+        got = await sdk.conversations.items.with_raw_response.retrieve(item["id"], conversation_id=conversation.id)
+        check("ConversationItem", json.loads(got.text))
+    check("Conversation", json.loads((await sdk.conversations.with_raw_response.retrieve(conversation.id)).text))
+    check("ConversationDeleted", json.loads((await sdk.conversations.with_raw_response.delete(conversation.id)).text))
+
+
+@pytest.mark.parametrize("limit", ["1_0", "%D9%A5", "+5", "%205", "5.0", "",
+                                   pytest.param("9" * 5000, id="5000 digits")])
+async def test_a_limit_that_is_not_plain_digits_is_a_400(client: Any, limit: str) -> None:
+    # int() would take "1_0" as 10 and an Arabic-Indic five as 5; the document says an integer
+    created = await (await client.post("/v1/conversations", json={}, headers=AUTH)).json()
+    response = await client.get(f"/v1/conversations/{created['id']}/items?limit={limit}", headers=AUTH)
+    assert response.status == 400, limit
+    assert_error_envelope(await response.json(), param="limit")

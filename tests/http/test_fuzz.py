@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import random
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 import pytest
 import schemathesis
 from schemathesis.checks import CheckContext
+from schemathesis.core.parameters import ParameterLocation
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     negative_data_rejection,
@@ -73,8 +75,31 @@ CHECKS = [no_server_error, errors_use_the_openai_envelope, status_code_conforman
           response_schema_conformance, negative_data_rejection]
 
 
+FUZZ_ITEM_ID = "msg_fuzz"
+
+
+def _in_a_real_conversation(case: Any, gateway: LiveGateway) -> None:
+    """Ids the fuzzer makes up name no conversation, so every answer would be a 404: point the case
+    at a new conversation holding one item, so the 2xx replies (and bodies and queries the fuzzer
+    breaks) are checked on conversations that exist. Not when the case breaks the path, or the
+    headers (a removed Authorization comes back with the key every case is sent with, so such a
+    case is not invalid any more and its 404 was all that made it look rejected)."""
+    path = case.path_parameters or {}
+    if "conversation_id" not in path or (case.meta is not None and any(
+            case.meta.is_negative_at(where) for where in (ParameterLocation.PATH, ParameterLocation.HEADER))):
+        return
+    body = json.dumps({"items": [{"id": FUZZ_ITEM_ID, "role": "user", "content": "fuzz"}]}).encode()
+    request = urllib.request.Request(f"{gateway.base_url}/v1/conversations", data=body, method="POST", headers={
+        "Authorization": f"Bearer {API_KEY}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT) as created:
+        path["conversation_id"] = json.loads(created.read())["id"]
+    if "item_id" in path:
+        path["item_id"] = FUZZ_ITEM_ID
+
+
 @schema.parametrize()
 def test_no_5xx_every_error_enveloped_every_reply_as_documented(case: Any, gateway: LiveGateway) -> None:
+    _in_a_real_conversation(case, gateway)
     case.call_and_validate(
         base_url=gateway.base_url,
         headers={"Authorization": f"Bearer {API_KEY}"},
