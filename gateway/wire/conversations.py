@@ -21,6 +21,7 @@ from typing import Any
 from gateway.errors import InvalidRequestError
 from gateway.wire.responses_input import input_to_messages, normalize_input
 from gateway.wire.responses_request import INCLUDABLE, parse_metadata
+from gateway.wire.web_search_items import SOURCES
 
 #: OpenAI's bound on the items one request adds to a conversation.
 MAX_ITEMS_PER_REQUEST = 20
@@ -122,6 +123,14 @@ def item_list(items: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
         "last_id": items[-1]["id"] if items else None,
         "has_more": has_more,
     }
+
+
+def shown(item: dict[str, Any], include: tuple[str, ...]) -> dict[str, Any]:
+    """An item as a listing shows it: a search's `action.sources` only with
+    `include=web_search_call.action.sources` (kept either way), as OpenAI's listing does."""
+    if item.get("type") != "web_search_call" or SOURCES in include or "sources" not in item.get("action", {}):
+        return item
+    return {**item, "action": {k: v for k, v in item["action"].items() if k != "sources"}}
 
 
 def deleted(conversation_id: str) -> dict[str, Any]:

@@ -355,6 +355,11 @@ class ResponseBuilder:
             "total_tokens": self._usage.total_tokens,
         }
 
+    def kept_output(self) -> list[dict[str, Any]]:
+        """The output as a conversation keeps it: searches with their sources, included or not."""
+        self._sync()
+        return self._web.with_sources(_json_copy(self._output))
+
     def response(self) -> dict[str, Any]:
         """The response object as it stands (a fresh copy)."""
         self._sync()

@@ -45,6 +45,9 @@ class WebSearchCalls:
         self._output, self._event, self._snapshot = output, event, snapshot
         self._sources = sources
         self._open: dict[str, list[int]] = {}  # call id -> output indices of its items
+        # item id -> its search's sources, found whether or not `include` shows them: what a
+        # conversation keeps, so that listing its items with `include` can show them later
+        self._found: dict[str, list[dict[str, str]]] = {}
 
     def started(self, call: ToolCallStarted) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []
@@ -66,11 +69,22 @@ class WebSearchCalls:
             item = self._output[index]
             item["status"] = "completed" if result.ok else "failed"
             action = item["action"]
-            if self._sources and action["type"] == "search":
-                action["sources"] = [{"type": "url", "url": source.url} for source in result.sources]
+            if action["type"] == "search":
+                found = [{"type": "url", "url": source.url} for source in result.sources]
+                self._found[item["id"]] = found
+                if self._sources:
+                    action["sources"] = found
             events.append(self._event("response.web_search_call.completed", item_id=item["id"], output_index=index))
             events.append(self._event("response.output_item.done", output_index=index, item=self._snapshot(item)))
         return events
+
+    def with_sources(self, output: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """`output` (a copy of the response's) with every search's sources, included or not."""
+        for item in output:
+            found = self._found.get(item.get("id", ""))
+            if found is not None and item["type"] == "web_search_call":
+                item["action"]["sources"] = [dict(source) for source in found]
+        return output
 
     def cut_short(self) -> None:
         """The response ends with calls still running (the client went away, the run failed):

@@ -270,3 +270,22 @@ async def test_a_limit_that_is_not_plain_digits_is_a_400(client: Any, limit: str
     response = await client.get(f"/v1/conversations/{created['id']}/items?limit={limit}", headers=AUTH)
     assert response.status == 400, limit
     assert_error_envelope(await response.json(), param="limit")
+
+
+async def test_a_search_items_sources_are_kept_and_shown_when_a_listing_includes_them(
+        sdk: Any, upstream: Any, searxng_server: FakeSearxng) -> None:  # noqa: F811
+    """The turn did not ask for sources; the conversation keeps them anyway, and a listing or a
+    fetch with `include=["web_search_call.action.sources"]` shows them, as OpenAI's does."""
+    conversation = await sdk.conversations.create()
+    upstream.queue(tool_call(("web_search", {"query": "otter diet"})), text("Otters eat fish."))
+    created = await sdk.responses.create(model="m", input="otters?", conversation=conversation.id)
+    assert created.output[0].type == "web_search_call" and created.output[0].action.sources is None
+    plain = await sdk.conversations.items.list(conversation.id, order="asc")
+    assert plain.data[1].type == "web_search_call" and plain.data[1].action.sources is None
+    included = await sdk.conversations.items.list(conversation.id, order="asc",
+                                                  include=["web_search_call.action.sources"])
+    urls = [source.url for source in included.data[1].action.sources]
+    assert urls[:2] == ["https://example.org/1", "https://example.org/2"]
+    one = await sdk.conversations.items.retrieve(plain.data[1].id, conversation_id=conversation.id,
+                                                 include=["web_search_call.action.sources"])
+    assert [source.url for source in one.action.sources] == urls

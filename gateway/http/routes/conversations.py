@@ -69,22 +69,22 @@ async def list_items(request: web.Request) -> web.Response:
     query = wire.parse_list_query(request.query, _include(request))
     page = await _store(request).list_items(_conversation_id(request), limit=query.limit, order=query.order,
                                             after=query.after)
-    return _json(wire.item_list([item.item for item in page.items], page.has_more))
+    return _json(wire.item_list([wire.shown(item.item, query.include) for item in page.items], page.has_more))
 
 
 @routes.post("/v1/conversations/{conversation_id}/items")
 async def add_items(request: web.Request) -> web.Response:
-    wire.parse_list_query({}, _include(request))  # checks `include`; items come back as they were given
+    include = wire.parse_list_query({}, _include(request)).include
     items = wire.parse_add_items(await read_json_object(request))
     await _store(request).append_items(_conversation_id(request), [ConversationItem(item) for item in items])
-    return _json(wire.item_list(items, has_more=False))
+    return _json(wire.item_list([wire.shown(item, include) for item in items], has_more=False))
 
 
 @routes.get("/v1/conversations/{conversation_id}/items/{item_id}")
 async def retrieve_item(request: web.Request) -> web.Response:
-    wire.parse_list_query({}, _include(request))
+    include = wire.parse_list_query({}, _include(request)).include
     found = await _store(request).get_item(_conversation_id(request), request.match_info["item_id"])
-    return _json(found.item)
+    return _json(wire.shown(found.item, include))
 
 
 @routes.delete("/v1/conversations/{conversation_id}/items/{item_id}")

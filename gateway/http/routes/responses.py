@@ -145,7 +145,7 @@ class _Reply:
         )
         # Shielded: a client going away must not cancel the write halfway.
         if conversation_id is not None and builder.status in ("completed", "incomplete"):
-            items = turn_items(parsed.input_items, response["output"], list(messages))
+            items = turn_items(parsed.input_items, builder.kept_output(), list(messages))
             await asyncio.shield(self.store.append_items(
                 conversation_id, [ConversationItem(item, model) for item, model in items],
                 expected_last=continuation.expected_last, response=record if parsed.store else None))
