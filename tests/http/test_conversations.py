@@ -289,3 +289,14 @@ async def test_a_search_items_sources_are_kept_and_shown_when_a_listing_includes
     one = await sdk.conversations.items.retrieve(plain.data[1].id, conversation_id=conversation.id,
                                                  include=["web_search_call.action.sources"])
     assert [source.url for source in one.action.sources] == urls
+
+
+async def test_a_responses_input_items_listing_takes_include_as_openai_s_does(sdk: Any, client: Any,
+                                                                               upstream: Any) -> None:
+    upstream.queue(text("Hi."))
+    created = await sdk.responses.create(model="m", input="hello")
+    listed = await sdk.responses.input_items.list(created.id, include=["web_search_call.action.sources"])
+    assert [item.type for item in listed.data] == ["message"]
+    response = await client.get(f"/v1/responses/{created.id}/input_items?include=nope", headers=AUTH)
+    assert response.status == 400
+    assert_error_envelope(await response.json(), param="include")

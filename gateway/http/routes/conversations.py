@@ -29,7 +29,7 @@ def _json(payload: Any) -> web.Response:
     return web.Response(body=json_out.dumps(payload), content_type="application/json", charset="utf-8")
 
 
-def _include(request: web.Request) -> list[str]:
+def include_values(request: web.Request) -> list[str]:
     """`include` as the SDKs send a list in a query: repeated, bare or with brackets."""
     return [*request.query.getall("include", []), *request.query.getall("include[]", [])]
 
@@ -66,7 +66,7 @@ async def delete_conversation(request: web.Request) -> web.Response:
 
 @routes.get("/v1/conversations/{conversation_id}/items")
 async def list_items(request: web.Request) -> web.Response:
-    query = wire.parse_list_query(request.query, _include(request))
+    query = wire.parse_list_query(request.query, include_values(request))
     page = await _store(request).list_items(_conversation_id(request), limit=query.limit, order=query.order,
                                             after=query.after)
     return _json(wire.item_list([wire.shown(item.item, query.include) for item in page.items], page.has_more))
@@ -74,7 +74,7 @@ async def list_items(request: web.Request) -> web.Response:
 
 @routes.post("/v1/conversations/{conversation_id}/items")
 async def add_items(request: web.Request) -> web.Response:
-    include = wire.parse_list_query({}, _include(request)).include
+    include = wire.parse_list_query({}, include_values(request)).include
     items = wire.parse_add_items(await read_json_object(request))
     await _store(request).append_items(_conversation_id(request), [ConversationItem(item) for item in items])
     return _json(wire.item_list([wire.shown(item, include) for item in items], has_more=False))
@@ -82,7 +82,7 @@ async def add_items(request: web.Request) -> web.Response:
 
 @routes.get("/v1/conversations/{conversation_id}/items/{item_id}")
 async def retrieve_item(request: web.Request) -> web.Response:
-    include = wire.parse_list_query({}, _include(request)).include
+    include = wire.parse_list_query({}, include_values(request)).include
     found = await _store(request).get_item(_conversation_id(request), request.match_info["item_id"])
     return _json(wire.shown(found.item, include))
 

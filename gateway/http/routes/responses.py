@@ -20,6 +20,7 @@ from gateway.agent.loop import AgentRequest
 from gateway.errors import GatewayError, InvalidRequestError, NotFoundError
 from gateway.http import appkeys
 from gateway.http.body import read_json_object
+from gateway.http.routes.conversations import include_values
 from gateway.http.runs import Messages, run_streamed, run_whole
 from gateway.http.sse import named_frames
 from gateway.store.api import ConversationItem, ResponseStore, StoredResponse, UnknownConversationError
@@ -221,7 +222,7 @@ async def delete_response(request: web.Request) -> web.Response:
 @routes.get("/v1/responses/{response_id}/input_items")
 async def list_input_items(request: web.Request) -> web.Response:
     response_id = request.match_info["response_id"]
-    query = parse_list_query(request.query)
+    query = parse_list_query(request.query, include_values(request))
     record = await request.app[appkeys.STORE].get(response_id)
     if record is None:
         raise _not_found(response_id)
