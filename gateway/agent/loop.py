@@ -158,6 +158,8 @@ class Agent:
         conversation.extend(clean_message(m) for m in request.messages)
 
         prompt_tokens = completion_tokens = 0
+        reasoning_tokens: int | None = None
+        cached_tokens: int | None = None
         finish = "stop"
         rounds = 0
         while True:
@@ -215,6 +217,8 @@ class Agent:
             if round_usage is not None:
                 prompt_tokens += round_usage.prompt_tokens
                 completion_tokens += round_usage.completion_tokens
+                reasoning_tokens = _sum_known(reasoning_tokens, round_usage.reasoning_tokens)
+                cached_tokens = _sum_known(cached_tokens, round_usage.cached_tokens)
 
             text = "".join(text_parts)
             if not calls:
@@ -248,7 +252,7 @@ class Agent:
             rounds += 1
 
         self.observer.turn_finished(rounds, prompt_tokens, completion_tokens)
-        yield Usage(prompt_tokens, completion_tokens)
+        yield Usage(prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens)
         yield Finished(finish, tuple(turn._messages))
 
     async def _run_tools(self, calls: list[_ToolCall], allowed: bool,
@@ -319,6 +323,13 @@ class _observed:  # noqa: N801 - used like the context-manager function it repla
                 await self._chunks.aclose()
         finally:
             self._call.finish("ok" if exc is None else upstream_outcome(exc))
+
+
+def _sum_known(total: int | None, part: int | None) -> int | None:
+    """A token detail summed over rounds: None (unknown) until some round reports it."""
+    if part is None:
+        return total
+    return part if total is None else total + part
 
 
 def _merge_call_part(partial: dict[int, _ToolCall], part: ToolCallPart) -> None:

@@ -200,12 +200,19 @@ def new_completion_id() -> str:
     return "chatcmpl-" + secrets.token_hex(12)
 
 
-def usage_object(usage: Usage) -> dict[str, int]:
-    return {
+def usage_object(usage: Usage) -> dict[str, Any]:
+    """Chat's `usage`. The details (optional in OpenAI's type) come only when an upstream reported
+    them: a server that counts no reasoning tokens must not read as one that counted none."""
+    out: dict[str, Any] = {
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
         "total_tokens": usage.total_tokens,
     }
+    if usage.cached_tokens is not None:
+        out["prompt_tokens_details"] = {"cached_tokens": usage.cached_tokens}
+    if usage.reasoning_tokens is not None:
+        out["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
+    return out
 
 
 class ChatCompletionBuilder:
