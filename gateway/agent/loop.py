@@ -217,8 +217,10 @@ class Agent:
             if round_usage is not None:
                 prompt_tokens += round_usage.prompt_tokens
                 completion_tokens += round_usage.completion_tokens
-                reasoning_tokens = _sum_known(reasoning_tokens, round_usage.reasoning_tokens)
-                cached_tokens = _sum_known(cached_tokens, round_usage.cached_tokens)
+                if round_usage.reasoning_tokens is not None:  # unknown (None) until a round reports it
+                    reasoning_tokens = (reasoning_tokens or 0) + round_usage.reasoning_tokens
+                if round_usage.cached_tokens is not None:
+                    cached_tokens = (cached_tokens or 0) + round_usage.cached_tokens
 
             text = "".join(text_parts)
             if not calls:
@@ -323,13 +325,6 @@ class _observed:  # noqa: N801 - used like the context-manager function it repla
                 await self._chunks.aclose()
         finally:
             self._call.finish("ok" if exc is None else upstream_outcome(exc))
-
-
-def _sum_known(total: int | None, part: int | None) -> int | None:
-    """A token detail summed over rounds: None (unknown) until some round reports it."""
-    if part is None:
-        return total
-    return part if total is None else total + part
 
 
 def _merge_call_part(partial: dict[int, _ToolCall], part: ToolCallPart) -> None:

@@ -84,9 +84,11 @@ def _detail(usage: dict[str, Any], group: str, name: str) -> int | None:
 
 
 def token_usage(usage: dict[str, Any]) -> TokenUsage:
-    return TokenUsage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
-                      _detail(usage, "completion_tokens_details", "reasoning_tokens"),
-                      _detail(usage, "prompt_tokens_details", "cached_tokens"))
+    tokens = TokenUsage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+    if "completion_tokens_details" in usage or "prompt_tokens_details" in usage:  # servers without skip this
+        tokens.reasoning_tokens = _detail(usage, "completion_tokens_details", "reasoning_tokens")
+        tokens.cached_tokens = _detail(usage, "prompt_tokens_details", "cached_tokens")
+    return tokens
 
 
 def deltas_of(data: dict[str, Any], body_key: str) -> list[UpstreamDelta]:
