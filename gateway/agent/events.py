@@ -63,8 +63,13 @@ class ClientToolCall:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
+    """Tokens summed over the turn's rounds. A detail is None when no round's upstream reply
+    reported it (unknown, which is not 0); else the sum over the rounds that did."""
+
     prompt_tokens: int
     completion_tokens: int
+    reasoning_tokens: int | None = None
+    cached_tokens: int | None = None
 
     @property
     def total_tokens(self) -> int:

@@ -158,6 +158,8 @@ class Agent:
         conversation.extend(clean_message(m) for m in request.messages)
 
         prompt_tokens = completion_tokens = 0
+        reasoning_tokens: int | None = None
+        cached_tokens: int | None = None
         finish = "stop"
         rounds = 0
         while True:
@@ -215,6 +217,10 @@ class Agent:
             if round_usage is not None:
                 prompt_tokens += round_usage.prompt_tokens
                 completion_tokens += round_usage.completion_tokens
+                if round_usage.reasoning_tokens is not None:  # unknown (None) until a round reports it
+                    reasoning_tokens = (reasoning_tokens or 0) + round_usage.reasoning_tokens
+                if round_usage.cached_tokens is not None:
+                    cached_tokens = (cached_tokens or 0) + round_usage.cached_tokens
 
             text = "".join(text_parts)
             if not calls:
@@ -248,7 +254,7 @@ class Agent:
             rounds += 1
 
         self.observer.turn_finished(rounds, prompt_tokens, completion_tokens)
-        yield Usage(prompt_tokens, completion_tokens)
+        yield Usage(prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens)
         yield Finished(finish, tuple(turn._messages))
 
     async def _run_tools(self, calls: list[_ToolCall], allowed: bool,

@@ -44,8 +44,14 @@ class ToolCallPart:
 
 @dataclass(slots=True)
 class TokenUsage:
+    """The reply's `usage`; a detail the upstream did not report (or sent malformed) is None."""
+
     prompt_tokens: int
     completion_tokens: int
+    #: `completion_tokens_details.reasoning_tokens`
+    reasoning_tokens: int | None = None
+    #: `prompt_tokens_details.cached_tokens`
+    cached_tokens: int | None = None
 
 
 @dataclass(slots=True)
@@ -65,6 +71,24 @@ def _reasoning(body: dict[str, Any]) -> Reasoning | None:
         if isinstance(value, str) and value:
             return Reasoning(value, name)
     return None
+
+
+def _detail(usage: dict[str, Any], group: str, name: str) -> int | None:
+    """`usage[group][name]` when it is a count; anything else (missing, null, a string) is unknown."""
+    details = usage.get(group)
+    if type(details) is dict:
+        value = details.get(name)
+        if type(value) is int and value >= 0:  # type(): a bool is no count
+            return value
+    return None
+
+
+def token_usage(usage: dict[str, Any]) -> TokenUsage:
+    tokens = TokenUsage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+    if "completion_tokens_details" in usage or "prompt_tokens_details" in usage:  # servers without skip this
+        tokens.reasoning_tokens = _detail(usage, "completion_tokens_details", "reasoning_tokens")
+        tokens.cached_tokens = _detail(usage, "prompt_tokens_details", "cached_tokens")
+    return tokens
 
 
 def deltas_of(data: dict[str, Any], body_key: str) -> list[UpstreamDelta]:
@@ -91,5 +115,5 @@ def deltas_of(data: dict[str, Any], body_key: str) -> list[UpstreamDelta]:
             out.append(Finish(choice["finish_reason"]))
     usage = data.get("usage")
     if isinstance(usage, dict):
-        out.append(TokenUsage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)))
+        out.append(token_usage(usage))
     return out

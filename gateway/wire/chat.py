@@ -44,6 +44,34 @@ ROLE_CHOICES = '[{"index":0,"delta":{"role":"assistant","content":""},"logprobs"
 #: Longest text in one chunk: even fully escaped it keeps a `data:` line far below 64 KiB.
 MAX_DELTA_CHARS = 4096
 
+#: What comes between two rounds' reasoning in chat's one reasoning field: a blank line.
+ROUND_BREAK = "\n\n"
+
+
+class ReasoningRounds:
+    """A turn's reasoning as chat carries it: in one field (`reasoning_content`, streamed or
+    whole), where the reasoning of a round after a tool round would run on from the last sentence
+    of the one before (Open WebUI shows it all as one "Thought" block). The first piece of a
+    round's reasoning gets ROUND_BREAK in front when an earlier round had reasoning: never before
+    the first, never trailing. Rounds end with the agent's tool calls (agent/events.py): the
+    Responses API gives each round a reasoning item of its own and needs none of this."""
+
+    __slots__ = ("_any", "_due")
+
+    def __init__(self) -> None:
+        self._any = False  # some reasoning was relayed
+        self._due = False  # ... and a round ended since
+
+    def piece(self, text: str) -> str:
+        if self._due:
+            self._due = False
+            return ROUND_BREAK + text
+        self._any = True
+        return text
+
+    def round_ended(self) -> None:
+        self._due = self._any
+
 
 @dataclass
 class ChatRequest:
@@ -172,12 +200,19 @@ def new_completion_id() -> str:
     return "chatcmpl-" + secrets.token_hex(12)
 
 
-def usage_object(usage: Usage) -> dict[str, int]:
-    return {
+def usage_object(usage: Usage) -> dict[str, Any]:
+    """Chat's `usage`. The details (optional in OpenAI's type) come only when an upstream reported
+    them: a server that counts no reasoning tokens must not read as one that counted none."""
+    out: dict[str, Any] = {
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
         "total_tokens": usage.total_tokens,
     }
+    if usage.cached_tokens is not None:
+        out["prompt_tokens_details"] = {"cached_tokens": usage.cached_tokens}
+    if usage.reasoning_tokens is not None:
+        out["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
+    return out
 
 
 class ChatCompletionBuilder:
@@ -191,6 +226,7 @@ class ChatCompletionBuilder:
         self.reasoning = reasoning
         self._text: list[str] = []
         self._reasoning: list[str] = []
+        self._rounds = ReasoningRounds()
         self._calls: list[dict[str, Any]] = []
         self._sources: list[Source] = []
         self.usage = Usage(0, 0)
@@ -201,8 +237,9 @@ class ChatCompletionBuilder:
             self._text.append(event.text)
         elif isinstance(event, ReasoningDelta):
             if self.reasoning:
-                self._reasoning.append(event.text)
+                self._reasoning.append(self._rounds.piece(event.text))
         elif isinstance(event, ToolCallFinished):
+            self._rounds.round_ended()
             self._sources.extend(event.sources)
         elif isinstance(event, ClientToolCall):
             self._calls.append({"id": event.call_id, "type": "function",
@@ -253,6 +290,7 @@ class ChatChunkEncoder:
         self.progress = progress
         self.inline_markers = progress == "inline"
         self.reasoning = reasoning
+        self._rounds = ReasoningRounds()
         self._call_index = 0
         self._usage = Usage(0, 0)
         self._sources: list[Source] = []
@@ -287,7 +325,8 @@ class ChatChunkEncoder:
         if isinstance(event, ReasoningDelta):
             if not self.reasoning:
                 return []
-            return [self._chunk({"reasoning_content": piece}) for piece in split_text(event.text)]
+            return [self._chunk({"reasoning_content": piece})
+                    for piece in split_text(self._rounds.piece(event.text))]
         if isinstance(event, ToolCallStarted):
             if self.inline_markers and event.marker:
                 marker = format_marker(event.marker)
@@ -298,6 +337,7 @@ class ChatChunkEncoder:
                 return [json.dumps(openwebui.started(event), ensure_ascii=False)]
             return []
         if isinstance(event, ToolCallFinished):
+            self._rounds.round_ended()
             self._sources.extend(event.sources)
             if self.progress == "openwebui":
                 status = openwebui.finished(self._started.pop(event.call_id, None), event)

@@ -347,12 +347,14 @@ class ResponseBuilder:
     def usage(self) -> dict[str, Any] | None:
         if self._usage is None:
             return None
+        usage = self._usage
+        # the details are required in the Responses API's usage: 0 when no upstream reported them
         return {
-            "input_tokens": self._usage.prompt_tokens,
-            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-            "output_tokens": self._usage.completion_tokens,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": self._usage.total_tokens,
+            "input_tokens": usage.prompt_tokens,
+            "input_tokens_details": {"cached_tokens": usage.cached_tokens or 0, "cache_write_tokens": 0},
+            "output_tokens": usage.completion_tokens,
+            "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens or 0},
+            "total_tokens": usage.total_tokens,
         }
 
     def kept_output(self) -> list[dict[str, Any]]:

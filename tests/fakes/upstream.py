@@ -10,7 +10,8 @@ Misbehaviour on demand: `delay` (before the headers), `body_delay` (headers sent
 `echo_headers` (an error repeating the request's headers, key included),
 and a huge single chunk via `chunk_size` as large as `text`. A model that thinks: `reasoning`,
 sent before the text under `reasoning_field` (reasoning_content, reasoning or reasoning_text) as
-reasoning servers do, streamed in `chunk_size` pieces or on the whole message.
+reasoning servers do, streamed in `chunk_size` pieces or on the whole message. `usage_extra`: more
+fields for the reply's `usage` object, such as `completion_tokens_details: {reasoning_tokens}`.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class Reply:
     echo_headers: bool = False  # with `status`: the error message repeats the request's headers
     reasoning: str = ""  # the model's thinking, sent before its text
     reasoning_field: str = "reasoning_content"
+    usage_extra: dict[str, Any] = field(default_factory=dict)  # merged into `usage` (token details)
 
 
 def text(content: str = "Hello from the fake model.", **kw: Any) -> Reply:
@@ -170,7 +172,8 @@ class FakeUpstream:
         return {
             "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body.get("model"),
             "choices": [{"index": 0, "message": message, "finish_reason": self._finish(reply)}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+                      **reply.usage_extra},
         }
 
     async def _stream(self, request: web.Request, body: dict[str, Any], reply: Reply) -> web.StreamResponse:
@@ -207,7 +210,7 @@ class FakeUpstream:
         if (body.get("stream_options") or {}).get("include_usage"):
             prompt, completion = reply.usage
             usage = {**base, "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                                                      "total_tokens": prompt + completion}}
+                                                      "total_tokens": prompt + completion, **reply.usage_extra}}
             await response.write(f"data: {json.dumps(usage)}\n\n".encode())
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()

@@ -63,3 +63,23 @@ async def test_sdk_mid_stream_failure_raises_api_error(sdk, upstream):
     with pytest.raises(openai.APIError):
         async for _ in stream:
             pass
+
+
+async def test_sdk_reads_the_reasoning_tokens_of_both_apis(sdk, upstream):
+    extra = {"completion_tokens_details": {"reasoning_tokens": 4}, "prompt_tokens_details": {"cached_tokens": 2}}
+    upstream.queue(tool_call(("lookup", {"term": "sky"}), reasoning="Look.", usage_extra=extra),
+                   text("Green.", reasoning="Green.", usage_extra=extra))
+    completion = await sdk.chat.completions.create(model="agent-gateway",
+                                                   messages=[{"role": "user", "content": "sky?"}])
+    assert completion.usage is not None and completion.usage.completion_tokens_details is not None
+    assert completion.usage.completion_tokens_details.reasoning_tokens == 8
+    assert completion.usage.prompt_tokens_details is not None
+    assert completion.usage.prompt_tokens_details.cached_tokens == 4
+
+    upstream.queue(tool_call(("lookup", {"term": "sky"}), reasoning="Look.", usage_extra=extra),
+                   text("Green.", reasoning="Green.", usage_extra=extra))
+    async with sdk.responses.stream(model="agent-gateway", input="sky?") as stream:
+        response = await stream.get_final_response()
+    assert response.usage is not None
+    assert response.usage.output_tokens_details.reasoning_tokens == 8
+    assert response.usage.input_tokens_details.cached_tokens == 4

@@ -40,7 +40,7 @@ async def test_sdk_chat_completion_has_typed_annotations(sdk, upstream):
     assert content[first.url_citation.start_index:first.url_citation.end_index] == \
         "[Result 1](https://example.org/1)"
     assert content[second.url_citation.start_index:second.url_citation.end_index] == "https://example.org/2"
-    assert getattr(message, "reasoning_content", None) == "Search first.Cite both."
+    assert getattr(message, "reasoning_content", None) == "Search first.\n\nCite both."
 
 
 async def test_sdk_chat_stream_parses_reasoning_and_the_finish_chunks_annotations(sdk, upstream):
@@ -53,7 +53,7 @@ async def test_sdk_chat_stream_parses_reasoning_and_the_finish_chunks_annotation
         reasoning.append(getattr(delta, "reasoning_content", None) or "")
         if chunk.choices[0].finish_reason:
             annotations = getattr(delta, "annotations", None) or []  # an extra field on ChoiceDelta
-    assert "".join(reasoning) == "Search first.Cite both."
+    assert "".join(reasoning) == "Search first.\n\nCite both."
     assert [a["url_citation"]["url"] for a in annotations] == ["https://example.org/1", "https://example.org/2"]
 
 

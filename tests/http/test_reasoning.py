@@ -60,7 +60,7 @@ async def test_reasoning_comes_in_order_with_tool_progress_in_every_round(client
         else:
             joined.append((kind, piece))
     assert joined == [("thinks", "I should look it up."), ("says", "`🔍 sky`\n\n"),
-                      ("thinks", "The tool says green."), ("says", "Green.")]
+                      ("thinks", "\n\nThe tool says green."), ("says", "Green.")]
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -200,3 +200,86 @@ async def test_a_malformed_reasoning_delta_is_skipped_and_the_stream_goes_on(cli
         "/v1/responses", json={"input": "x", "stream": True})).text())
     assert events[-1]["type"] == "response.completed"
     assert [item["type"] for item in events[-1]["response"]["output"]] == ["reasoning", "message"]
+
+
+def reasoning_pieces(chunks: list[dict[str, Any]]) -> list[str]:
+    return [c["choices"][0]["delta"]["reasoning_content"] for c in chunks
+            if c.get("choices") and c["choices"][0]["delta"].get("reasoning_content")]
+
+
+@pytest.mark.parametrize("progress", ["inline", "openwebui", "off"])
+async def test_chat_stream_starts_each_later_rounds_reasoning_after_a_blank_line(make_client, lookup_tool,
+                                                                                  upstream, progress):
+    client = await make_client(tools=[lookup_tool], tool_progress=progress)
+    upstream.queue(tool_call(("lookup", {"term": "sky"}), reasoning="I should look it up."),
+                   text("Green.", reasoning="The tool says green."))
+    body = await (await client.post("/v1/chat/completions", json={"messages": USER, "stream": True})).text()
+    pieces = reasoning_pieces(chat_chunks(body))
+    # Open WebUI (and any client joining the deltas) shows both rounds as one text
+    assert "".join(pieces) == "I should look it up.\n\nThe tool says green."
+    # the separator leads the new round's first delta: none before the first round, none trailing
+    assert [p for p in pieces if "\n" in p] == ["\n\nThe tool"]
+    assert '"reasoning_content":"\\n\\nThe tool"' in body
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_chat_reasoning_of_three_rounds_is_joined_by_blank_lines_skipping_a_round_without_any(
+        client, upstream, stream):
+    upstream.queue(tool_call(("lookup", {"term": "a"}), reasoning="First."),
+                   tool_call(("lookup", {"term": "b"})),
+                   tool_call(("lookup", {"term": "c"}), reasoning="Third."),
+                   text("Done.", reasoning="Last."))
+    resp = await client.post("/v1/chat/completions", json={"messages": USER, "stream": stream})
+    if stream:
+        reasoning = reasoning_of(chat_chunks(await resp.text()))
+    else:
+        reasoning = (await resp.json())["choices"][0]["message"]["reasoning_content"]
+    assert reasoning == "First.\n\nThird.\n\nLast."
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_chat_reasoning_only_in_a_later_round_has_no_leading_separator(client, upstream, stream):
+    upstream.queue(tool_call(("lookup", {"term": "sky"})), text("Green.", reasoning="The tool says green."))
+    resp = await client.post("/v1/chat/completions", json={"messages": USER, "stream": stream})
+    if stream:
+        reasoning = reasoning_of(chat_chunks(await resp.text()))
+    else:
+        reasoning = (await resp.json())["choices"][0]["message"]["reasoning_content"]
+    assert reasoning == "The tool says green."
+
+
+async def test_chat_whole_reply_joins_the_rounds_reasoning_with_a_blank_line(client, upstream):
+    upstream.queue(tool_call(("lookup", {"term": "sky"}), reasoning="Look it up."),
+                   text("Green.", reasoning="It says green."))
+    body = await (await client.post("/v1/chat/completions", json={"messages": USER})).json()
+    assert body["choices"][0]["message"]["reasoning_content"] == "Look it up.\n\nIt says green."
+
+
+async def test_the_upstream_gets_each_rounds_own_reasoning_back_without_a_separator(client, upstream):
+    upstream.queue(tool_call(("lookup", {"term": "a"}), reasoning="First."),
+                   tool_call(("lookup", {"term": "b"}), reasoning="Second."), text("Done."))
+    await (await client.post("/v1/chat/completions", json={"messages": USER, "stream": True})).read()
+    sent = [m.get("reasoning_content") for m in upstream.requests[2]["messages"] if m["role"] == "assistant"]
+    assert sent == ["First.", "Second."]
+
+
+async def test_responses_stream_gives_each_round_its_own_reasoning_item_without_a_separator(client, upstream):
+    upstream.queue(tool_call(("lookup", {"term": "sky"}), reasoning="Look it up."),
+                   text("Green.", reasoning="It says green."))
+    events = responses_events(await (await client.post(
+        "/v1/responses", json={"input": "sky?", "stream": True})).text())
+    items = [e["item"] for e in events if e["type"] == "response.output_item.done" and e["item"]["type"] == "reasoning"]
+    assert [item["content"][0]["text"] for item in items] == ["Look it up.", "It says green."]
+    for item in items:
+        deltas = [e["delta"] for e in events if e["type"] == "response.reasoning_text.delta"
+                  and e["item_id"] == item["id"]]
+        assert "".join(deltas) == item["content"][0]["text"]
+    assert [i["type"] for i in events[-1]["response"]["output"]] == [
+        "reasoning", "web_search_call", "reasoning", "message"]
+
+
+async def test_hidden_reasoning_of_two_rounds_sends_no_separator(make_client, lookup_tool, upstream):
+    client = await make_client(tools=[lookup_tool], reasoning="hide")
+    upstream.queue(tool_call(("lookup", {"term": "sky"}), reasoning="A."), text("Green.", reasoning="B."))
+    body = await (await client.post("/v1/chat/completions", json={"messages": USER, "stream": True})).text()
+    assert "reasoning_content" not in body
