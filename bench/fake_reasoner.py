@@ -18,13 +18,14 @@ reasoning model's turn. For one chat it plays the part of a Qwen3/DeepSeek-R1-st
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import re
 from typing import Any
 
 from aiohttp import web
+
+from bench.serving import run_main, searxng_reply, serve_forever
 
 MODEL = "fake-reasoner"
 QUERY = "what do otters eat"
@@ -153,11 +154,7 @@ async def models(request: web.Request) -> web.Response:
 async def search(request: web.Request) -> web.Response:
     if request.query.get("format") != "json":
         return web.Response(status=403, text="format not allowed")  # what SearXNG does
-    query = request.query.get("q", "")
-    results = [{**hit, "engine": "bench", "engines": ["bench"], "score": 1.0 / (i + 1), "category": "general"}
-               for i, hit in enumerate(HITS)]
-    return web.json_response({"query": query, "number_of_results": len(results), "results": results,
-                              "answers": [], "suggestions": [], "unresponsive_engines": []})
+    return web.Response(body=searxng_reply(request.query.get("q", ""), HITS), content_type="application/json")
 
 
 async def serve(port: int) -> None:
@@ -165,25 +162,11 @@ async def serve(port: int) -> None:
     app.router.add_post("/v1/chat/completions", chat)
     app.router.add_get("/v1/models", models)
     app.router.add_get("/search", search)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", port)
-    await site.start()
-    bound = next(iter(runner.addresses))[1]
-    print(f"fake reasoner listening on http://127.0.0.1:{bound}", flush=True)
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await runner.cleanup()
+    await serve_forever(web.AppRunner(app, access_log=None), port, "fake reasoner")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="scripted fake model (reasons, searches, cites) and fake SearXNG")
-    parser.add_argument("--port", type=int, default=0)
-    try:
-        asyncio.run(serve(parser.parse_args().port))
-    except KeyboardInterrupt:
-        pass
+    run_main("scripted fake model (reasons, searches, cites) and fake SearXNG", serve)
 
 
 if __name__ == "__main__":

@@ -6,23 +6,18 @@ alone: `python -m bench.fake_search --port 0`.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import json
-
 from aiohttp import web
+
+from bench.serving import run_main, searxng_reply, serve_forever
 
 
 def search_body(query: str) -> bytes:
-    """SearXNG's JSON reply shape: `results[{url, title, content, engine, score}]`."""
-    results = [
+    """Five results for any query."""
+    return searxng_reply(query, [
         {"url": f"https://example.org/{i}", "title": f"Result {i} for {query}",
-         "content": "A short snippet of the page that matched the query. " * 3,
-         "engine": "bench", "engines": ["bench"], "score": 1.0 / (i + 1), "category": "general"}
+         "content": "A short snippet of the page that matched the query. " * 3}
         for i in range(5)
-    ]
-    return json.dumps({"query": query, "number_of_results": len(results), "results": results,
-                       "answers": [], "suggestions": [], "unresponsive_engines": []}).encode()
+    ])
 
 
 async def handle_search(request: web.BaseRequest) -> web.Response:
@@ -34,22 +29,11 @@ async def handle_search(request: web.BaseRequest) -> web.Response:
 async def _serve(port: int) -> None:
     app = web.Application()
     app.router.add_get("/search", handle_search)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", port)
-    await site.start()
-    bound = next(iter(runner.addresses))[1]
-    print(f"fake search listening on http://127.0.0.1:{bound}", flush=True)
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await runner.cleanup()
+    await serve_forever(web.AppRunner(app, access_log=None), port, "fake search")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--port", type=int, default=0)
-    asyncio.run(_serve(parser.parse_args().port))
+    run_main(__doc__ or "", _serve)
 
 
 if __name__ == "__main__":

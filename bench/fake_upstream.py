@@ -21,7 +21,6 @@ replies (the gateway forwards the messages unchanged):
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import Any
 from aiohttp import web
 
 from bench.fake_search import handle_search
+from bench.serving import run_main, serve_forever
 
 MODEL = "bench-model"
 ANSWER = "Hello from the bench upstream."
@@ -180,27 +180,12 @@ class FakeUpstream:
 
 
 async def serve(port: int) -> None:
-    fake = FakeUpstream()
-    server = web.Server(fake.handle, access_log=None)
-    runner = web.ServerRunner(server)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", port, backlog=4096)
-    await site.start()
-    bound = next(iter(runner.addresses))[1]
-    print(f"fake upstream listening on http://127.0.0.1:{bound}", flush=True)
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await runner.cleanup()
+    await serve_forever(web.ServerRunner(web.Server(FakeUpstream().handle, access_log=None)), port,
+                        "fake upstream", backlog=4096)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="fast fake OpenAI-compatible upstream for benchmarks")
-    parser.add_argument("--port", type=int, default=0)
-    try:
-        asyncio.run(serve(parser.parse_args().port))
-    except KeyboardInterrupt:
-        pass
+    run_main("fast fake OpenAI-compatible upstream for benchmarks", serve)
 
 
 if __name__ == "__main__":
