@@ -5,8 +5,7 @@ extracts whose every page failed are never reused. Also `web.max_results` and th
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,38 +13,19 @@ import pytest
 
 from gateway.agent.web_cache import ResultCache, private_on_sight
 from gateway.agent.web_calls import Attempt
-from gateway.agent.web_tools import WebExtractTool, WebSearchTool, build_web_tools
 from gateway.config.settings import Settings, SettingsError, load_settings
-from providers.loader import load_registry
 from providers.web import search_result
 from tests.fakes.scripted import Reply
 from tests.fakes.tavily import API_KEY, TavilyFake, tavily_fake  # noqa: F401 - fixture
-
-Make = Callable[..., tuple[WebSearchTool, WebExtractTool]]
+from tests.support.web_tools import Make, run_tool, web_tools_maker
 
 
 @pytest.fixture
 async def make_tools(tmp_path: Path, tavily_fake: TavilyFake) -> AsyncIterator[Make]:  # noqa: F811
     env = {"TAVILY_API_KEY": API_KEY, "TAVILY_API_URL": tavily_fake.base_url}
-    registries = []
-
-    def make(**overrides: Any) -> tuple[WebSearchTool, WebExtractTool]:
-        values = {"tool_timeout": 5.0, "web_search_backend": "tavily", "web_extract_backend": "tavily",
-                  **overrides}
-        settings = Settings(home=tmp_path, profile=None, env=env, **values)
-        registry = load_registry(settings)
-        registries.append(registry)
-        search, extract = build_web_tools(registry, settings)
-        assert isinstance(search, WebSearchTool) and isinstance(extract, WebExtractTool)
-        return search, extract
-
-    yield make
-    for registry in registries:
-        await registry.aclose()
-
-
-async def run(tool: Any, **arguments: Any) -> dict[str, Any]:
-    return json.loads(await tool.run(arguments))
+    async with web_tools_maker(tmp_path, env, tool_timeout=5.0, web_search_backend="tavily",
+                               web_extract_backend="tavily") as make:
+        yield make
 
 
 def tavily_answer(fake: TavilyFake, query: str) -> dict[str, Any]:
@@ -59,7 +39,7 @@ async def test_ten_concurrent_identical_searches_reach_the_provider_once(make_to
     # The same query as models write it: case and spacing differ, the search does not.
     queries = ["otters", "Otters", " otters  ", "OTTERS"] * 2 + ["otters"] * 2
 
-    results = await asyncio.gather(*(run(search, query=q) for q in queries))
+    results = await asyncio.gather(*(run_tool(search, query=q) for q in queries))
 
     assert len(tavily_fake.requests_to("/search")) == 1
     assert all(r == results[0] for r in results) and results[0]["provider"] == "tavily"
@@ -70,31 +50,31 @@ async def test_concurrent_identical_searches_are_shared_even_with_the_cache_off(
                                                                                tavily_fake: TavilyFake):  # noqa: F811
     tavily_fake.script(Reply(200, tavily_answer(tavily_fake, "otters"), delay=0.3), route="search")
     search, _ = make_tools(web_cache_ttl=0)
-    await asyncio.gather(*(run(search, query="otters") for _ in range(5)))
-    await run(search, query="otters")  # afterwards: nothing kept, a fresh call
+    await asyncio.gather(*(run_tool(search, query="otters") for _ in range(5)))
+    await run_tool(search, query="otters")  # afterwards: nothing kept, a fresh call
     assert len(tavily_fake.requests_to("/search")) == 2
 
 
 async def test_a_repeated_search_is_answered_from_the_cache_until_it_expires(make_tools: Make,
                                                                             tavily_fake: TavilyFake):  # noqa: F811
     search, _ = make_tools(web_cache_ttl=0.4)
-    first = await run(search, query="otters")
-    assert await run(search, query="otters") == first
+    first = await run_tool(search, query="otters")
+    assert await run_tool(search, query="otters") == first
     assert len(tavily_fake.requests_to("/search")) == 1
 
-    await run(search, query="otters", limit=1)  # other options: another entry
+    await run_tool(search, query="otters", limit=1)  # other options: another entry
     assert len(tavily_fake.requests_to("/search")) == 2
 
     await asyncio.sleep(0.5)
-    await run(search, query="otters")
+    await run_tool(search, query="otters")
     assert len(tavily_fake.requests_to("/search")) == 3
 
 
 async def test_a_failed_search_is_not_cached(make_tools: Make, tavily_fake: TavilyFake):  # noqa: F811
     tavily_fake.script(Reply(500, {"detail": {"error": "internal error"}}), route="search")
     search, _ = make_tools()
-    assert (await run(search, query="otters"))["success"] is False
-    assert (await run(search, query="otters"))["success"] is True
+    assert (await run_tool(search, query="otters"))["success"] is False
+    assert (await run_tool(search, query="otters"))["success"] is True
     assert len(tavily_fake.requests_to("/search")) == 2
 
 
@@ -103,7 +83,7 @@ async def test_a_failed_search_is_not_cached(make_tools: Make, tavily_fake: Tavi
 async def test_a_private_url_is_never_cached(make_tools: Make, tavily_fake: TavilyFake, url: str):  # noqa: F811
     _, extract = make_tools(allow_private_urls=True)
     for _ in range(2):
-        result = await run(extract, urls=[url])
+        result = await run_tool(extract, urls=[url])
         assert result["success"] is True and result["provider"] == "tavily"
     assert len(tavily_fake.requests_to("/extract")) == 2
 
@@ -111,7 +91,7 @@ async def test_a_private_url_is_never_cached(make_tools: Make, tavily_fake: Tavi
 async def test_a_public_url_is_read_once_within_the_ttl(make_tools: Make, tavily_fake: TavilyFake):  # noqa: F811
     _, extract = make_tools()
     for url in ("https://example.com/page", "HTTPS://EXAMPLE.COM/page#section"):
-        assert (await run(extract, urls=[url]))["data"][0]["content"].startswith("# Page")
+        assert (await run_tool(extract, urls=[url]))["data"][0]["content"].startswith("# Page")
     assert len(tavily_fake.requests_to("/extract")) == 1
 
 
@@ -119,7 +99,7 @@ async def test_a_mixed_extract_succeeds_with_the_failed_pages_marked(make_tools:
                                                                      tavily_fake: TavilyFake):  # noqa: F811
     tavily_fake.failing_urls["https://gone.example/"] = "Failed to fetch url"
     _, extract = make_tools()
-    result = await run(extract, urls=["https://example.com/a", "https://gone.example/"])
+    result = await run_tool(extract, urls=["https://example.com/a", "https://gone.example/"])
     assert result["success"] is True
     assert [p.get("error") for p in result["data"]] == [None, "Tavily could not extract this page: Failed to fetch url"]
 
@@ -129,13 +109,13 @@ async def test_an_extract_whose_every_page_failed_is_a_failure_with_each_reason(
     tavily_fake.failing_urls.update({"https://gone.example/": "Failed to fetch url",
                                      "https://slow.example/": "Timeout"})
     _, extract = make_tools()
-    result = await run(extract, urls=["https://gone.example/", "https://slow.example/"])
+    result = await run_tool(extract, urls=["https://gone.example/", "https://slow.example/"])
     assert result["success"] is False and result["provider"] == "tavily"
     said = "Tavily could not extract this page"
     assert result["error"] == (f"could not read any of the 2 pages (https://gone.example/: {said}: Failed to fetch "
                                f"url; https://slow.example/: {said}: Timeout)")
     assert [p["error"] for p in result["data"]] == [f"{said}: Failed to fetch url", f"{said}: Timeout"]
-    await run(extract, urls=["https://gone.example/", "https://slow.example/"])
+    await run_tool(extract, urls=["https://gone.example/", "https://slow.example/"])
     assert len(tavily_fake.requests_to("/extract")) == 2  # not kept: such reasons are often passing
 
 
@@ -143,7 +123,7 @@ async def test_max_results_caps_what_the_model_may_ask_for(make_tools: Make, tav
     search, _ = make_tools(web_max_results=3)
     parameters = search.schema()["function"]["parameters"]["properties"]["limit"]
     assert (parameters["maximum"], parameters["default"]) == (3, 3)
-    await run(search, query="otters", limit=10)
+    await run_tool(search, query="otters", limit=10)
     assert tavily_fake.requests_to("/search")[0].body["max_results"] == 3
 
 

@@ -5,23 +5,17 @@ the result names the provider the fake saw; cool-downs skip a failing provider, 
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from gateway.agent.web_tools import WebExtractTool, WebSearchTool, build_web_tools
-from gateway.config.settings import Settings
-from providers.loader import load_registry
 from tests.fakes.exa import API_KEY as EXA_KEY
 from tests.fakes.exa import ExaFake, exa_fake  # noqa: F401 - fixture
 from tests.fakes.scripted import Reply
 from tests.fakes.tavily import API_KEY as TAVILY_KEY
 from tests.fakes.tavily import TavilyFake, tavily_fake  # noqa: F401 - fixture
-
-Make = Callable[..., tuple[WebSearchTool, WebExtractTool]]
+from tests.support.web_tools import Make, run_tool, web_tools_maker
 
 
 @pytest.fixture
@@ -34,24 +28,8 @@ async def make_tools(
     exa_fake.search_results[0].update(id="https://exa.example/one", url="https://exa.example/one")
     env = {"TAVILY_API_KEY": TAVILY_KEY, "TAVILY_API_URL": tavily_fake.base_url,
            "EXA_API_KEY": EXA_KEY, "EXA_API_URL": exa_fake.base_url}
-    registries = []
-
-    def make(**overrides: Any) -> tuple[WebSearchTool, WebExtractTool]:
-        values = {"tool_timeout": 2.0, "web_cache_ttl": 0.0, **overrides}
-        settings = Settings(home=tmp_path, profile=None, env=env, **values)
-        registry = load_registry(settings)
-        registries.append(registry)
-        search, extract = build_web_tools(registry, settings)
-        assert isinstance(search, WebSearchTool) and isinstance(extract, WebExtractTool)
-        return search, extract
-
-    yield make
-    for registry in registries:
-        await registry.aclose()
-
-
-async def run(tool: Any, **arguments: Any) -> dict[str, Any]:
-    return json.loads(await tool.run(arguments))
+    async with web_tools_maker(tmp_path, env, tool_timeout=2.0, web_cache_ttl=0.0) as make:
+        yield make
 
 
 def searches(fake: TavilyFake | ExaFake) -> int:
@@ -72,7 +50,7 @@ async def test_a_failing_first_provider_hands_the_search_to_the_next(make_tools:
     tavily_fake.script(reply, route="search")
     search, _ = make_tools()
 
-    result = await run(search, query="otters")
+    result = await run_tool(search, query="otters")
 
     assert result["success"] is True, result
     assert (result["provider"], result["fallback_from"]) == ("exa", "tavily")
@@ -83,7 +61,7 @@ async def test_a_failing_first_provider_hands_the_search_to_the_next(make_tools:
 async def test_the_provider_that_answers_is_named_without_fallback_from(make_tools: Make, tavily_fake: TavilyFake,  # noqa: F811
                                                                         exa_fake: ExaFake):  # noqa: F811
     search, _ = make_tools()
-    result = await run(search, query="otters")
+    result = await run_tool(search, query="otters")
     assert result["provider"] == "tavily" and "fallback_from" not in result
     assert result["data"]["web"][0]["url"] == "https://example.com/one"  # what the Tavily fake answered
     assert (searches(tavily_fake), searches(exa_fake)) == (1, 0)
@@ -93,7 +71,7 @@ async def test_no_results_is_an_answer_not_a_failure(make_tools: Make, tavily_fa
                                                      exa_fake: ExaFake):  # noqa: F811
     tavily_fake.search_results = []
     search, _ = make_tools()
-    result = await run(search, query="a query nobody asked before")
+    result = await run_tool(search, query="a query nobody asked before")
     assert result == {"success": True, "data": {"web": []}, "provider": "tavily"}
     assert searches(exa_fake) == 0
 
@@ -102,7 +80,7 @@ async def test_a_rejected_key_is_the_providers_answer_and_is_not_swapped(make_to
                                                                          exa_fake: ExaFake):  # noqa: F811
     tavily_fake.script(Reply(401, {"detail": {"error": "Unauthorized: missing or invalid API key."}}), route="search")
     search, _ = make_tools()
-    result = await run(search, query="otters")
+    result = await run_tool(search, query="otters")
     assert result["success"] is False and "rejected the API key (401)" in result["error"]
     assert result["provider"] == "tavily" and searches(exa_fake) == 0
 
@@ -111,7 +89,7 @@ async def test_a_named_provider_without_a_listed_fallback_is_not_swapped(make_to
                                                                         exa_fake: ExaFake):  # noqa: F811
     tavily_fake.script(Reply(500, {"detail": {"error": "internal error"}}), route="search")
     search, _ = make_tools(web_search_backend="tavily")
-    result = await run(search, query="otters")
+    result = await run_tool(search, query="otters")
     assert result == {"success": False, "error": "Tavily had a server error (500): internal error"}
     assert (searches(tavily_fake), searches(exa_fake)) == (1, 0)
 
@@ -120,14 +98,14 @@ async def test_a_named_provider_falls_back_to_the_providers_the_user_listed(make
                                                                            exa_fake: ExaFake):  # noqa: F811
     tavily_fake.script(Reply(500, {"detail": {"error": "internal error"}}), route="search")
     search, _ = make_tools(web_search_backend="tavily", web_search_fallback=("exa",))
-    result = await run(search, query="otters")
+    result = await run_tool(search, query="otters")
     assert (result["success"], result["provider"], result["fallback_from"]) == (True, "exa", "tavily")
 
 
 async def test_an_unavailable_named_provider_gives_way_to_a_listed_fallback(make_tools: Make,
                                                                            exa_fake: ExaFake):  # noqa: F811
     search, _ = make_tools(web_search_backend="firecrawl", web_search_fallback=("exa",))  # firecrawl: no key
-    result = await run(search, query="otters")
+    result = await run_tool(search, query="otters")
     assert (result["provider"], result["fallback_from"]) == ("exa", "firecrawl")
 
 
@@ -135,7 +113,7 @@ async def test_an_empty_fallback_list_turns_fallback_off(make_tools: Make, tavil
                                                          exa_fake: ExaFake):  # noqa: F811
     tavily_fake.script(Reply(503, {"detail": {"error": "maintenance"}}), route="search")
     search, _ = make_tools(web_search_fallback=())
-    result = await run(search, query="otters")
+    result = await run_tool(search, query="otters")
     assert result["success"] is False and "(503)" in result["error"]
     assert searches(exa_fake) == 0
 
@@ -145,7 +123,7 @@ async def test_when_every_provider_fails_the_model_reads_each_reason(make_tools:
     tavily_fake.script(Reply(500, {"detail": {"error": "internal error"}}), route="search")
     exa_fake.script(Reply(502, {"error": "bad gateway"}), route="search")
     search, _ = make_tools(web_search_fallback=("exa",))
-    result = await run(search, query="otters")
+    result = await run_tool(search, query="otters")
     assert result["success"] is False
     assert "Tavily had a server error (500)" in result["error"] and "(502)" in result["error"]
 
@@ -154,7 +132,7 @@ async def test_extract_falls_back_when_its_provider_fails(make_tools: Make, tavi
                                                           exa_fake: ExaFake):  # noqa: F811
     tavily_fake.script(Reply(500, {"detail": {"error": "internal error"}}), route="extract")
     _, extract = make_tools(web_extract_backend="tavily", web_extract_fallback=("exa",))
-    result = await run(extract, urls=["https://example.org/a"])
+    result = await run_tool(extract, urls=["https://example.org/a"])
     assert (result["success"], result["provider"], result["fallback_from"]) == (True, "exa", "tavily")
     assert result["data"][0]["content"] == "Full text of https://example.org/a"
     assert len(exa_fake.requests_to("/contents")) == 1
@@ -166,15 +144,15 @@ async def test_three_failures_in_a_row_cool_a_provider_down_then_it_is_tried_aga
     search, _ = make_tools(web_search_fallback=("exa",), web_cooldown=0.5)
 
     for _ in range(3):
-        assert (await run(search, query="otters"))["provider"] == "exa"
+        assert (await run_tool(search, query="otters"))["provider"] == "exa"
     assert searches(tavily_fake) == 3
 
-    skipped = await run(search, query="otters")  # Tavily is cooling down: not even asked
+    skipped = await run_tool(search, query="otters")  # Tavily is cooling down: not even asked
     assert skipped["provider"] == "exa" and skipped["fallback_from"] == "tavily"
     assert searches(tavily_fake) == 3
 
     await asyncio.sleep(0.6)
-    again = await run(search, query="otters")  # the cool-down is over: Tavily answers again
+    again = await run_tool(search, query="otters")  # the cool-down is over: Tavily answers again
     assert again["provider"] == "tavily" and "fallback_from" not in again
     assert searches(tavily_fake) == 4
 
@@ -185,12 +163,12 @@ async def test_a_429_with_retry_after_is_honoured_before_the_next_try(
                        route="search")
     search, _ = make_tools(web_search_fallback=("exa",), web_cooldown=0)
 
-    assert (await run(search, query="otters"))["provider"] == "exa"
-    assert (await run(search, query="otters"))["provider"] == "exa"
+    assert (await run_tool(search, query="otters"))["provider"] == "exa"
+    assert (await run_tool(search, query="otters"))["provider"] == "exa"
     assert searches(tavily_fake) == 1  # the second call did not knock on Tavily's door
 
     await asyncio.sleep(1.1)
-    assert (await run(search, query="otters"))["provider"] == "tavily"
+    assert (await run_tool(search, query="otters"))["provider"] == "tavily"
     assert searches(tavily_fake) == 2
 
 
@@ -199,8 +177,8 @@ async def test_a_lone_provider_cooling_down_says_so_without_a_call(make_tools: M
     tavily_fake.script(Reply(429, {"detail": {"error": "Rate limit exceeded"}}, headers={"Retry-After": "60"}),
                        route="search")
     search, _ = make_tools(web_search_backend="tavily")
-    assert "rate limit reached (429)" in (await run(search, query="otters"))["error"]
-    second = await run(search, query="otters")
+    assert "rate limit reached (429)" in (await run_tool(search, query="otters"))["error"]
+    second = await run_tool(search, query="otters")
     assert second == {"success": False, "error": "tavily is skipped for 60 s more after: Tavily rate limit reached "
                                                   "(429); retry after 60 s: Rate limit exceeded"}
     assert searches(tavily_fake) == 1
