@@ -1,6 +1,8 @@
 """Idempotency-Key: a retried POST gets the first answer again instead of a second agent run.
 
-Covers non-streaming `POST /v1/chat/completions` and `POST /v1/responses` (IDEMPOTENT_PATHS).
+Covers non-streaming `POST /v1/chat/completions` and `POST /v1/responses` (IDEMPOTENT_PATHS), and
+the POSTs of the Conversations API (`/v1/conversations...`): a retried create must not make a
+second conversation, nor a retried `items` append add the items twice.
 - The key is scoped to the credential that sent it (a SHA-256 of the bearer token, never the
   token; "anonymous" without one) and to method and path.
 - The first reply (status, body bytes, Content-Type and the route's own headers) is kept for
@@ -36,6 +38,7 @@ from gateway.store.idempotency import CachedReply
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 IDEMPOTENT_PATHS = frozenset({"/v1/chat/completions", "/v1/responses"})
+CONVERSATIONS_PATH = "/v1/conversations"
 MAX_KEY_LENGTH = 255
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 # Headers that belong to one delivery, not to the reply: hooks and aiohttp set them afresh.
@@ -97,7 +100,10 @@ def replay(reply: CachedReply) -> web.Response:
 
 def wants_idempotency(request: web.Request) -> bool:
     """A POST to a covered route that carries the header (whether the key is valid is checked later)."""
-    return request.method == "POST" and HEADER in request.headers and request.path in IDEMPOTENT_PATHS
+    if request.method != "POST" or HEADER not in request.headers:
+        return False
+    path = request.path
+    return path in IDEMPOTENT_PATHS or path == CONVERSATIONS_PATH or path.startswith(CONVERSATIONS_PATH + "/")
 
 
 async def run_idempotent(request: web.Request, handler: Handler) -> web.StreamResponse:

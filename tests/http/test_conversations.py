@@ -300,3 +300,19 @@ async def test_a_responses_input_items_listing_takes_include_as_openai_s_does(sd
     response = await client.get(f"/v1/responses/{created.id}/input_items?include=nope", headers=AUTH)
     assert response.status == 400
     assert_error_envelope(await response.json(), param="include")
+
+
+async def test_a_retried_create_or_append_with_an_idempotency_key_is_done_once(client: Any) -> None:
+    headers = {**AUTH, "Idempotency-Key": "create-1"}
+    first = await client.post("/v1/conversations", json={"metadata": {"k": "v"}}, headers=headers)
+    again = await client.post("/v1/conversations", json={"metadata": {"k": "v"}}, headers=headers)
+    assert first.status == again.status == 200 and again.headers.get("Idempotent-Replayed") == "true"
+    conversation = await first.json()
+    assert (await again.json())["id"] == conversation["id"]
+    path = f"/v1/conversations/{conversation['id']}/items"
+    body = {"items": [{"role": "user", "content": "once"}]}
+    for _ in range(2):
+        response = await client.post(path, json=body, headers={**AUTH, "Idempotency-Key": "append-1"})
+        assert response.status == 200
+    listed = await (await client.get(path, headers=AUTH)).json()
+    assert [item["content"][0]["text"] for item in listed["data"]] == ["once"]
