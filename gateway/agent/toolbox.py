@@ -98,5 +98,8 @@ def offer_tools(toolbox: Toolbox, client_tools: list[dict[str, Any]], web: WebSe
     ours = [s for s in toolbox.schemas() if s["function"]["name"] not in client_names] if agent_tools else []
     forced = web is not None and web.force_search and any(s["function"]["name"] == "web_search" for s in ours)
     first = {"type": "function", "function": {"name": "web_search"}} if forced else None
-    return ToolOffer(agent_tools, ours + client_tools, ToolContext(web or WebSearchOptions()), first)
+    return ToolOffer(agent_tools, ours + client_tools, ToolContext(web or _NO_WEB_OPTIONS), first)
+
+
+_NO_WEB_OPTIONS = WebSearchOptions()  # frozen: one shared default rather than one built per request
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from gateway.errors import RateLimitError
 
@@ -17,17 +16,22 @@ class RunLimiter:
         self.limit = limit
         self.active = 0
 
-    @contextlib.contextmanager
-    def slot(self) -> Iterator[None]:
+    def slot(self) -> RunLimiter:
+        """`with limiter.slot():` holds one run's place, or refuses it (429). The limiter is its own
+        context manager: a generator-based one costs a generator, its frames and a StopIteration
+        per run."""
         if self.active >= self.limit:
             raise RateLimitError(
                 f"too many agent runs in progress ({self.limit}); retry shortly", retry_after=1
             )
         self.active += 1
-        try:
-            yield
-        finally:
-            self.active -= 1
+        return self
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.active -= 1
 
 
 class Lifecycle:

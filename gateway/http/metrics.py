@@ -93,8 +93,8 @@ class Metrics:
 
     # -- per request (the front door and the response-prepare hook) --
 
-    def request_done(self, request: web.Request, status: int | str, started: float) -> None:
-        now = time.perf_counter()
+    def request_done(self, request: web.Request, status: int | str, started: float, now: float) -> None:
+        """`now`: when the front door let the request go (the call itself may come a little later)."""
         route = route_of(request)
         method = request.method if request.method in KNOWN_METHODS else "other"
         self._child(self.requests, route, method, str(status)).inc()

@@ -8,15 +8,31 @@ call's `traceparent` names its own span, so the upstream's spans hang below it.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVarTuple, Unpack
 
 from gateway.agent.observer import AgentObserver, ToolCall, UpstreamCall
 from gateway.http.metrics import Metrics
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
+
+
+Ts = TypeVarTuple("Ts")
+
+
+def _soon(record: Callable[[Unpack[Ts]], None], *args: *Ts) -> None:
+    """Records a figure once the current task step ends: the agent's reply (rendered and written
+    in this step) need not wait for the bookkeeping. At once when no loop runs (a generator closed
+    at interpreter exit)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        record(*args)
+        return
+    loop.call_soon(record, *args)
 
 
 class _Upstream(UpstreamCall):
@@ -44,8 +60,8 @@ class _Upstream(UpstreamCall):
         now = time.perf_counter()
         metrics = self._observer.metrics
         if metrics is not None:
-            metrics.upstream_done(outcome, now - self._started,
-                                  None if self._first is None else self._first - self._started)
+            _soon(metrics.upstream_done, outcome, now - self._started,
+                  None if self._first is None else self._first - self._started)
         if self._span is not None:
             _end(self._span, outcome)
 
@@ -97,4 +113,4 @@ class GatewayObserver(AgentObserver):
 
     def turn_finished(self, tool_rounds: int, prompt_tokens: int, completion_tokens: int) -> None:
         if self.metrics is not None:
-            self.metrics.turn_done(tool_rounds, prompt_tokens, completion_tokens)
+            _soon(self.metrics.turn_done, tool_rounds, prompt_tokens, completion_tokens)

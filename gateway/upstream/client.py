@@ -309,14 +309,17 @@ class UpstreamClient:
 
 async def _read(response: aiohttp.ClientResponse, limit: int) -> bytes:
     """The whole body (decoded), refused past `limit` bytes."""
+    content = response.content
     parts = []
     size = 0
-    while piece := await response.content.readany():
+    while piece := await content.readany():
         parts.append(piece)
         size += len(piece)
         if size > limit:
             raise UpstreamError(f"the upstream model's reply is larger than {limit // (1024 * 1024)} MiB")
-    return b"".join(parts)
+        if content.at_eof():  # the usual case, a reply that came whole: no second read to learn it ended
+            break
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _completion_deltas(data: dict[str, Any]) -> list[UpstreamDelta]:
@@ -325,38 +328,45 @@ def _completion_deltas(data: dict[str, Any]) -> list[UpstreamDelta]:
         raise UpstreamError("the upstream model returned a completion without choices")
     if not _well_formed(data, "message"):
         raise UpstreamError("the upstream model returned a completion of an unexpected shape")
-    return deltas_of({**data, "choices": choices[:1]}, "message")
+    # the first choice only (n=1 is all we ask for); the usual reply has no other to drop
+    return deltas_of(data if len(choices) == 1 else {**data, "choices": choices[:1]}, "message")
 
 
-def _optional(value: Any, kind: type | tuple[type, ...]) -> bool:
-    return value is None or isinstance(value, kind)
+# "this type, or null/absent": one isinstance each (a helper function per field cost a Python call)
+_DICT_OR_NULL = (dict, type(None))
+_LIST_OR_NULL = (list, type(None))
+_STR_OR_NULL = (str, type(None))
+_INT_OR_NULL = (int, type(None))
 
 
 def _well_formed(data: dict[str, Any], body_key: str) -> bool:
     """Whether a completion (`body_key` "message") or chunk ("delta") has the shape the agent reads:
     a well-formed JSON object of the wrong shape must be an upstream error, not a crash (500)."""
-    if not _optional(data.get("usage"), dict) or not _optional(data.get("choices"), list):
+    usage = data.get("usage")
+    choices = data.get("choices")
+    if not isinstance(usage, _DICT_OR_NULL) or not isinstance(choices, _LIST_OR_NULL):
         return False
-    if isinstance(data.get("usage"), dict) and not all(
-        _optional(data["usage"].get(k), int) for k in ("prompt_tokens", "completion_tokens")
-    ):
+    if usage is not None and not (isinstance(usage.get("prompt_tokens"), _INT_OR_NULL)
+                                  and isinstance(usage.get("completion_tokens"), _INT_OR_NULL)):
         return False
-    for choice in data.get("choices") or ():
-        if not isinstance(choice, dict) or not _optional(choice.get("finish_reason"), str):
+    for choice in choices or ():
+        if not isinstance(choice, dict) or not isinstance(choice.get("finish_reason"), _STR_OR_NULL):
             return False
         body = choice.get(body_key)
-        if not _optional(body, dict):
+        if not isinstance(body, _DICT_OR_NULL):
             return False
         body = body or {}
-        if not _optional(body.get("content"), str) or not _optional(body.get("tool_calls"), list):
+        tool_calls = body.get("tool_calls")
+        if not isinstance(body.get("content"), _STR_OR_NULL) or not isinstance(tool_calls, _LIST_OR_NULL):
             return False
-        for call in body.get("tool_calls") or ():
-            if not isinstance(call, dict) or not _optional(call.get("function"), dict):
+        for call in tool_calls or ():
+            if not isinstance(call, dict) or not isinstance(call.get("function"), _DICT_OR_NULL):
                 return False
             function = call.get("function") or {}
-            if not _optional(function.get("name"), str) or not _optional(function.get("arguments"), str):
+            if not isinstance(function.get("name"), _STR_OR_NULL) \
+                    or not isinstance(function.get("arguments"), _STR_OR_NULL):
                 return False
-            if not _optional(call.get("id"), str):
+            if not isinstance(call.get("id"), _STR_OR_NULL):
                 return False
     return True
 

@@ -34,6 +34,7 @@ PASSTHROUGH = (
     "presence_penalty", "frequency_penalty", "logit_bias", "tool_choice", "parallel_tool_calls",
     "reasoning_effort",
 )
+_PASSTHROUGH_NAMES = frozenset(PASSTHROUGH)
 
 
 #: What follows the text in a content chunk (see ChatChunkEncoder._content_chunk).
@@ -111,26 +112,30 @@ def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
     n = body.get("n")
     if n is not None and n != 1:
         raise InvalidRequestError("only n=1 is supported", param="n")
-    optional_number(body, "temperature", 0, 2)
-    optional_number(body, "top_p", 0, 1)
-    optional_number(body, "presence_penalty", -2, 2)
-    optional_number(body, "frequency_penalty", -2, 2)
-    optional_int(body, "max_tokens")
-    optional_int(body, "max_completion_tokens")
-    seed = body.get("seed")
-    if seed is not None:
-        expect(seed, int, "seed", "an integer")
-    stop = body.get("stop")
-    if stop is not None and not (
-        isinstance(stop, str) or (isinstance(stop, list) and all(isinstance(s, str) for s in stop))
-    ):
-        raise InvalidRequestError("'stop' must be a string or a list of strings", param="stop")
-    for name in ("response_format", "logit_bias"):
-        if body.get(name) is not None:
-            expect(body[name], dict, name, "an object")
+    # Every field checked in this block is one of PASSTHROUGH: a request naming none of them (many
+    # name only model, messages and stream) skips checks that could not fail, and the copy below.
+    named = _PASSTHROUGH_NAMES.intersection(body)
+    if named:
+        optional_number(body, "temperature", 0, 2)
+        optional_number(body, "top_p", 0, 1)
+        optional_number(body, "presence_penalty", -2, 2)
+        optional_number(body, "frequency_penalty", -2, 2)
+        optional_int(body, "max_tokens")
+        optional_int(body, "max_completion_tokens")
+        seed = body.get("seed")
+        if seed is not None:
+            expect(seed, int, "seed", "an integer")
+        stop = body.get("stop")
+        if stop is not None and not (
+            isinstance(stop, str) or (isinstance(stop, list) and all(isinstance(s, str) for s in stop))
+        ):
+            raise InvalidRequestError("'stop' must be a string or a list of strings", param="stop")
+        for name in ("response_format", "logit_bias"):
+            if body.get(name) is not None:
+                expect(body[name], dict, name, "an object")
 
     tools = _check_tools(body.get("tools"))
-    params = {name: body[name] for name in PASSTHROUGH if body.get(name) is not None}
+    params = {name: body[name] for name in PASSTHROUGH if body.get(name) is not None} if named else {}
     if "tool_choice" in params and not tools:
         params.pop("tool_choice")
         params.pop("parallel_tool_calls", None)
