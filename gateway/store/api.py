@@ -96,6 +96,16 @@ class DuplicateItemError(InvalidRequestError):
         return cls(f"An item with id '{item_id}' is already in conversation '{conversation_id}'; "
                    "item ids are unique within a conversation.", param="items")
 
+    @classmethod
+    def check(cls, conversation_id: str, items: list[ConversationItem], taken: set[str]) -> None:
+        """Raised for the first of `items` whose id is in `taken` or earlier in `items`: a backend
+        checks before it writes, so a repeated id is never a unique violation (that would be a 503)."""
+        seen = set(taken)
+        for item in items:
+            if item.id in seen:
+                raise cls.on(item.id, conversation_id)
+            seen.add(item.id)
+
 
 class SchemaVersionError(AgentGatewayError):
     """The database was written by a newer gateway (a higher schema version): serve exits 1."""

@@ -28,7 +28,8 @@ from gateway.store.api import (
     UnknownConversationError,
     UnknownItemError,
 )
-from gateway.store.pg_database import Conn, PostgresDatabase, json_text, text_json
+from gateway.store.json_columns import from_text, from_text_or_none, to_text, to_text_or_none
+from gateway.store.pg_database import Conn, PostgresDatabase
 
 _INSERT_CONVERSATION = "INSERT INTO conversation_objects (id, created_at, metadata) VALUES ($1, $2, $3)"
 _INSERT_ITEM = ("INSERT INTO conversation_items (conversation_id, position, id, item, model)"
@@ -72,10 +73,10 @@ class PostgresConversations(ABC):
         raises ConversationConflictError if its named conversation's head moved."""
 
     async def create_conversation(self, conversation: Conversation, items: list[ConversationItem]) -> None:
-        _check_unique(conversation.id, items, set())
+        DuplicateItemError.check(conversation.id, items, set())
         async with self.database.transaction() as conn:
             await conn.execute(_INSERT_CONVERSATION, conversation.id, conversation.created_at,
-                               json_text(conversation.metadata))
+                               to_text(conversation.metadata))
             await _insert_items(conn, conversation.id, items, first=1)
 
     async def get_conversation(self, conversation_id: str) -> Conversation:
@@ -84,7 +85,7 @@ class PostgresConversations(ABC):
 
     async def update_conversation(self, conversation_id: str, metadata: dict[str, str]) -> Conversation:
         row = await self.database.run(
-            lambda conn: conn.fetchrow(_UPDATE_CONVERSATION, conversation_id, json_text(metadata)))
+            lambda conn: conn.fetchrow(_UPDATE_CONVERSATION, conversation_id, to_text(metadata)))
         return _conversation(row, conversation_id)
 
     async def delete_conversation(self, conversation_id: str) -> None:
@@ -101,7 +102,7 @@ class PostgresConversations(ABC):
             if expected_last is not None and (last["id"] if last is not None else "") != expected_last:
                 raise ConversationConflictError.on(conversation_id)
             taken = await conn.fetch(_TAKEN_IDS, conversation_id, [i.id for i in items])
-            _check_unique(conversation_id, items, {row["id"] for row in taken})
+            DuplicateItemError.check(conversation_id, items, {row["id"] for row in taken})
             await _insert_items(conn, conversation_id, items, first=(last["position"] if last else 0) + 1)
             if response is not None:
                 await self._put_within(conn, response)  # takes WRITE_LOCK: last, see the docstring
@@ -148,29 +149,20 @@ class PostgresConversations(ABC):
         return conversation
 
 
-def _check_unique(conversation_id: str, items: list[ConversationItem], taken: set[str]) -> None:
-    """DuplicateItemError before anything is written: never a unique violation (that is a 503)."""
-    seen = set(taken)
-    for item in items:
-        if item.id in seen:
-            raise DuplicateItemError.on(item.id, conversation_id)
-        seen.add(item.id)
-
-
 async def _insert_items(conn: Conn, conversation_id: str, items: list[ConversationItem], *, first: int) -> None:
     if items:
         await conn.executemany(_INSERT_ITEM, [
-            (conversation_id, first + offset, item.id, json_text(item.item),
-             json_text(item.model) if item.model is not None else None)
+            (conversation_id, first + offset, item.id, to_text(item.item),
+             to_text_or_none(item.model))
             for offset, item in enumerate(items)])
 
 
 def _conversation(row: Any, conversation_id: str) -> Conversation:
     if row is None:
         raise UnknownConversationError.on(conversation_id)
-    return Conversation(id=row["id"], created_at=row["created_at"], metadata=text_json(row["metadata"]))
+    return Conversation(id=row["id"], created_at=row["created_at"], metadata=from_text(row["metadata"]))
 
 
 def _item(row: Any) -> ConversationItem:
-    return ConversationItem(item=text_json(row["item"]),
-                            model=text_json(row["model"]) if row["model"] is not None else None)
+    return ConversationItem(item=from_text(row["item"]),
+                            model=from_text_or_none(row["model"]))

@@ -16,13 +16,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 import asyncpg
 
 from gateway.config.envvars import redact_url
 from gateway.store.api import SchemaVersionError, StoreUnavailableError
-from gateway.wire import json_in, json_out
 
 if TYPE_CHECKING:
     from asyncpg.pool import PoolConnectionProxy
@@ -92,15 +91,6 @@ WRITE_LOCK = 0x6167_7702
 
 # InternalClientError: a connection broken mid-operation (a server restart) as asyncpg finds it
 FAULTS = (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError, TimeoutError)
-
-
-def json_text(value: Any) -> str:
-    """A JSON column's text (the columns are TEXT: stored as written, read back byte for byte)."""
-    return json_out.dumps(value, ensure_ascii=True).decode()
-
-
-def text_json(text: str) -> Any:
-    return json_in.loads(text.encode())
 
 
 def describe_url(url: str) -> str:

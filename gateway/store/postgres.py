@@ -21,8 +21,9 @@ from gateway.store.api import (
     StoredResponse,
 )
 from gateway.store.group_commit import GroupCommit
+from gateway.store.json_columns import from_text, to_text
 from gateway.store.pg_conversations import PostgresConversations
-from gateway.store.pg_database import WRITE_LOCK, Conn, PostgresDatabase, json_text, text_json
+from gateway.store.pg_database import WRITE_LOCK, Conn, PostgresDatabase
 
 _COLUMNS = "id, created_at, conversation, response, transcript, input_items"
 _R_COLUMNS = ", ".join("r." + c for c in _COLUMNS.split(", "))
@@ -133,10 +134,10 @@ class PostgresResponseStore(PostgresConversations, ResponseStore):
 
 
 def _row(record: StoredResponse) -> _Row:
-    return (record.id, record.created_at, record.conversation, json_text(record.response),
-            json_text(record.transcript), json_text(record.input_items))
+    return (record.id, record.created_at, record.conversation, to_text(record.response),
+            to_text(record.transcript), to_text(record.input_items))
 
 
 def _record(row: Any) -> StoredResponse:
-    return StoredResponse(id=row[0], created_at=row[1], conversation=row[2], response=text_json(row[3]),
-                          transcript=text_json(row[4]), input_items=text_json(row[5]))
+    return StoredResponse(id=row[0], created_at=row[1], conversation=row[2], response=from_text(row[3]),
+                          transcript=from_text(row[4]), input_items=from_text(row[5]))

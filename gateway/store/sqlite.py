@@ -24,9 +24,9 @@ from gateway.store.api import (
     StoreUnavailableError,
 )
 from gateway.store.group_commit import GroupCommit
+from gateway.store.json_columns import from_text, to_text
 from gateway.store.sqlite_conversations import CONVERSATION_SCHEMA, SQLiteConversations
 from gateway.store.sqlite_faults import describe as _describe
-from gateway.wire import json_in, json_out
 
 # Routes, tests and tools import these names from here.
 __all__ = ["ResponseStore", "SQLiteResponseStore", "StoredResponse", "StoreUnavailableError"]
@@ -246,14 +246,14 @@ class SQLiteResponseStore(SQLiteConversations, ResponseStore):
             id=row[0],
             created_at=row[1],
             conversation=row[2],
-            response=_from_json_text(row[3]),
-            transcript=_from_json_text(row[4]),
-            input_items=_from_json_text(row[5]),
+            response=from_text(row[3]),
+            transcript=from_text(row[4]),
+            input_items=from_text(row[5]),
         )
 
     def _row(self, record: StoredResponse) -> _Row:
-        return (record.id, record.created_at, self._tick(), record.conversation, _json_text(record.response),
-                _json_text(record.transcript), _json_text(record.input_items))
+        return (record.id, record.created_at, self._tick(), record.conversation, to_text(record.response),
+                to_text(record.transcript), to_text(record.input_items))
 
     async def put(self, record: StoredResponse) -> None:
         """Group commit: the puts that arrive while one transaction is being written go together in
@@ -362,13 +362,3 @@ class SQLiteResponseStore(SQLiteConversations, ResponseStore):
     async def count(self) -> int:
         rows = await self._read("SELECT COUNT(*) FROM responses", ())
         return int(rows[0][0]) if rows else 0
-
-
-def _json_text(value: Any) -> str:
-    # orjson when installed (bench/README.md); the text stays TEXT, so the database reads the same
-    # with the sqlite3 shell or an older gateway
-    return json_out.dumps(value, ensure_ascii=True).decode()
-
-
-def _from_json_text(text: str | bytes) -> Any:
-    return json_in.loads(text.encode() if isinstance(text, str) else text)

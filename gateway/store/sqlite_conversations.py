@@ -23,7 +23,7 @@ from gateway.store.api import (
     UnknownConversationError,
     UnknownItemError,
 )
-from gateway.wire import json_in, json_out
+from gateway.store.json_columns import from_text, from_text_or_none, to_text, to_text_or_none
 
 T = TypeVar("T")
 
@@ -66,20 +66,12 @@ _GET_ITEM = ("SELECT o.id, i.item, i.model FROM conversation_objects o LEFT JOIN
              " ON i.conversation_id = o.id AND i.id = ? WHERE o.id = ?")
 
 
-def _text(value: Any) -> str:
-    return json_out.dumps(value, ensure_ascii=True).decode()
-
-
-def _json(text: str) -> Any:
-    return json_in.loads(text.encode())
-
-
 def _conversation(row: Any) -> Conversation:
-    return Conversation(id=row[0], created_at=int(row[1]), metadata=_json(row[2]))
+    return Conversation(id=row[0], created_at=int(row[1]), metadata=from_text(row[2]))
 
 
 def _item(item_text: str, model_text: str | None) -> ConversationItem:
-    return ConversationItem(item=_json(item_text), model=None if model_text is None else _json(model_text))
+    return ConversationItem(item=from_text(item_text), model=from_text_or_none(model_text))
 
 
 class SQLiteConversations:
@@ -95,11 +87,11 @@ class SQLiteConversations:
         raise NotImplementedError  # the store's: a put's statements inside a transaction
 
     async def create_conversation(self, conversation: Conversation, items: list[ConversationItem]) -> None:
-        _check_unique(conversation.id, items, set())
+        DuplicateItemError.check(conversation.id, items, set())
 
         async def body(db: aiosqlite.Connection) -> None:
             await db.execute("INSERT INTO conversation_objects (id, created_at, metadata) VALUES (?, ?, ?)",
-                             (conversation.id, conversation.created_at, _text(conversation.metadata)))
+                             (conversation.id, conversation.created_at, to_text(conversation.metadata)))
             await _insert(db, conversation.id, items, 1)
 
         await self._transaction(body)
@@ -113,7 +105,7 @@ class SQLiteConversations:
     async def update_conversation(self, conversation_id: str, metadata: dict[str, str]) -> Conversation:
         async def body(db: aiosqlite.Connection) -> Conversation:
             cursor = await db.execute("UPDATE conversation_objects SET metadata = ? WHERE id = ?",
-                                      (_text(metadata), conversation_id))
+                                      (to_text(metadata), conversation_id))
             if cursor.rowcount == 0:
                 raise UnknownConversationError.on(conversation_id)
             return Conversation(id=conversation_id, created_at=await _created_at(db, conversation_id),
@@ -131,7 +123,7 @@ class SQLiteConversations:
 
     async def append_items(self, conversation_id: str, items: list[ConversationItem], *,
                            expected_last: str | None = None, response: StoredResponse | None = None) -> None:
-        _check_unique(conversation_id, items, set())
+        DuplicateItemError.check(conversation_id, items, set())
 
         async def body(db: aiosqlite.Connection) -> None:
             await _lock(db, conversation_id)
@@ -143,7 +135,7 @@ class SQLiteConversations:
             taken = await db.execute_fetchall(
                 f"SELECT id FROM conversation_items WHERE conversation_id = ? AND id IN ({marks})",
                 (conversation_id, *(i.id for i in items))) if items else []
-            _check_unique(conversation_id, items, {str(row[0]) for row in taken})
+            DuplicateItemError.check(conversation_id, items, {str(row[0]) for row in taken})
             await _insert(db, conversation_id, items, last_position + 1)
             if response is not None:
                 await self._put_in(db, response)
@@ -208,8 +200,8 @@ async def _insert(db: aiosqlite.Connection, conversation_id: str, items: list[Co
                   first_position: int) -> None:
     if items:
         await db.executemany(_INSERT_ITEM, [
-            (conversation_id, first_position + offset, item.id, _text(item.item),
-             None if item.model is None else _text(item.model))
+            (conversation_id, first_position + offset, item.id, to_text(item.item),
+             to_text_or_none(item.model))
             for offset, item in enumerate(items)])
 
 
@@ -217,11 +209,3 @@ async def _created_at(db: aiosqlite.Connection, conversation_id: str) -> int:
     rows = list(await db.execute_fetchall("SELECT created_at FROM conversation_objects WHERE id = ?",
                                           (conversation_id,)))
     return int(rows[0][0])
-
-
-def _check_unique(conversation_id: str, items: list[ConversationItem], taken: set[str]) -> None:
-    seen = set(taken)
-    for item in items:
-        if item.id in seen:
-            raise DuplicateItemError.on(item.id, conversation_id)
-        seen.add(item.id)
