@@ -108,10 +108,15 @@ def parse_list_query(query: Mapping[str, str], include: list[str] | None = None)
     order = query.get("order", "desc")
     if order not in ("asc", "desc"):
         raise _bad("'order' must be asc or desc.", "order")
-    for value in include or ():
+    return ListQuery(limit=limit, order=order, after=query.get("after"), include=parse_include(include or []))
+
+
+def parse_include(values: list[str]) -> tuple[str, ...]:
+    """The values of a repeated `include` query parameter, each one OpenAI knows (else a 400)."""
+    for value in values:
         if value not in INCLUDABLE:
             raise _bad(f"'include' must be one of {', '.join(INCLUDABLE)}; got {value!r}.", "include")
-    return ListQuery(limit=limit, order=order, after=query.get("after"), include=tuple(include or ()))
+    return tuple(values)
 
 
 def item_list(items: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:

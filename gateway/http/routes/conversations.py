@@ -74,7 +74,7 @@ async def list_items(request: web.Request) -> web.Response:
 
 @routes.post("/v1/conversations/{conversation_id}/items")
 async def add_items(request: web.Request) -> web.Response:
-    include = wire.parse_list_query({}, include_values(request)).include
+    include = wire.parse_include(include_values(request))
     items = wire.parse_add_items(await read_json_object(request))
     await _store(request).append_items(_conversation_id(request), [ConversationItem(item) for item in items])
     return _json(wire.item_list([wire.shown(item, include) for item in items], has_more=False))
@@ -82,7 +82,7 @@ async def add_items(request: web.Request) -> web.Response:
 
 @routes.get("/v1/conversations/{conversation_id}/items/{item_id}")
 async def retrieve_item(request: web.Request) -> web.Response:
-    include = wire.parse_list_query({}, include_values(request)).include
+    include = wire.parse_include(include_values(request))
     found = await _store(request).get_item(_conversation_id(request), request.match_info["item_id"])
     return _json(wire.shown(found.item, include))
 

@@ -8,7 +8,6 @@ the `response.completed` event), so a client that chains at once always finds it
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,10 +30,6 @@ from gateway.wire.responses_request import ResponsesRequest, parse_responses_req
 
 log = logging.getLogger("agent_gateway.responses")
 routes = web.RouteTableDef()
-
-
-def _dumps(payload: Any) -> str:
-    return json.dumps(payload, ensure_ascii=False)
 
 
 def _not_found(response_id: str) -> NotFoundError:
@@ -232,4 +227,5 @@ async def list_input_items(request: web.Request) -> web.Response:
         if query.after not in ids:
             raise InvalidRequestError(f"No input item with id '{query.after}' in this response.", param="after")
         items = items[ids.index(query.after) + 1:]
-    return web.json_response(item_list(items[:query.limit], len(items) > query.limit), dumps=_dumps)
+    return web.Response(body=json_out.dumps(item_list(items[:query.limit], len(items) > query.limit)),
+                        content_type="application/json", charset="utf-8")
