@@ -76,6 +76,8 @@ class ResponsesRequest:
     web: WebSearchOptions | None = None
     #: What the client asked to have added to the output (`include`), e.g. the search sources.
     include: tuple[str, ...] = ()
+    #: "disabled" (a turn over the context window is a 400) or "auto" (its oldest history dropped).
+    truncation: str = "disabled"
 
     def upstream_params(self) -> dict[str, Any]:
         """Extra Chat Completions parameters for the upstream call (tools excluded)."""
@@ -136,6 +138,15 @@ def _number(body: dict[str, Any], key: str, low: float, high: float) -> float | 
     if isinstance(value, bool) or not isinstance(value, int | float) or not in_range(value, low, high):
         raise _bad(f"'{key}' must be a number from {low:g} to {high:g}.", key)
     return float(value)
+
+
+def _truncation(body: dict[str, Any]) -> str:
+    value = body.get("truncation")
+    if value is None:
+        return "disabled"
+    if value not in ("auto", "disabled"):
+        raise _bad("'truncation' must be 'auto' or 'disabled'.", "truncation")
+    return str(value)
 
 
 def _max_output_tokens(body: dict[str, Any]) -> int | None:
@@ -335,5 +346,6 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
         text=_text_config(body),
         web=web,
         include=_include(body),
+        truncation=_truncation(body),
     )
 
