@@ -29,6 +29,7 @@ from gateway.store.json_columns import from_text, to_text
 from gateway.store.sqlite_conversations import SQLiteConversations
 from gateway.store.sqlite_faults import describe as _describe
 from gateway.store.sqlite_schema import SCHEMA_VERSION, migrate
+from gateway.store.sqlite_space import SQLiteSpace
 
 # Routes, tests and tools import these names from here.
 __all__ = ["SCHEMA_VERSION", "ResponseStore", "SQLiteResponseStore", "StoredResponse", "StoreUnavailableError"]
@@ -68,24 +69,12 @@ _CHAIN = (
     f" SELECT {_R_COLUMNS}, EXISTS (SELECT 1 FROM responses p WHERE p.id = r.parent_id)"
     " FROM chain c JOIN responses r ON r.id = c.id ORDER BY c.depth"
 )
-#: The least recently used objects, responses and conversation objects alike, with their sizes (a
-#: conversation's with its items, summed on the covering index): the byte bound's candidates.
-_OLDEST = (
-    "SELECT 'response', id, last_access, bytes FROM"
-    " (SELECT id, last_access, bytes FROM responses ORDER BY last_access, id LIMIT ?)"
-    " UNION ALL SELECT 'conversation', o.id, o.last_access, o.bytes"
-    " + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i WHERE i.conversation_id = o.id)"
-    " FROM (SELECT id, last_access, bytes FROM conversation_objects ORDER BY last_access, id LIMIT ?) o"
-    " ORDER BY 3, 2"
-)
-#: Freed bytes after which the file hands its free pages back (PRAGMA incremental_vacuum).
-RECLAIM_AFTER = 1 << 20
 
 #: A row as the group writer holds it: the values of `_UPSERT_RESPONSE`.
 _Row = tuple[str, int, int, str | None, str, str, str, str | None, int, int]
 
 
-class SQLiteResponseStore(SQLiteConversations, ResponseStore):
+class SQLiteResponseStore(SQLiteSpace, SQLiteConversations, ResponseStore):
     """SQLite in WAL mode with `synchronous=FULL`, through aiosqlite.
 
     Why FULL and not NORMAL: with WAL, NORMAL already survives a killed process (kill -9), but a
@@ -107,8 +96,6 @@ class SQLiteResponseStore(SQLiteConversations, ResponseStore):
         self.path = Path(path)
         self.max_responses = max_responses
         self.max_bytes = max_bytes
-        # the stored bytes after the last write, and their highest since the file last gave back its free pages
-        self._usage_now = self._usage_peak = 0
         self.busy_timeout = busy_timeout
         self._db: aiosqlite.Connection | None = None  # writes, one transaction at a time
         self._reader: aiosqlite.Connection | None = None  # single-statement reads
@@ -156,6 +143,7 @@ class SQLiteResponseStore(SQLiteConversations, ResponseStore):
                 for connection in opened:
                     await connection.close()
                 raise
+            await writer.executescript("PRAGMA incremental_vacuum;")  # what an earlier run freed
             reader = await self._connect(opened, isolation_level=None)
             await reader.execute("PRAGMA query_only = ON")
         except sqlite3.Error as exc:
@@ -265,41 +253,6 @@ class SQLiteResponseStore(SQLiteConversations, ResponseStore):
         if record.conversation is not None:
             await db.execute(_UPSERT_HEAD, (record.conversation, record.id))
         await db.execute(_EVICT_RESPONSES, (self.max_responses,))
-
-    async def _bound(self, db: aiosqlite.Connection, keep: set[str]) -> None:
-        """The byte bound, at the end of a write: the least recently used objects go, oldest first,
-        until the stored bytes fit (never one of `keep`, what this write wrote: an object larger than
-        the bound alone stays until the next write). Then notes how much was freed, for `_reclaim`."""
-        total = await self._usage(db)
-        while self.max_bytes is not None and total > self.max_bytes:
-            evict: dict[str, list[str]] = {"response": [], "conversation": []}
-            over = total - self.max_bytes
-            for kind, object_id, _, size in await db.execute_fetchall(_OLDEST, (64, 64)):
-                if over <= 0:
-                    break
-                if object_id not in keep:
-                    evict[kind].append(object_id)
-                    over -= size
-            if not evict["response"] and not evict["conversation"]:
-                break  # only what this write wrote is left
-            for table, ids in (("responses", evict["response"]), ("conversation_objects", evict["conversation"])):
-                if ids:
-                    await db.execute(f"DELETE FROM {table} WHERE id IN ({','.join('?' * len(ids))})", tuple(ids))
-            total = await self._usage(db)
-        self._usage_now, self._usage_peak = total, max(self._usage_peak, total)
-
-    @staticmethod
-    async def _usage(db: aiosqlite.Connection) -> int:
-        return int(next(iter(await db.execute_fetchall("SELECT bytes FROM store_usage")))[0])
-
-    async def _reclaim(self, db: aiosqlite.Connection) -> None:
-        """After a write: once a MiB or more was freed (deletes, evictions), the free pages go
-        back to the file system, so the file shrinks (its own transaction: a pragma that sqlite3's
-        `execute` would step only once)."""
-        if self._usage_peak - self._usage_now >= RECLAIM_AFTER:
-            with contextlib.suppress(sqlite3.Error):  # the write is committed: space can wait
-                await db.executescript("PRAGMA incremental_vacuum;")
-                self._usage_peak = self._usage_now
 
     async def _write_group(self, puts: list[tuple[_Row, str | None]]) -> list[bool]:
         """Writes the group; returns, per put, whether it was refused (its conversation moved on)."""
