@@ -14,6 +14,7 @@ Looked up once per model and kept; a failed lookup is not retried until the next
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -77,13 +78,11 @@ class ContextWindows:
             for entry in entries:
                 if isinstance(entry, dict) and entry.get("id") == model:
                     stated = from_model_entry(entry)
-            props = None
-            if stated is None or "n_ctx_train" in str(entries):  # llama.cpp: /props says what it serves
-                try:
-                    props = from_props(await self._get_json("props", at_root=True))
-                except GatewayError:
-                    props = None
-            stated = props or stated
+            llama_cpp = any(isinstance(e, dict) and isinstance(e.get("meta"), dict) and "n_ctx_train" in e["meta"]
+                            for e in entries)
+            if stated is None or llama_cpp:  # llama.cpp's /props says the context it serves
+                with contextlib.suppress(GatewayError):
+                    stated = from_props(await self._get_json("props", at_root=True)) or stated
         except GatewayError as exc:
             log.info("the upstream did not say how large model %s's context is (%s); assuming %d tokens",
                      model, exc.message, DEFAULT_CONTEXT_WINDOW)
