@@ -16,6 +16,7 @@ never waits behind an append that is itself waiting for a conversation row.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Collection
 from typing import Any
 
 from gateway.store.api import (
@@ -135,17 +136,20 @@ class PostgresConversations(ABC):
             raise UnknownConversationError.on(conversation_id)
         return [_item(row) for row in rows if row["item"] is not None]
 
-    async def conversation_tail(self, conversation_id: str, *, max_bytes: int) -> ItemTail:
+    async def conversation_tail(self, conversation_id: str, *, max_bytes: int,
+                                check_ids: Collection[str] = ()) -> ItemTail:
         async def body(conn: Conn) -> ItemTail:
             rows = await conn.fetch(_TAIL, conversation_id, max_bytes)
             if not rows:
                 raise UnknownConversationError.on(conversation_id)
             kept = [row for row in rows if row["id"] is not None]
+            taken = {row["id"] for row in await conn.fetch(_TAKEN_IDS, conversation_id, list(check_ids))} \
+                if check_ids else set()
             if not kept:
-                return ItemTail([], complete=True, last_id="")
+                return ItemTail([], complete=True, last_id="", taken=taken)
             first = await conn.fetchval(_FIRST_POSITION, conversation_id)
             return ItemTail([_item(row) for row in kept], complete=first == kept[0]["position"],
-                            last_id=str(kept[-1]["id"]))
+                            last_id=str(kept[-1]["id"]), taken=taken)
 
         return await self.database.run(body)
 

@@ -105,3 +105,17 @@ async def test_each_record_keeps_its_own_turn_so_a_chain_grows_linearly(make_cli
     sizes = [row[0] for row in db.execute("SELECT length(transcript) FROM responses ORDER BY created_at, rowid")]
     db.close()
     assert len(sizes) == 20 and max(sizes) < 2 * min(sizes)  # a whole-history copy would grow 20-fold
+
+
+async def test_an_input_id_already_far_back_in_the_conversation_is_refused_before_the_model_runs(
+        make_client: Any, upstream: Any) -> None:
+    client = await make_client(tools=[], llm_context_window=6000)
+    created = await client.post("/v1/conversations", json={"items": [
+        {"id": f"msg_old{n}", "type": "message", "role": "user", "content": f"old {n} {LONG}"} for n in range(20)]})
+    conversation = (await created.json())["id"]
+    resp = await client.post("/v1/responses", json={
+        "conversation": conversation, "truncation": "auto",
+        "input": [{"id": "msg_old0", "type": "message", "role": "user", "content": "again"}]})
+    assert resp.status == 400
+    assert_error_envelope(await resp.json(), param="input[0].id")
+    assert upstream.requests == []
