@@ -146,7 +146,7 @@ async def as_envelope(work: Awaitable[Envelope]) -> Envelope:
     try:
         return await work
     except ProviderError as exc:
-        return failure(str(exc), retryable=exc.retryable, retry_after=exc.retry_after)
+        return failure(str(exc), retryable=exc.retryable, retry_after=exc.retry_after, kind=exc.kind)
 
 
 def bounded(value: Any, high: int, default: int = 5, low: int = 1) -> int:

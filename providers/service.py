@@ -214,7 +214,7 @@ async def fetch_each(
     if all(isinstance(o, ProviderError) for o in outcomes):
         first = outcomes[0]
         assert isinstance(first, ProviderError)
-        return failure(str(first), retryable=first.retryable, retry_after=first.retry_after)
+        return failure(str(first), retryable=first.retryable, retry_after=first.retry_after, kind=first.kind)
     return extract_result(
         page(u, error=str(o)) if isinstance(o, ProviderError) else o for u, o in zip(urls, outcomes, strict=True)
     )

@@ -90,6 +90,7 @@ async def test_extract_where_every_scrape_fails_is_one_clear_failure(
     assert result == {
         "success": False,
         "error": "Firecrawl says the account is out of credits (402): Insufficient credits",
+        "kind": "out_of_credit",
     }
 
 

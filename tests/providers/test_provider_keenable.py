@@ -107,6 +107,7 @@ async def test_keyless_rate_limit_says_a_key_lifts_it(
         "set KEENABLE_API_KEY to lift the keyless limit",
         "retryable": True,  # the fallback chain moves on, and Keenable is skipped for Retry-After
         "retry_after": 60.0,
+        "kind": "rate_limited",
     }
 
 
@@ -122,6 +123,7 @@ async def test_extract_where_every_fetch_is_refused_is_one_clear_failure(
     assert result == {
         "success": False,
         "error": "Keenable refused the request (403: plan, permission or limit): Key disabled",
+        "kind": "rejected",
     }
 
 
