@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from providers.http import HTTPStatusError, decoded_body, describe_http_error
+from providers.payload import query_with_sites
 from providers.service import ServiceProvider
 from providers.web import Envelope, ProviderError, search_result
 
@@ -78,7 +79,8 @@ class BraveProvider(ServiceProvider):
                      allowed_domains: list[str] | None = None) -> Envelope:
         if not self._key:
             raise ProviderError(f"brave-free: {self.unavailable_reason()}")
-        params: dict[str, Any] = {"q": brave_query(query, allowed_domains or []),
+        params: dict[str, Any] = {"q": query_with_sites(query, allowed_domains or [], max_chars=MAX_QUERY_CHARS,
+                                                        max_words=MAX_QUERY_WORDS),
                                   "count": max(1, min(MAX_COUNT, limit))}
         code = (country or "").strip().upper()
         if code in BRAVE_COUNTRIES:
@@ -94,37 +96,6 @@ class BraveProvider(ServiceProvider):
             if isinstance(r, dict) and isinstance(r.get("url"), str)
         ]
         return search_result(hits[:limit])
-
-
-def _fits(text: str) -> bool:
-    return len(text) <= MAX_QUERY_CHARS and len(text.split()) <= MAX_QUERY_WORDS
-
-
-def _cut(query: str) -> str:
-    """The query within Brave's limits: its first 50 words, then at most 400 characters."""
-    words = query.split()
-    text = " ".join(words[:MAX_QUERY_WORDS])
-    if len(text) > MAX_QUERY_CHARS:
-        text = text[:MAX_QUERY_CHARS]
-        space = text.rfind(" ")
-        text = text[:space] if space > MAX_QUERY_CHARS // 2 else text
-    return text
-
-
-def brave_query(query: str, domains: list[str]) -> str:
-    """`q` for Brave: the query cut to its limits, with as many `site:` operators as still fit."""
-    text = _cut(query)
-    chosen: list[str] = []
-    for domain in domains:
-        sites = " OR ".join(f"site:{d}" for d in [*chosen, domain])
-        candidate = f"{text} {sites}" if not chosen else f"{text} ({sites})"
-        if not _fits(candidate):
-            break
-        chosen.append(domain)
-    if not chosen:
-        return text
-    sites = " OR ".join(f"site:{d}" for d in chosen)
-    return f"{text} {sites}" if len(chosen) == 1 else f"{text} ({sites})"
 
 
 def _plain(text: Any) -> str:
