@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from providers.failures import MODEL_RETIRED
 from providers.http import HTTPStatusError, decoded_body
