@@ -10,6 +10,7 @@ Follows xAI's REST reference for `POST /v1/responses` (docs.x.ai, "Responses API
 request naming a retired model (`RETIRED_MODELS`) gets xAI's model-not-found answer, HTTP 404 with
 `{"code": "Some requested entity was not found", "error": "The model ... does not exist or your
 team ... does not have access to it. ..."}` (the wording xAI's API sends, as users report it).
+The `web_search` tool may carry `allowed_domains` / `excluded_domains` (at most 5 each).
 """
 
 from __future__ import annotations
@@ -88,8 +89,16 @@ class XaiFake(FakeService):
         if not isinstance(body.get("input"), str | list) or not body["input"]:
             return "input is required"
         tools = body.get("tools", [])
-        if not isinstance(tools, list) or {"type": "web_search"} not in tools:
+        searches = [t for t in tools if isinstance(t, dict) and t.get("type") == "web_search"] \
+            if isinstance(tools, list) else []
+        if not searches:
             return "the web_search tool was not offered"
+        for tool in searches:
+            if set(tool) - {"type", "allowed_domains", "excluded_domains", "enable_image_understanding"}:
+                return "unknown web_search tool field"
+            domains = tool.get("allowed_domains", [])
+            if not isinstance(domains, list) or len(domains) > 5 or not all(isinstance(d, str) for d in domains):
+                return "allowed_domains: at most 5 domains"
         reasoning = body.get("reasoning", {"effort": "high"})
         if not isinstance(reasoning, dict) or reasoning.get("effort", "high") not in ("low", "medium", "high"):
             return "reasoning.effort must be one of low, medium, high"

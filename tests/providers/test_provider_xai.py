@@ -202,3 +202,16 @@ async def test_the_fallback_chain_steps_past_a_retired_model_and_logs_why(
     assert (result["success"], result["provider"], result["fallback_from"]) == (True, "exa", "xai")
     assert result["data"]["web"][0]["url"] == "https://exa.example/one"
     assert "xai failed [model retired]" in caplog.text and "falling back to exa" in caplog.text
+
+
+async def test_allowed_domains_go_to_the_web_search_tool_at_most_five(
+    provider: XaiProvider,
+    xai_fake: XaiFake,  # noqa: F811
+) -> None:
+    domains = [f"d{n}.example" for n in range(7)]
+
+    result = await provider.search("q", allowed_domains=domains)
+
+    assert result["success"] is True  # the fake refuses more than five, like xAI
+    assert xai_fake.requests[0].body["tools"] == [{"type": "web_search", "allowed_domains": domains[:5]}]
+    assert "site:" not in xai_fake.requests[0].body["input"][-1]["content"]

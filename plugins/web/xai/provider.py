@@ -9,9 +9,10 @@ description says "model-written" so the agent knows these are not a search engin
 Model: XAI_MODEL (default `grok-4.3`, the replacement xAI named when it retired the grok-4-1/4-fast
 family on 2026-05-15). A model xAI does not serve (retired, misspelt, not on the team's plan) is a
 fallback-worthy failure of kind `model_retired`: the chain moves on and the sentence says to set
-XAI_MODEL. Time: agentic searches with a reasoning model often run past the gateway's 30 s tool
-timeout, so the plugin asks for `reasoning: {"effort": "low"}` (XAI_REASONING_EFFORT; `none` sends
-no reasoning field, for a model that refuses one); the HTTP client waits as long as the tool may run.
+XAI_MODEL. Allowed domains go to the web_search tool's own `allowed_domains` (at most 5).
+Time: agentic searches with a reasoning model often run past the gateway's 30 s tool timeout, so
+the plugin asks for `reasoning: {"effort": "low"}` (XAI_REASONING_EFFORT; `none` sends no
+reasoning field, for a model that refuses one); the HTTP client waits as long as the tool may run.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ MODEL_VAR = "XAI_MODEL"
 DEFAULT_MODEL = "grok-4.3"
 EFFORT_VAR = "XAI_REASONING_EFFORT"
 DEFAULT_EFFORT = "low"
+MAX_DOMAINS = 5  # the web_search tool's cap on allowed_domains
 _EFFORTS = {"low", "medium", "high"}
 
 INSTRUCTIONS = (
@@ -138,15 +140,19 @@ class XaiProvider(ServiceProvider):
             )
         return super().http_error(response)
 
-    async def do_search(self, query: str, limit: int) -> Envelope:
+    async def do_search(self, query: str, limit: int, *, allowed_domains: list[str] | None = None) -> Envelope:
         limit = bounded(limit, 20)
+        tool: dict[str, Any] = {"type": "web_search"}
+        if allowed_domains:
+            # Native filter, at most 5 domains; the gateway drops hits outside the full list.
+            tool["allowed_domains"] = list(allowed_domains[:MAX_DOMAINS])
         payload = {
             "model": self._model,
             "input": [
                 {"role": "system", "content": INSTRUCTIONS},
                 {"role": "user", "content": f"Find up to {limit} web pages for: {query}"},
             ],
-            "tools": [{"type": "web_search"}],
+            "tools": [tool],
             "include": ["no_inline_citations"],
             "store": False,
         }
