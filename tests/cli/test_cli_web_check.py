@@ -12,6 +12,7 @@ from tests.fakes.exa import API_KEY as EXA_KEY
 from tests.fakes.exa import ExaFake, exa_fake  # noqa: F401 - fixture
 from tests.fakes.firecrawl import API_KEY as FIRECRAWL_KEY
 from tests.fakes.firecrawl import FirecrawlFake, error_reply, firecrawl_fake  # noqa: F401 - fixture
+from tests.fakes.keenable import KeenableFake, keenable_fake  # noqa: F401 - fixture
 from tests.fakes.pages import PageServer, page_server  # noqa: F401 - fixture
 from tests.fakes.scripted import Reply
 from tests.fakes.tavily import API_KEY as TAVILY_KEY
@@ -91,3 +92,35 @@ async def test_an_unknown_name_is_a_usage_error(tmp_path: Path):
 async def test_config_check_says_to_run_the_live_check(tmp_path: Path):
     code, out, _ = await run_cli("config", "check", env=gateway_env(tmp_path))
     assert "run `agent-gateway tools --check`" in out
+
+
+async def test_without_names_every_available_provider_is_checked_and_unconfigured_ones_are_not(
+    tmp_path: Path, tavily_fake: TavilyFake, keenable_fake: KeenableFake, page_server: PageServer,  # noqa: F811
+):
+    env = gateway_env(tmp_path, {
+        "TAVILY_API_KEY": TAVILY_KEY, "TAVILY_API_URL": tavily_fake.base_url,
+        "KEENABLE_API_URL": keenable_fake.base_url,  # keyless: available with no configuration
+        "WEB_ALLOW_PRIVATE_URLS": "true", "DDGS_TIMEOUT": "3",
+    })
+
+    code, out, err = await run_cli("tools", "--check", "--page", page_server.url + "/article", env=env, timeout=60)
+
+    for provider, call in (("tavily", "search"), ("tavily", "extract"), ("keenable", "search"),
+                           ("keenable", "extract"), ("fetch", "extract")):
+        assert " ok " in line_of(out, provider, call), out + err
+    checked = {line.split()[0] for line in out.splitlines() if line.startswith("  ")}
+    assert not checked & {"exa", "firecrawl", "parallel", "perplexity", "xai", "brave-free", "searxng"}
+    # ddgs is checked when its extra is installed; it reaches the real DuckDuckGo, so either outcome.
+    ddgs_failed = "ddgs" in checked and "FAILED" in line_of(out, "ddgs", "search")
+    assert code == (1 if ddgs_failed else 0)
+
+
+async def test_a_key_the_service_echoes_back_is_never_printed(tmp_path: Path, tavily_fake: TavilyFake):  # noqa: F811
+    tavily_fake.script(Reply(403, {"detail": {"error": f"Key {TAVILY_KEY} is disabled for this plan"}}), route="search")
+    env = gateway_env(tmp_path, {"TAVILY_API_KEY": TAVILY_KEY, "TAVILY_API_URL": tavily_fake.base_url})
+
+    code, out, err = await run_cli("tools", "--check", "tavily", env=env)
+
+    assert code == 1
+    assert "request rejected: Tavily refused the request (403: plan, permission or limit): Key *** is disabled" in out
+    assert TAVILY_KEY not in out + err
