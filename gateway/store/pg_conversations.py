@@ -10,7 +10,11 @@ Lock order, against the response puts (`_write_group`, which takes only the clus
 WRITE_LOCK and then `responses`/`conversations` rows): an append takes its conversation's row
 first and WRITE_LOCK last, only when it stores a response, after its checks and its items. No
 transaction takes a conversation row while holding WRITE_LOCK, so no cycle can form; and a put
-never waits behind an append that is itself waiting for a conversation row.
+never waits behind an append that is itself waiting for a conversation row. The byte bound keeps
+that order: an append or a create that must evict takes WRITE_LOCK last, after its own writes, and
+an eviction under WRITE_LOCK skips the rows another transaction holds (`FOR UPDATE SKIP LOCKED`)
+rather than wait for them; the store's size is kept as inserted size changes, never one shared
+row that every writer would lock (store/pg_database.py, version 3).
 """
 
 from __future__ import annotations

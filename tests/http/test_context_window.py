@@ -119,3 +119,11 @@ async def test_an_input_id_already_far_back_in_the_conversation_is_refused_befor
     assert resp.status == 400
     assert_error_envelope(await resp.json(), param="input[0].id")
     assert upstream.requests == []
+
+
+async def test_a_streamed_turn_over_the_window_is_a_plain_400_before_any_event(make_client: Any, upstream: Any) -> None:
+    client = await make_client(tools=[], llm_context_window=3000)
+    resp = await client.post("/v1/responses", json={"input": LONG * 3, "stream": True})
+    assert resp.status == 400 and resp.content_type == "application/json"
+    assert_error_envelope(await resp.json(), code="context_length_exceeded", param="input")
+    assert upstream.requests == []
