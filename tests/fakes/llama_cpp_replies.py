@@ -1,5 +1,5 @@
-"""Replies of a real upstream, byte for byte: llama-cpp-python 0.3.36's OpenAI server
-(`python -m llama_cpp.server`, Gemma 3 270M Q4_K_M), recorded from it with curl (the bodies in tests/fakes/recorded/, byte for byte).
+"""Replies of a real upstream: llama-cpp-python 0.3.36's OpenAI server (`python -m llama_cpp.server`,
+Gemma 3 270M Q4_K_M), recorded from it with curl (the bodies in tests/fakes/recorded/, byte for byte).
 
 Each is what once broke the gateway (issue 26); tests/upstream/test_real_server_replies.py replays
 them through the fake upstream (`Reply(raw=..., raw_content_type=...)`).
