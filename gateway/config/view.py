@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gateway.common.redact import redact_url
 from gateway.config.envvars import (
     is_secret_name,
     known_names,
     mask,
     nearest,
     plugin_variables,
-    redact_url,
 )
 from gateway.config.settings import (
     OPTIONS,

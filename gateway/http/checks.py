@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
+from gateway.common import json_out
 from gateway.config.settings import Settings
 from gateway.errors import (
     AuthenticationError,
@@ -22,7 +23,6 @@ from gateway.errors import (
 from gateway.http import appkeys
 from gateway.http.lifecycle import Lifecycle
 from gateway.http.log_limits import printable
-from gateway.wire import json_out
 
 log = logging.getLogger("agent_gateway")
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 import asyncpg
 
-from gateway.config.envvars import redact_url
+from gateway.common.redact import redact_url
 from gateway.store.api import SchemaVersionError, StoreUnavailableError
 
 if TYPE_CHECKING:

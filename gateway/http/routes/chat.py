@@ -9,12 +9,12 @@ from aiohttp import web
 
 from gateway.agent.events import AgentEvent
 from gateway.agent.loop import AgentRequest
+from gateway.common import json_out
 from gateway.errors import GatewayError
 from gateway.http import appkeys
 from gateway.http.body import read_json_object
 from gateway.http.runs import Messages, run_streamed, run_whole
 from gateway.http.sse import frames
-from gateway.wire import json_out
 from gateway.wire.chat import ChatChunkEncoder, ChatCompletionBuilder, parse_chat_request
 
 log = logging.getLogger("agent_gateway.chat")

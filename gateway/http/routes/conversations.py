@@ -11,11 +11,11 @@ from typing import Any
 
 from aiohttp import web
 
+from gateway.common import json_out
 from gateway.http import appkeys
 from gateway.http.body import read_json_object
 from gateway.store.api import Conversation, ConversationItem, ResponseStore
 from gateway.wire import conversations as wire
-from gateway.wire import json_out
 from gateway.wire.responses_input import new_id
 
 routes = web.RouteTableDef()

@@ -16,6 +16,7 @@ from aiohttp import web
 
 from gateway.agent.events import AgentEvent
 from gateway.agent.loop import AgentRequest
+from gateway.common import json_out
 from gateway.errors import GatewayError, InvalidRequestError, NotFoundError
 from gateway.http import appkeys
 from gateway.http.body import read_json_object
@@ -23,7 +24,6 @@ from gateway.http.routes.conversations import include_values
 from gateway.http.runs import Messages, run_streamed, run_whole
 from gateway.http.sse import named_frames
 from gateway.store.api import ConversationItem, ResponseStore, StoredResponse, UnknownConversationError
-from gateway.wire import json_out
 from gateway.wire.conversations import is_conversation_id, item_list, parse_list_query, transcript, turn_items
 from gateway.wire.responses_output import ResponseBuilder, event_json
 from gateway.wire.responses_request import ResponsesRequest, parse_responses_request
