@@ -34,7 +34,8 @@
     ├── SchemaVersionError            (store) the database has a newer schema than this gateway: exit 1
     └── UsageError                    (cli_config) a bad key or value on the command line: exit 2
 
-Every GatewayError carries `message`, `param` and `code`; the class fixes `status` and `type`.
+Every GatewayError carries `message`, `param` and `code`; the class fixes `status` and `type`. A
+`detail`, when set, goes to the log with the reply and never to the client (a store's file or host).
 The classes outside GatewayError never reach a client as such: the CLI prints them, the web tools
 turn them into failure envelopes, the app factory logs them.
 """
@@ -61,9 +62,12 @@ class GatewayError(AgentGatewayError):
         code: str | None = _CLASS_DEFAULT,
         retry_after: float | None = None,
         should_retry: bool | None = None,
+        detail: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
+        # For the gateway's log only, never a client: where and why (a file path, a masked URL).
+        self.detail = detail
         self.param = param
         if code is not _CLASS_DEFAULT:
             self.code = code  # None is a real value here: OpenAI sends `code: null` for some errors

@@ -18,6 +18,7 @@ answered by gateway/http_server.py in the same envelope.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 from aiohttp import web
@@ -29,6 +30,8 @@ from gateway.http.checks import Handler, admit, error_response, from_http_except
 from gateway.http.cors import preflight_response
 from gateway.http.idempotency import run_idempotent, wants_idempotency
 from gateway.http.lifecycle import Lifecycle
+
+log = logging.getLogger("agent_gateway")
 
 
 @web.middleware
@@ -49,6 +52,8 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
             else:
                 response = await handler(request)
         except GatewayError as exc:
+            if exc.detail:  # where and why, for whoever runs the gateway; the client reads `message`
+                log.warning("answered %d: %s", exc.status, exc.detail)
             response = error_response(exc)
         except web.HTTPException as exc:
             if exc.status < 400:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 import asyncpg
 
-from gateway.common.redact import redact_url
+from gateway.common.redact import redact_url, scrub
 from gateway.store.api import SchemaVersionError, StoreUnavailableError
 
 if TYPE_CHECKING:
@@ -119,10 +119,8 @@ class PostgresDatabase:
                                      retry_after=2)
 
     def fail(self, exc: BaseException) -> StoreUnavailableError:
-        text = str(exc).strip() or type(exc).__name__
-        if self.url in text:  # never the password, whatever the driver said
-            text = text.replace(self.url, self.where)
-        return self.unavailable(text)
+        # never the password, whatever the driver said: the URL masked, each of its secrets too
+        return self.unavailable(scrub(str(exc).strip() or type(exc).__name__, self.url))
 
     async def open(self) -> None:
         """Connect and migrate; raises StoreUnavailableError (then retried in the background) or
@@ -174,7 +172,7 @@ class PostgresDatabase:
             except (*FAULTS, ValueError) as exc:  # ValueError: a malformed URL
                 if pool is not None:
                     pool.terminate()
-                self.last_error = self.fail(exc).message
+                self.last_error = str(self.fail(exc))
                 raise self.fail(exc) from None
             self._pool = pool
             return pool

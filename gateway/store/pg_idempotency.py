@@ -84,4 +84,4 @@ class PostgresIdempotencyCache:
             await self.database.run(lambda conn: conn.execute(_SWEEP))
         except StoreUnavailableError as exc:
             # the reply itself was made; only its replay is lost (the claim ends with its lease)
-            log.warning("an Idempotency-Key reply was not kept: %s", exc.message)
+            log.warning("an Idempotency-Key reply was not kept: %s", exc.detail)

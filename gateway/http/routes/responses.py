@@ -180,7 +180,8 @@ class _ResponsesStream(_Reply):
         return _named(final)
 
     async def fail(self, error: GatewayError, messages: Messages) -> bytes:
-        code = "rate_limit_exceeded" if error.status == 429 else "server_error"
+        # a lost conversation race is the client's to retry, as the non-streamed 409 says
+        code = {429: "rate_limit_exceeded", 409: error.code}.get(error.status) or "server_error"
         final = [*self._closing, *self.builder.fail(error.message, code)]
         await self._save_quietly("failed", messages)
         return _named(final)
@@ -194,7 +195,7 @@ class _ResponsesStream(_Reply):
         try:
             await self.save(messages)
         except GatewayError as exc:
-            log.warning("the %s response %s was not stored: %s", what, self.builder.id, exc.message)
+            log.warning("the %s response %s was not stored: %s", what, self.builder.id, exc.detail or exc.message)
 
 
 @routes.get("/v1/responses/{response_id}")
