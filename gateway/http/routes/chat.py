@@ -30,12 +30,11 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         web=chat.web,
     )
     model = chat.model or settings.model_name
-    with request.app[appkeys.LIMITER].slot():
-        if chat.stream:
-            encoder = ChatChunkEncoder(model, include_usage=chat.include_usage, progress=settings.tool_progress,
-                                       reasoning=settings.reasoning == "show")
-            return await _stream(request, agent_request, encoder)
-        return await _complete(request, agent_request, model, reasoning=settings.reasoning == "show")
+    if chat.stream:
+        encoder = ChatChunkEncoder(model, include_usage=chat.include_usage, progress=settings.tool_progress,
+                                   reasoning=settings.reasoning == "show")
+        return await _stream(request, agent_request, encoder)
+    return await _complete(request, agent_request, model, reasoning=settings.reasoning == "show")
 
 
 class _ChatWhole:

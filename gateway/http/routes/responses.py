@@ -95,13 +95,12 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     )
     builder = ResponseBuilder(parsed, model=parsed.model or settings.model_name, events=parsed.stream,
                               reasoning=settings.reasoning == "show")
-    with app[appkeys.LIMITER].slot():
-        if parsed.stream:
-            reply = _ResponsesStream(store, parsed, builder, agent_request.messages, continuation)
-            return await run_streamed(request, agent_request, reply, log=log)
-        builder.start()
-        return await run_whole(app, agent_request, _ResponsesWhole(store, parsed, builder, agent_request.messages,
-                                                                continuation))
+    if parsed.stream:
+        reply = _ResponsesStream(store, parsed, builder, agent_request.messages, continuation)
+        return await run_streamed(request, agent_request, reply, log=log)
+    builder.start()
+    return await run_whole(app, agent_request, _ResponsesWhole(store, parsed, builder, agent_request.messages,
+                                                               continuation))
 
 
 def _named(events: list[dict[str, Any]]) -> bytes:
