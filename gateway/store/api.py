@@ -55,6 +55,7 @@ from gateway.errors import (
     InvalidRequestError,
     NotFoundError,
     ServiceUnavailableError,
+    echo,
 )
 
 
@@ -81,7 +82,7 @@ class ConversationConflictError(ConflictError):
 
     @classmethod
     def on(cls, name: str) -> ConversationConflictError:
-        return cls(f"Another turn of conversation '{name}' was stored while this one ran; nothing of "
+        return cls(f"Another turn of conversation '{echo(name)}' was stored while this one ran; nothing of "
                    "this turn was kept. Send it again to continue from the new head.", param="conversation")
 
 
@@ -90,7 +91,7 @@ class UnknownConversationError(NotFoundError):
 
     @classmethod
     def on(cls, conversation_id: str, param: str = "conversation_id") -> UnknownConversationError:
-        return cls(f"No conversation found with id '{conversation_id}'.", param=param)
+        return cls(f"No conversation found with id '{echo(conversation_id)}'.", param=param)
 
 
 class UnknownItemError(NotFoundError):
@@ -98,7 +99,7 @@ class UnknownItemError(NotFoundError):
 
     @classmethod
     def on(cls, item_id: str, conversation_id: str, param: str = "item_id") -> UnknownItemError:
-        return cls(f"No item with id '{item_id}' in conversation '{conversation_id}'.", param=param)
+        return cls(f"No item with id '{echo(item_id)}' in conversation '{echo(conversation_id)}'.", param=param)
 
 
 class DuplicateItemError(InvalidRequestError):
@@ -106,7 +107,7 @@ class DuplicateItemError(InvalidRequestError):
 
     @classmethod
     def on(cls, item_id: str, conversation_id: str) -> DuplicateItemError:
-        return cls(f"An item with id '{item_id}' is already in conversation '{conversation_id}'; "
+        return cls(f"An item with id '{echo(item_id)}' is already in conversation '{echo(conversation_id)}'; "
                    "item ids are unique within a conversation.", param="items")
 
     @classmethod

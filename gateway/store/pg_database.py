@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, TypeAlias, TypeVar
 import asyncpg
 
 from gateway.common.redact import redact_url, scrub
+from gateway.errors import UnstorableValueError
 from gateway.store.api import SchemaVersionError, StoreUnavailableError
 
 if TYPE_CHECKING:
@@ -91,6 +92,10 @@ WRITE_LOCK = 0x6167_7702
 
 # InternalClientError: a connection broken mid-operation (a server restart) as asyncpg finds it
 FAULTS = (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError, TimeoutError)
+#: What PostgreSQL refuses as data, not as an outage: a NUL or a value its type rejects (SQLSTATE
+#: class 22), a key over the btree row limit (class 54). The client's doing: a 400, never a 503,
+#: which the SDKs would retry and a load balancer would count against the replica. Caught before FAULTS.
+REFUSED_DATA = (asyncpg.DataError, asyncpg.ProgramLimitExceededError)
 
 
 def describe_url(url: str) -> str:
@@ -121,6 +126,10 @@ class PostgresDatabase:
     def fail(self, exc: BaseException) -> StoreUnavailableError:
         # never the password, whatever the driver said: the URL masked, each of its secrets too
         return self.unavailable(scrub(str(exc).strip() or type(exc).__name__, self.url))
+
+    def refused(self, exc: BaseException) -> UnstorableValueError:
+        said = scrub(str(exc).strip() or type(exc).__name__, self.url)
+        return UnstorableValueError(f"PostgreSQL refused a value: {said}")
 
     async def open(self) -> None:
         """Connect and migrate; raises StoreUnavailableError (then retried in the background) or
@@ -194,6 +203,8 @@ class PostgresDatabase:
         try:
             async with pool.acquire() as conn:
                 return await body(conn)
+        except REFUSED_DATA as exc:
+            raise self.refused(exc) from None
         except FAULTS as exc:
             raise self.fail(exc) from None
 
@@ -203,6 +214,8 @@ class PostgresDatabase:
         try:
             async with pool.acquire() as conn, conn.transaction():
                 yield conn
+        except REFUSED_DATA as exc:
+            raise self.refused(exc) from None
         except FAULTS as exc:
             raise self.fail(exc) from None
 

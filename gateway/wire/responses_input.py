@@ -12,6 +12,7 @@ import secrets
 from typing import Any
 
 from gateway.errors import InvalidRequestError
+from gateway.wire import ids
 
 INPUT_ROLES = ("user", "assistant", "system", "developer")
 WEB_ACTIONS = ("search", "open_page", "find", "find_in_page")
@@ -83,6 +84,8 @@ def _normalize_item(item: Any, param: str) -> dict[str, Any]:
         raise _bad("each input item must be an object.", param)
     kind = item.get("type", "message" if "role" in item else None)
     given_id = item.get("id") if isinstance(item.get("id"), str) and item["id"] else None  # "" is no id
+    if given_id is not None:
+        ids.check(given_id, f"{param}.id", item_id=True)
     if kind == "message":
         role = item.get("role")
         if role not in INPUT_ROLES:

@@ -24,7 +24,7 @@ from typing import Any
 
 from gateway.agent.web_options import WebSearchOptions
 from gateway.errors import InvalidRequestError
-from gateway.wire import web_search
+from gateway.wire import ids, web_search
 from gateway.wire.checks import in_range
 from gateway.wire.responses_input import input_to_messages, normalize_input
 
@@ -174,7 +174,7 @@ def _conversation(body: dict[str, Any]) -> str | None:
         value = value.get("id")
     if not isinstance(value, str) or not value.strip():
         raise _bad("'conversation' must be a name or an object with an 'id'.", "conversation")
-    return value
+    return ids.check(value, "conversation")
 
 
 def _include(body: dict[str, Any]) -> tuple[str, ...]:
@@ -301,6 +301,8 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
     if body.get("background"):
         raise _bad("background responses are not supported by this gateway.", "background")
     previous = _optional_str(body, "previous_response_id")
+    if previous is not None:
+        ids.check(previous, "previous_response_id")
     conversation = _conversation(body)
     if previous is not None and conversation is not None:
         raise _bad(
