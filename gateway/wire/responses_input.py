@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from gateway.errors import InvalidRequestError
+from gateway.errors import InvalidRequestError, echo
 from gateway.wire import ids
 
 INPUT_ROLES = ("user", "assistant", "system", "developer")
@@ -59,7 +59,7 @@ def _normalize_parts(content: Any, role: str, param: str) -> list[dict[str, Any]
                 raise _bad("input_image needs an 'image_url' (file_id is not supported).", where)
             parts.append(dict(part))
         else:
-            raise _bad(f"unsupported content part type {kind!r}.", where)
+            raise _bad(f"unsupported content part type {echo(repr(kind))}.", where)
     return parts
 
 
@@ -125,7 +125,7 @@ def _normalize_item(item: Any, param: str) -> dict[str, Any]:
     if kind == "web_search_call":
         return _web_search_call(item, given_id, param)
     raise _bad(
-        f"unsupported input item type {kind!r}: use messages, function_call, function_call_output, reasoning "
+        f"unsupported input item type {echo(repr(kind))}: use messages, function_call, function_call_output, reasoning "
         "or web_search_call.",
         f"{param}.type",
     )
