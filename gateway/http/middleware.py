@@ -31,8 +31,10 @@ from gateway.http.checks import Handler, admit, error_response, from_http_except
 from gateway.http.cors import preflight_response
 from gateway.http.idempotency import run_idempotent, wants_idempotency
 from gateway.http.lifecycle import Lifecycle
+from gateway.http.log_limits import RateLimitedLog
 
 log = logging.getLogger("agent_gateway")
+_client_details = RateLimitedLog(log)
 
 
 @web.middleware
@@ -61,8 +63,10 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
                     if running:
                         limiter.release()
         except GatewayError as exc:
-            if exc.detail:  # where and why, for whoever runs the gateway; the client reads `message`
+            if exc.detail and exc.status >= 500:  # where and why, for whoever runs the gateway
                 log.warning("answered %d: %s", exc.status, exc.detail)
+            elif exc.detail:  # a 4xx (a value the database refused): the client's to cause at will
+                _client_details.log(logging.WARNING, "answered %d: %s", exc.status, exc.detail)
             response = error_response(exc)
         except web.HTTPException as exc:
             if exc.status < 400:
