@@ -19,6 +19,8 @@ BODY_BYTES = 8_000_000
     ("/v1/chat/completions", ""),
     ("/v1/responses", ""),
     ("/v1/responses", "Idempotency-Key: k-1\r\n"),  # the Idempotency-Key check reads the body too
+    # curl's way with a large body: the answer is the 429, not a "100 Continue" asking for the body
+    ("/v1/chat/completions", "Expect: 100-continue\r\n"),
 ])
 async def test_a_request_over_the_run_limit_gets_its_429_before_sending_its_body(
         make_client: Any, upstream: Any, path: str, extra_header: str) -> None:
@@ -33,7 +35,8 @@ async def test_a_request_over_the_run_limit_gets_its_429_before_sending_its_body
         reader, writer = await asyncio.open_connection(client.server.host, client.server.port)
         head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                 f"{extra_header}Content-Length: {BODY_BYTES}\r\n\r\n")
-        first_kilobyte = b'{"input": "' + b"x" * 1000
+        # a client waiting for 100 Continue sends nothing of its body yet
+        first_kilobyte = b'{"input": "' + b"x" * 1000 if "Expect" not in extra_header else b""
         writer.write(head.encode() + first_kilobyte)
         await writer.drain()
         try:
@@ -53,3 +56,21 @@ async def test_a_request_over_the_run_limit_gets_its_429_before_sending_its_body
         assert json.loads(body)["error"]["code"] == "rate_limit_exceeded"
     finally:
         running.cancel()
+
+
+async def test_with_a_run_slot_free_an_expect_100_continue_client_is_asked_for_its_body(
+        make_client: Any, upstream: Any) -> None:
+    client = await make_client(tools=[], max_concurrent_runs=1)
+    upstream.queue(text("fine"))
+    body = json.dumps({"messages": [{"role": "user", "content": "hi"}]}).encode()
+    reader, writer = await asyncio.open_connection(client.server.host, client.server.port)
+    writer.write(f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                 f"Expect: 100-continue\r\nContent-Length: {len(body)}\r\n\r\n".encode())
+    try:
+        async with asyncio.timeout(20):
+            assert (await reader.readline()).startswith(b"HTTP/1.1 100 Continue")
+            assert await reader.readline() == b"\r\n"
+            writer.write(body)
+            assert (await reader.readline()).startswith(b"HTTP/1.1 200")
+    finally:
+        writer.close()

@@ -13,6 +13,7 @@ from gateway.common import json_out
 from gateway.errors import GatewayError
 from gateway.http import appkeys
 from gateway.http.body import read_json_object
+from gateway.http.checks import continue_if_a_run_slot_is_free
 from gateway.http.runs import Messages, run_streamed, run_whole
 from gateway.http.sse import frames
 from gateway.wire.chat import ChatChunkEncoder, ChatCompletionBuilder, parse_chat_request
@@ -21,7 +22,7 @@ log = logging.getLogger("agent_gateway.chat")
 routes = web.RouteTableDef()
 
 
-@routes.post("/v1/chat/completions")
+@routes.post("/v1/chat/completions", expect_handler=continue_if_a_run_slot_is_free)
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     chat = parse_chat_request(await read_json_object(request))
     settings = request.app[appkeys.SETTINGS]

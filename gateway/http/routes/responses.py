@@ -20,6 +20,7 @@ from gateway.common import json_out
 from gateway.errors import GatewayError, InvalidRequestError, NotFoundError, echo
 from gateway.http import appkeys
 from gateway.http.body import read_json_object
+from gateway.http.checks import continue_if_a_run_slot_is_free
 from gateway.http.routes.conversations import include_values
 from gateway.http.runs import Messages, run_streamed, run_whole
 from gateway.http.sse import named_frames
@@ -86,7 +87,7 @@ async def _conversation_object(store: ResponseStore, parsed: ResponsesRequest, c
                          conversation_id=conversation_id, expected_last=items[-1].id if items else "")
 
 
-@routes.post("/v1/responses")
+@routes.post("/v1/responses", expect_handler=continue_if_a_run_slot_is_free)
 async def create_response(request: web.Request) -> web.StreamResponse:
     parsed = parse_responses_request(await read_json_object(request))
     app = request.app
