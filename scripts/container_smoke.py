@@ -74,6 +74,8 @@ def http(method: str, url: str, body: Any = None, key: str | None = KEY,
             status, raw = reply.status, reply.read()
     except urllib.error.HTTPError as error:
         status, raw = error.code, error.read()
+    except OSError as error:  # refused, reset, timed out: no HTTP status at all
+        return 0, {"error": repr(error)}
     try:
         return status, json.loads(raw) if raw else {}
     except ValueError:
@@ -297,9 +299,27 @@ def replicas() -> None:
         anonymous_before = set(anonymous_volumes())
         start = time.monotonic()
         compose(workdir, "up", "-d", "--no-build", "load-balancer")
-        for replica in ("gateway-a", "gateway-b"):
-            wait_healthy(replica)
-        print(f"  both replicas ready {time.monotonic() - start:.1f} s after up", flush=True)
+        # A client that does not wait: requests through nginx while the replicas start (podman-compose
+        # on podman < 4.6 starts nginx at once). Refused connections then must not mark the replicas
+        # down for later requests.
+        starting = threading.Event()
+        early: list[int] = []
+
+        def early_client() -> None:
+            while not starting.is_set():
+                early.append(chat(LB, "early", timeout=10)[0])
+                time.sleep(0.2)
+
+        client = threading.Thread(target=early_client)
+        client.start()
+        try:
+            for replica in ("gateway-a", "gateway-b"):
+                wait_healthy(replica)
+        finally:
+            starting.set()
+            client.join(20)
+        print(f"  both replicas ready {time.monotonic() - start:.1f} s after up; requests sent while they "
+              f"started got {sorted(set(early))}", flush=True)
         hosts = podman("exec", f"{PROJECT}_gateway-a_1", "cat", "/etc/hosts").stdout
         check(re.search(rf"^{re.escape(host_ip)}\s.*host\.docker\.internal", hosts, re.M) is not None,
               "extra_hosts maps host.docker.internal (HOST_GATEWAY, podman < 5.3)")
@@ -321,6 +341,16 @@ def replicas() -> None:
         for replica in ("gateway-a", "gateway-b"):
             check(replica_get(replica, f"/v1/responses/{stored['id']}") == 200, f"{replica} reads it (PostgreSQL)")
 
+        print("  PostgreSQL stopped: what needs the store gets 503, which must not take a replica out", flush=True)
+        podman("stop", "-t", "10", f"{PROJECT}_postgres_1")
+        status, _ = http("GET", f"{LB}/v1/responses/{stored['id']}")
+        check(status == 503, f"a read of a stored response answers 503 through nginx (got {status})")
+        statuses = through_lb(6)
+        check(statuses == [200] * 6, f"chats right after it still answer 200: both replicas in rotation ({statuses})")
+        podman("start", f"{PROJECT}_postgres_1")
+        for replica in ("gateway-a", "gateway-b"):
+            wait_healthy(replica)
+
         print("  gateway-a recreated (a new container, a new address)", flush=True)
         podman("stop", "-t", "20", f"{PROJECT}_gateway-a_1")
         statuses = through_lb(6)
@@ -339,7 +369,7 @@ def replicas() -> None:
         # the searxng stand-in inherits the gateway image's VOLUME /data
         for name in set(anonymous_volumes()) - anonymous_before:
             podman("volume", "rm", "-f", name, quiet=True)
-    except SmokeFailure:
+    except BaseException:
         for service in ("load-balancer", "gateway-a", "gateway-b", "postgres"):
             logs = podman("logs", "--tail", "15", f"{PROJECT}_{service}_1", check_rc=False, quiet=True)
             print(f"--- {service}:\n{logs.stdout}{logs.stderr}", file=sys.stderr)
@@ -357,6 +387,11 @@ def main() -> int:
         replicas()
     except SmokeFailure as failure:
         print(f"container smoke: FAILED: {failure}", file=sys.stderr)
+        return 1
+    except Exception:  # a bug here, or something the checks did not foresee: fail, never pass
+        import traceback
+        traceback.print_exc()
+        print("container smoke: FAILED (see the traceback)", file=sys.stderr)
         return 1
     size = int(podman("image", "inspect", "--format", "{{.Size}}", IMAGE).stdout)
     base = int(podman("image", "inspect", "--format", "{{.Size}}", BASE).stdout)
