@@ -343,33 +343,44 @@ def replicas() -> None:
 
         print("  PostgreSQL stopped: what needs the store gets 503, which must not take a replica out", flush=True)
         podman("stop", "-t", "10", f"{PROJECT}_postgres_1")
-        status, _ = http("GET", f"{LB}/v1/responses/{stored['id']}")
-        check(status == 503, f"a read of a stored response answers 503 through nginx (got {status})")
+        # Three, so that each replica answers 503 at least twice: nginx's former `max_fails=1` default
+        # with `proxy_next_upstream ... http_503` then marked both down for 10 s.
+        reads = [http("GET", f"{LB}/v1/responses/{stored['id']}")[0] for _ in range(3)]
+        check(reads == [503] * 3, f"reads of a stored response answer 503 through nginx ({reads})")
         statuses = through_lb(6)
         check(statuses == [200] * 6, f"chats right after it still answer 200: both replicas in rotation ({statuses})")
         podman("start", f"{PROJECT}_postgres_1")
         for replica in ("gateway-a", "gateway-b"):
             wait_healthy(replica)
 
-        print("  gateway-a recreated (a new container, a new address)", flush=True)
+        print("  gateway-a stopped, its address taken, gateway-a started again (a new address)", flush=True)
         podman("stop", "-t", "20", f"{PROJECT}_gateway-a_1")
         statuses = through_lb(6)
         check(statuses == [200] * 6, f"with gateway-a down, nginx sends everything to gateway-b ({set(statuses)})")
-        compose(workdir, "up", "-d", "--no-build", "--force-recreate", "--no-deps", "gateway-a")
+        # As on a busy Docker network: another container gets the stopped replica's address, so the
+        # replica comes back on a new one (nginx itself is not touched).
+        network = next(iter(json.loads(podman("inspect", "--format", "{{json .NetworkSettings.Networks}}",
+                                              f"{PROJECT}_gateway-a_1").stdout)))
+        podman("run", "-d", "--name", f"{PROJECT}-squatter", "--network", network, "--ip", addresses["gateway-a"],
+               BASE, "sleep", "600")
+        podman("start", f"{PROJECT}_gateway-a_1")
         wait_healthy("gateway-a")
         new_address = container_address(f"{PROJECT}_gateway-a_1")
+        check(new_address != addresses["gateway-a"], "gateway-a is back on a new address")
         print(f"  gateway-a: {addresses['gateway-a']} before, {new_address} now", flush=True)
         time.sleep(2.5)  # nginx's resolver caches an answer for valid=2s
         since = str(int(time.time()))
         statuses = through_lb(20)
         served = upstreams_since(since)
         check(statuses == [200] * 20, "20 chats through nginx answer 200 after the restart")
-        check(new_address in served, f"the recreated gateway-a gets traffic again ({served.count(new_address)}/20)")
+        check(new_address in served, f"the restarted gateway-a gets traffic again ({served.count(new_address)}/20)")
+        podman("rm", "-f", f"{PROJECT}-squatter", quiet=True)
         compose(workdir, "down", "-v")
         # the searxng stand-in inherits the gateway image's VOLUME /data
         for name in set(anonymous_volumes()) - anonymous_before:
             podman("volume", "rm", "-f", name, quiet=True)
     except BaseException:
+        podman("rm", "-f", f"{PROJECT}-squatter", check_rc=False, quiet=True)
         for service in ("load-balancer", "gateway-a", "gateway-b", "postgres"):
             logs = podman("logs", "--tail", "15", f"{PROJECT}_{service}_1", check_rc=False, quiet=True)
             print(f"--- {service}:\n{logs.stdout}{logs.stderr}", file=sys.stderr)
