@@ -184,11 +184,12 @@ def test_compose_reaches_the_host_through_host_gateway_that_podman_before_5_3_ca
         assert "host.docker.internal" in services[name]["environment"]["LLM_BASE_URL"]
 
 
-def test_compose_searches_through_its_own_searxng_only():
+def test_compose_keeps_the_web_tools_local_searxng_and_no_third_party_fallback():
     services = compose()["services"]
     for name in ("agent-gateway", "gateway-a", "gateway-b"):
         env = services[name]["environment"]
         assert (env["WEB_SEARCH_BACKEND"], env["WEB_SEARCH_FALLBACK"]) == ("searxng", "none"), name
+        assert env["WEB_EXTRACT_FALLBACK"] == "none", name  # pages are read by the gateway itself
 
 
 def test_compose_publishes_only_on_the_host_loopback():
