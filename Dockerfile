@@ -47,7 +47,7 @@ VOLUME /data
 USER gateway
 EXPOSE 8642
 
-# Readiness, not liveness: a store that cannot be written (a read-only or full /data, PostgreSQL
+# Readiness, not liveness: a store that cannot be used (a read-only /data, PostgreSQL
 # gone) makes /health/ready answer 503 and the container unhealthy. No curl in the slim image: ask
 # with the Python that is already there.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
