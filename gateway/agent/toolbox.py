@@ -90,9 +90,11 @@ class ToolOffer:
 
 def offer_tools(toolbox: Toolbox, client_tools: list[dict[str, Any]], web: WebSearchOptions | None, *,
                 mode: str, background: bool) -> ToolOffer:
-    """The agent's tools for one request: none for a background task, none under `mode`
-    `on_request` unless the request asked for web search (`web` not None)."""
-    agent_tools = len(toolbox) > 0 and not background and (mode != "on_request" or web is not None)
+    """The agent's tools for one request: none for a background task, none under `mode` `off`
+    (a model route that is a plain relay), none under `on_request` unless the request asked for
+    web search (`web` not None)."""
+    agent_tools = (len(toolbox) > 0 and not background and mode != "off"
+                   and (mode != "on_request" or web is not None))
     client_names = {t["function"]["name"] for t in client_tools}
     # A client tool with the same name as one of ours wins: the client asked for it explicitly.
     ours = [s for s in toolbox.schemas() if s["function"]["name"] not in client_names] if agent_tools else []

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from gateway.config.routes import ModelRoutes, parse_models
 from gateway.errors import AgentGatewayError
 
 PROFILE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -112,6 +113,10 @@ def _parse_database_url(raw: Any) -> str:
     return url
 
 
+def _parse_models(raw: Any) -> ModelRoutes | None:
+    return parse_models(raw, url=_parse_http_url)
+
+
 #: The fallback value that means "the other available providers, in automatic order".
 AUTO_FALLBACK = ("auto",)
 MAX_RESULTS_CAP = 50
@@ -205,6 +210,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("llm_api_key", "LLM_API_KEY", "llm.api_key", _parse_str, None, "upstream API key", secret=True),
     Option("llm_model", "LLM_MODEL", "model", _parse_str, None,
            "upstream model name (default: the first model the upstream lists)"),
+    Option("llm_models", "LLM_MODELS", "models", _parse_models, None,
+           "the model ids served: auto (every model the upstream lists), a,b,c (those), or in "
+           "config.yaml a mapping of routes (id: model, base_url, api_key_env, reasoning, web_tools, "
+           "context_window, fallbacks); unset: one model, the id clients send is cosmetic"),
     Option("llm_connect_timeout", "LLM_CONNECT_TIMEOUT", "llm.connect_timeout", _parse_float, 10.0,
            "seconds to connect to the upstream", minimum=0.01),
     Option("llm_timeout", "LLM_TIMEOUT", "llm.timeout", _parse_float, 120.0,

@@ -29,6 +29,7 @@ from gateway.config.options import (
     Option,
     SettingsError,
 )
+from gateway.config.routes import ModelRoutes
 from providers.plugin_settings import PluginSettings
 
 #: The options table lives in gateway/config/options.py; its names are re-exported here.
@@ -79,6 +80,7 @@ class Settings:
     llm_base_url: str = "http://127.0.0.1:11434/v1"
     llm_api_key: str | None = None
     llm_model: str | None = None
+    llm_models: ModelRoutes | None = None
     llm_connect_timeout: float = 10.0
     llm_timeout: float = 120.0
     max_rounds: int = 6

@@ -17,6 +17,7 @@ import time
 
 from aiohttp import web
 
+from gateway.http.appkeys import MODEL_ROUTE
 from gateway.http.batched_log import BatchingStreamHandler
 from gateway.http.log_limits import printable
 
@@ -62,8 +63,13 @@ def log_access(request: web.Request, request_id: str, status: int | str, started
     record carries the id."""
     if access_log.isEnabledFor(logging.INFO):  # no record when it is off
         # the path is escaped here as well as by the serve formatter, for handlers configured elsewhere
-        access_log.info("%s %s %s %.0fms id=%s", printable(request.method), printable(request.path), status,
-                        (ended - started) * 1000, request_id)
+        turn = request.get(MODEL_ROUTE)
+        if turn is None:
+            access_log.info("%s %s %s %.0fms id=%s", printable(request.method), printable(request.path), status,
+                            (ended - started) * 1000, request_id)
+        else:  # with model routes: the one that served (a configured id, not the client's text)
+            access_log.info("%s %s %s %.0fms id=%s model=%s", printable(request.method), printable(request.path),
+                            status, (ended - started) * 1000, request_id, turn.served.id)
 
 
 def add_request_id_header(response: web.StreamResponse) -> None:

@@ -29,6 +29,7 @@ from gateway.store.idempotency import IdempotencyCache, InMemoryIdempotencyCache
 from gateway.store.observed import ObservedStore
 from gateway.store.sqlite import SQLiteResponseStore
 from gateway.upstream.client import UpstreamClient
+from gateway.upstream.routes import RouteTable
 from providers.loader import load_registry
 from providers.registry import ProviderRegistry
 
@@ -123,7 +124,13 @@ async def _upstream_ctx(app: web.Application) -> AsyncIterator[None]:
     )
     await upstream.start()
     app[appkeys.UPSTREAM] = upstream
+    routes = RouteTable(settings, upstream)  # model routes (`models:`); one default route without
+    if (metrics_ := app.get(appkeys.METRICS)) is not None:
+        routes.on_attempt, routes.on_fallback = metrics_.route_attempt, metrics_.route_fallback
+    await routes.start()
+    app[appkeys.ROUTES] = routes
     yield
+    await routes.close()
     await upstream.close()
 
 

@@ -15,12 +15,15 @@ from gateway.http.metrics import Metrics
 from gateway.store.api import ResponseStore
 from gateway.store.idempotency import IdempotencyCache
 from gateway.upstream.client import UpstreamClient
+from gateway.upstream.routes import RouteTable, RouteTurn
 
 if TYPE_CHECKING:  # cors.py reads these keys, so it is imported for the type only
     from gateway.http.cors import CorsPolicy
 
 SETTINGS = web.AppKey("settings", Settings)
 UPSTREAM = web.AppKey("upstream", UpstreamClient)
+#: The model routes: what a request's `model` means (one default route without `models:`).
+ROUTES = web.AppKey("routes", RouteTable)
 TOOLBOX = web.AppKey("toolbox", Toolbox)
 AGENT = web.AppKey("agent", Agent)
 LIMITER = web.AppKey("limiter", RunLimiter)
@@ -35,3 +38,5 @@ WEB_STATE = web.AppKey("web_state", WebState)
 METRICS = web.AppKey("metrics", Metrics)
 #: Host names a keyless gateway answers to (None: a key is set, any Host is fine), see middlewares.check_host
 ALLOWED_HOSTS: web.AppKey[frozenset[str] | None] = web.AppKey("allowed_hosts")
+#: A request's model route, when routes are configured (gateway/http/model_routes.py).
+MODEL_ROUTE = web.RequestKey("model_route", RouteTurn)

@@ -19,10 +19,12 @@ from gateway.agent.loop import AgentRequest
 from gateway.errors import GatewayError, InvalidRequestError, NotFoundError
 from gateway.http import appkeys
 from gateway.http.body import read_json_object
+from gateway.http.model_routes import route_turn
 from gateway.http.routes.conversations import include_values
 from gateway.http.runs import Messages, run_streamed, run_whole
 from gateway.http.sse import named_frames
 from gateway.store.api import ConversationItem, ResponseStore, StoredResponse, UnknownConversationError
+from gateway.upstream.routes import RouteTurn
 from gateway.wire import json_out
 from gateway.wire.conversations import is_conversation_id, item_list, parse_list_query, transcript, turn_items
 from gateway.wire.responses_output import ResponseBuilder, event_json
@@ -87,21 +89,27 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     app = request.app
     settings = app[appkeys.SETTINGS]
     store = app[appkeys.STORE]
+    # the model the client names now, whatever a previous response used (as OpenAI does)
+    turn = await route_turn(request, parsed.model) if app[appkeys.ROUTES].configured else None
     continuation = await _continuation(store, parsed)
     agent_request = AgentRequest(
         messages=[*continuation.transcript, *parsed.messages], client_tools=parsed.chat_tools,
         params=parsed.upstream_params(), stream=parsed.stream, instructions=parsed.instructions,
         web=parsed.web,
     )
-    builder = ResponseBuilder(parsed, model=parsed.model or settings.model_name, events=parsed.stream,
-                              reasoning=settings.reasoning == "show")
+    if turn is None:
+        model, reasoning = parsed.model or settings.model_name, settings.reasoning
+    else:
+        agent_request.opener, agent_request.web_tools = turn.open, turn.route.web_tools
+        model, reasoning = turn.route.id, turn.route.reasoning
+    builder = ResponseBuilder(parsed, model=model, events=parsed.stream, reasoning=reasoning == "show")
     with app[appkeys.LIMITER].slot():
         if parsed.stream:
-            reply = _ResponsesStream(store, parsed, builder, agent_request.messages, continuation)
+            reply = _ResponsesStream(store, parsed, builder, agent_request.messages, continuation, turn)
             return await run_streamed(request, agent_request, reply, log=log)
         builder.start()
         return await run_whole(app, agent_request, _ResponsesWhole(store, parsed, builder, agent_request.messages,
-                                                                continuation))
+                                                                continuation, turn))
 
 
 def _named(events: list[dict[str, Any]]) -> bytes:
@@ -120,9 +128,15 @@ class _Reply:
     """What both kinds of Responses reply share: the builder, and storing the response."""
 
     def __init__(self, store: ResponseStore, parsed: ResponsesRequest, builder: ResponseBuilder,
-                 history: list[dict[str, Any]], continuation: _Continuation) -> None:
+                 history: list[dict[str, Any]], continuation: _Continuation, turn: RouteTurn | None = None) -> None:
         self.store, self.parsed, self.builder, self.history = store, parsed, builder, history
         self.continuation = continuation
+        self.turn = turn
+
+    def served(self) -> None:
+        """The response's `model` is the route that answered (a fallback's, perhaps)."""
+        if self.turn is not None:
+            self.builder.model = self.turn.served.id
 
     async def save(self, messages: Messages) -> None:
         """Store the response as the builder has it, with the conversation so far: the history
@@ -154,6 +168,7 @@ class _ResponsesWhole(_Reply):
         return self.builder.feed(event)
 
     async def end(self, messages: Messages) -> web.Response:
+        self.served()
         self.builder.finish()
         await self.save(_ending_on_assistant(messages))
         return web.Response(body=json_out.dumps(self.builder.response()), content_type="application/json")
@@ -167,6 +182,7 @@ class _ResponsesStream(_Reply):
     _closing: tuple[dict[str, Any], ...] = ()  # the end's events bar its last, if the store refuses it
 
     def begin(self) -> bytes:
+        self.served()
         return _named(self.builder.start())
 
     def encode(self, events: list[AgentEvent]) -> bytes:
@@ -174,6 +190,7 @@ class _ResponsesStream(_Reply):
         return _named([out for event in events for out in feed(event)])
 
     async def end(self, messages: Messages) -> bytes:
+        self.served()
         final = self.builder.finish()
         self._closing = tuple(final[:-1])
         await self.save(_ending_on_assistant(messages))
