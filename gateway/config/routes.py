@@ -157,6 +157,8 @@ def _text(value: Mapping[str, Any], key: str, where: str) -> str | None:
 
 
 def _choice(value: Mapping[str, Any], key: str, choices: tuple[str, ...], where: str) -> str | None:
+    if value.get(key) is False and "off" in choices:
+        return "off"  # YAML reads a bare `off` as false
     item = _text(value, key, where)
     if item is not None and item not in choices:
         raise ValueError(f"{where}: {key} is one of {', '.join(choices)}, not {item!r}")

@@ -219,6 +219,8 @@ def parse_option(option: Option, raw: Any, source: str) -> Any:
     try:
         value = option.parse(raw)
     except (TypeError, ValueError) as exc:
+        if isinstance(raw, Mapping | list):  # a section of config.yaml: the message names the part that is wrong
+            raise SettingsError(f"{option.key or name} in {source}: {exc}") from exc
         shown = "(not shown: it may hold a password)" if option.attr == "database_url" else repr(raw)
         raise SettingsError(f"{name} has an invalid value {shown} (from {source}): {exc}") from exc
     if isinstance(value, str) and value == "" and option.default is None:

@@ -15,7 +15,7 @@ from gateway.http.metrics import Metrics
 from gateway.store.api import ResponseStore
 from gateway.store.idempotency import IdempotencyCache
 from gateway.upstream.client import UpstreamClient
-from gateway.upstream.routes import RouteTable, RouteTurn
+from gateway.upstream.routes import RouteTable
 
 if TYPE_CHECKING:  # cors.py reads these keys, so it is imported for the type only
     from gateway.http.cors import CorsPolicy
@@ -38,5 +38,3 @@ WEB_STATE = web.AppKey("web_state", WebState)
 METRICS = web.AppKey("metrics", Metrics)
 #: Host names a keyless gateway answers to (None: a key is set, any Host is fine), see middlewares.check_host
 ALLOWED_HOSTS: web.AppKey[frozenset[str] | None] = web.AppKey("allowed_hosts")
-#: A request's model route, when routes are configured (gateway/http/model_routes.py).
-MODEL_ROUTE = web.RequestKey("model_route", RouteTurn)

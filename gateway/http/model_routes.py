@@ -1,8 +1,8 @@
 """A request's model route: what its `model` names, looked up before anything goes upstream.
 
 Without `models:` there is nothing to look up (None: the agent's own upstream, the id cosmetic).
-With routes, an id no route has is OpenAI's 404 `model_not_found`; the request keeps its
-`RouteTurn` (under `appkeys.MODEL_ROUTE`) for the reply's `model` and the access line.
+With routes, an id no route has is OpenAI's 404 `model_not_found`; the request's `RouteTurn` gives
+the reply's `model` and (through `access_log.MODEL_ROUTE`) the access line its route.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from aiohttp import web
 
 from gateway.errors import NotFoundError
 from gateway.http import appkeys
+from gateway.http.access_log import MODEL_ROUTE
 from gateway.upstream.routes import RouteTurn
 
 
@@ -25,5 +26,6 @@ async def route_turn(request: web.Request, model: str | None) -> RouteTurn:
     route = routes.resolve(model) or await routes.find(model)
     if route is None:
         raise model_not_found(model)
-    turn = request[appkeys.MODEL_ROUTE] = RouteTurn(route, routes)
+    turn = RouteTurn(route, routes)
+    MODEL_ROUTE.set(turn)  # for the access line
     return turn

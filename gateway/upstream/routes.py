@@ -7,8 +7,9 @@ means it (the id is cosmetic, as it always was).
 
 Routes that share a base URL and key share one `UpstreamClient` (one connection pool). Discovery
 (`auto`) asks the default upstream's `/models` at start, every `REFRESH_SECONDS` after, and when a
-request names an id not known yet (at most once per `MISS_REFRESH_SECONDS`); an upstream that is
-down at start only means an empty list until it answers.
+request names an id not known yet (at most once per `MISS_REFRESH_SECONDS` once a look got a list;
+concurrent requests share one look); an upstream that is down at start only means an empty list
+until it answers.
 
 Fallbacks: a turn tries its route, then the route's fallback chain, moving on only when the
 upstream could not be reached, answered 5xx or 429 (or timed out) before the first byte of its
@@ -144,15 +145,15 @@ class RouteTable:
         self._clients: dict[tuple[str, str | None], UpstreamClient] = {
             (settings.llm_base_url.rstrip("/"), settings.llm_api_key): default_client}
         self.upstreams: dict[UpstreamClient, UpstreamState] = {default_client: UpstreamState(default_client)}
-        self._specs: dict[str, RouteSpec] = {}
+        self.specs: dict[str, RouteSpec] = {}
         self.routes: dict[str, Route] = {}
         self._labels: set[str] = set()
-        self._refresh_lock = asyncio.Lock()
+        self._refreshing: asyncio.Future[None] | None = None
         self._last_refresh = -MISS_REFRESH_SECONDS
         self._task: asyncio.Task[None] | None = None
         specs = settings.llm_models.routes if settings.llm_models else ()
         for spec in specs:
-            self._specs[spec.id] = spec
+            self.specs[spec.id] = spec
             self._add(self._from_spec(spec))
         for spec in specs:  # fallbacks resolved once every route exists
             chain = settings.llm_models.chain(spec.id) if settings.llm_models else ()
@@ -210,10 +211,11 @@ class RouteTable:
             self._task = asyncio.get_running_loop().create_task(self._refresh_forever())
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        for task in (self._task, self._refreshing):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         for client in self.upstreams:
             if client is not self._default_client:
                 await client.close()
@@ -246,7 +248,7 @@ class RouteTable:
             entry = self.upstreams[route.client].entries.get(route.model or "")
             if entry is None:
                 continue
-            spec = self._specs.get(route.id)
+            spec = self.specs.get(route.id)
             if spec is None or spec.context_window is None:
                 route.context_window = context_window_of(entry)
             owner = entry.get("owned_by")
@@ -254,11 +256,18 @@ class RouteTable:
                 route.owned_by = owner
 
     async def refresh(self) -> None:
-        """Discovery: the default upstream's list again (one refresh at a time)."""
-        async with self._refresh_lock:
+        """Discovery: the default upstream's list again. Requests that ask meanwhile wait for the
+        same look, not one each."""
+        if self._refreshing is None or self._refreshing.done():
+            self._refreshing = asyncio.ensure_future(self._refresh())
+        await asyncio.shield(self._refreshing)
+
+    async def _refresh(self) -> None:
+        state = self.upstreams[self._default_client]
+        await self._list(state)
+        if state.answered:  # the rate limit counts looks that got a list: a down upstream costs little
             self._last_refresh = time.monotonic()
-            await self._list(self.upstreams[self._default_client])
-            self._learn()
+        self._learn()
 
     async def _refresh_forever(self) -> None:
         while True:
@@ -293,8 +302,7 @@ class RouteTable:
 
     async def listing_now(self, created: int) -> list[dict[str, Any]]:
         """`listing`, after one look at the upstream's list if discovery has none yet (it was down)."""
-        if self.discover and not self.upstreams[self._default_client].answered \
-                and time.monotonic() - self._last_refresh >= MISS_REFRESH_SECONDS:
+        if self.discover and not self.upstreams[self._default_client].answered:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(PROBE_SECONDS):
                     await self.refresh()
@@ -355,3 +363,4 @@ class RouteTurn:
             self.served = candidate
             return response, candidate.client
         raise AssertionError("unreachable: the chain has at least one route")
+

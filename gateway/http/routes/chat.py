@@ -27,8 +27,8 @@ routes = web.RouteTableDef()
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     chat = parse_chat_request(await read_json_object(request))
     settings = request.app[appkeys.SETTINGS]
-    # None without `models:` (checked here: no coroutine per request for it)
-    turn = await route_turn(request, chat.model) if request.app[appkeys.ROUTES].configured else None
+    # None without `models:` (checked here on the settings: no lookup, no coroutine per request for it)
+    turn = await route_turn(request, chat.model) if settings.llm_models is not None else None
     agent_request = AgentRequest(
         messages=chat.messages, client_tools=chat.client_tools, params=chat.params, stream=chat.stream,
         web=chat.web,

@@ -90,7 +90,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     settings = app[appkeys.SETTINGS]
     store = app[appkeys.STORE]
     # the model the client names now, whatever a previous response used (as OpenAI does)
-    turn = await route_turn(request, parsed.model) if app[appkeys.ROUTES].configured else None
+    turn = await route_turn(request, parsed.model) if settings.llm_models is not None else None
     continuation = await _continuation(store, parsed)
     agent_request = AgentRequest(
         messages=[*continuation.transcript, *parsed.messages], client_tools=parsed.chat_tools,
