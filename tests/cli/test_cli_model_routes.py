@@ -107,3 +107,24 @@ async def test_config_check_names_what_is_wrong_in_the_routes(tmp_path):
         assert "sk-live-0123456789" not in out + err
         code, _, err = await run_cli("serve", "--port", "0", env=gateway_env(tmp_path))
         assert code == 2 and message in err and "Traceback" not in err, name
+
+
+async def test_config_set_builds_a_profiles_routes_field_by_field_and_refuses_a_bad_one(tmp_path, upstream):
+    env = gateway_env(tmp_path, {"LLM_BASE_URL": upstream.base_url})
+    assert (await run_cli("profile", "create", "team", "--no-key", env=env))[0] == 0
+    for key, value in (("models.fast.model", "fake-model"), ("models.slow.model", "other-model"),
+                       ("models.fast.fallbacks", "slow"), ("models.fast.web_tools", "off"),
+                       ("models.fast.context_window", "4096")):
+        code, _, err = await run_cli("-p", "team", "config", "set", key, value, env=env)
+        assert code == 0 and "warning" not in err, (key, err)
+    written = yaml.safe_load((tmp_path / "profiles" / "team" / "config.yaml").read_text())["models"]
+    assert written["fast"] == {"model": "fake-model", "fallbacks": ["slow"], "web_tools": "off",
+                               "context_window": 4096}
+    code, _, err = await run_cli("-p", "team", "config", "set", "models.fast.fallbacks", "nowhere", env=env)
+    assert code == 2 and "fallback 'nowhere' is not a route" in err
+    code, _, err = await run_cli("-p", "team", "config", "set", "models.fast.colour", "red", env=env)
+    assert code == 2 and "unknown key 'colour'" in err
+    code, out, err = await run_cli("-p", "team", "config", "check", env=env)
+    assert code == 0, err
+    assert "model route fast: fake-model at" in out and "fallbacks slow" in out
+    assert "model route team (default)" in out  # the profile's model name: the default upstream
