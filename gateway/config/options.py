@@ -230,9 +230,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("system_prompt", "AGENT_SYSTEM_PROMPT", "agent.system_prompt", _parse_str, None,
            "replaces the agent's built-in system prompt"),
     Option("web_tools", "API_SERVER_WEB_TOOLS", "api_server.web_tools", _parse_str, "always",
-           "when the agent offers its web tools: always, or on_request (only to requests that ask "
-           "for web search: a hosted web_search tool or web_search_options)",
-           choices=("always", "on_request")),
+           "when the agent offers its web tools: always, on_request (only to requests that ask "
+           "for web search: a hosted web_search tool or web_search_options), or off (a plain relay)",
+           choices=("always", "on_request", "off")),
     Option("web_backend", "WEB_BACKEND", "web.backend", _parse_str, None,
            "web provider for every capability unless overridden"),
     Option("web_search_backend", "WEB_SEARCH_BACKEND", "web.search_backend", _parse_str, None,

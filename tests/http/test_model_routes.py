@@ -283,3 +283,9 @@ async def test_without_models_the_model_a_client_sends_stays_cosmetic(client, up
         {"role": "user", "content": "hi"}]})
     assert resp.status == 200 and (await resp.json())["model"] == "whatever"
     assert upstream.requests[0]["model"] == "fake-model"
+
+
+async def test_api_server_web_tools_off_is_a_plain_relay(make_client, upstream, lookup_tool):
+    client = await make_client(tools=[lookup_tool], web_tools="off")
+    resp = await client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]})
+    assert resp.status == 200 and "tools" not in upstream.requests[0]
