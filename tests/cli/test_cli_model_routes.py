@@ -79,7 +79,8 @@ async def test_serve_banner_lists_the_routes_and_whether_each_upstream_answered(
 async def test_config_check_lists_routes_and_warns_about_a_missing_key_and_a_down_upstream(tmp_path, upstream):
     down = f"http://127.0.0.1:{_free_port()}/v1"
     _write_routes(tmp_path, upstream, down)
-    code, out, err = await run_cli("config", "check", env=gateway_env(tmp_path, {"LLM_BASE_URL": upstream.base_url}))
+    code, out, err = await run_cli("config", "check", env=gateway_env(tmp_path, {
+        "LLM_BASE_URL": upstream.base_url, "API_SERVER_PORT": "0"}))  # whatever holds 8642 on this machine
     assert code == 0, err
     assert "model route one: fake-model at" in out and "upstream answered" in out
     assert "model route two: gone-model at" in out
@@ -110,7 +111,7 @@ async def test_config_check_names_what_is_wrong_in_the_routes(tmp_path):
 
 
 async def test_config_set_builds_a_profiles_routes_field_by_field_and_refuses_a_bad_one(tmp_path, upstream):
-    env = gateway_env(tmp_path, {"LLM_BASE_URL": upstream.base_url})
+    env = gateway_env(tmp_path, {"LLM_BASE_URL": upstream.base_url, "API_SERVER_PORT": "0"})  # 8642 may be taken
     assert (await run_cli("profile", "create", "team", "--no-key", env=env))[0] == 0
     for key, value in (("models.fast.model", "fake-model"), ("models.slow.model", "other-model"),
                        ("models.fast.fallbacks", "slow"), ("models.fast.web_tools", "off"),
