@@ -100,14 +100,15 @@ class RouteHealth:
     def __init__(self, cooldown: float = COOLDOWN_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
         self.cooldown = cooldown
         self._clock = clock
-        self._until: dict[str, float] = {}
+        #: route id -> when its back-off ends
+        self.until: dict[str, float] = {}
 
     def cooling(self, route_id: str) -> bool:
-        until = self._until.get(route_id)
+        until = self.until.get(route_id)
         if until is None:
             return False
         if until <= self._clock():
-            del self._until[route_id]
+            del self.until[route_id]
             return False
         return True
 
@@ -115,11 +116,10 @@ class RouteHealth:
         wait = self.cooldown
         if isinstance(exc, RateLimitError) and exc.retry_after:
             wait = max(wait, min(exc.retry_after, MAX_RETRY_AFTER))
-        self._until[route_id] = self._clock() + wait
+        self.until[route_id] = self._clock() + wait
 
     def answered(self, route_id: str) -> None:
-        if self._until:
-            self._until.pop(route_id, None)
+        self.until.pop(route_id, None)
 
 
 @dataclass
@@ -357,7 +357,8 @@ class RouteTurn:
                 if table.on_fallback is not None:
                     table.on_fallback(candidate.label, reason)
                 continue
-            table.health.answered(candidate.id)
+            if table.health.until:  # a route on record (rare): no call per turn otherwise
+                table.health.answered(candidate.id)
             if table.on_attempt is not None:
                 table.on_attempt(candidate.label, "ok")
             self.served = candidate
