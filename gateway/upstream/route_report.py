@@ -7,6 +7,8 @@ from gateway.config.settings import Settings
 from gateway.upstream.client import UpstreamClient
 from gateway.upstream.routes import RouteTable
 
+SHOWN = 10  # discovered ids named on the start-up line
+
 
 def report(table: RouteTable) -> tuple[list[str], list[str]]:
     """Lines naming each route, its upstream and whether that upstream answered (after `start`
@@ -15,11 +17,14 @@ def report(table: RouteTable) -> tuple[list[str], list[str]]:
         return [], []
     lines: list[str] = []
     warnings: list[str] = []
-    if table.discover:
+    if table.discover:  # an upstream may list hundreds (OpenRouter): a count and the first few
         state = table.upstreams[table.default.client]
-        found = ", ".join(state.entries) or "none yet"
+        ids = list(state.entries)
+        found = (f"{len(ids)}: " + ", ".join(ids[:SHOWN]) + (", ..." if len(ids) > SHOWN else "")) if ids \
+            else "none yet"
         lines.append(f"model routes: auto, from {state.client.base_url} ({found})")
-    routes = [table.default, *(r for r in table.routes.values() if r is not table.default)]
+    # a line each for the default and the configured routes (discovered ones are in the line above)
+    routes = [table.default, *(r for r in table.routes.values() if r is not table.default and r.id in table.specs)]
     for route in routes:
         state = table.upstreams[route.client]
         spec = table.specs.get(route.id)
