@@ -35,7 +35,7 @@ from gateway.errors import (
     UpstreamError,
     UpstreamTimeoutError,
 )
-from gateway.upstream.deltas import Text, UpstreamDelta, deltas_of
+from gateway.upstream.deltas import Finish, Text, UpstreamDelta, deltas_of
 from gateway.upstream.shapes import completion_deltas, well_formed
 from gateway.upstream.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta, plain_text, sse_batches
 from gateway.upstream.text import error_message, relayed, without_credentials
@@ -264,6 +264,7 @@ class UpstreamClient:
                 for delta in completion_deltas(await client._read_json(response)):
                     yield delta
                 return
+            finished = False  # a finish_reason came: a stream without [DONE] after it is whole
             # closed here, not left to the loop's finaliser hook, when the stream returns at [DONE]
             async with contextlib.aclosing(sse_batches(response.content.readany)) as batches:
                 async for frames in batches:
@@ -283,7 +284,11 @@ class UpstreamClient:
                             if chunk is None:
                                 continue
                         for delta in deltas_of(chunk, "delta"):
+                            finished = finished or type(delta) is Finish
                             yield delta
+            if not finished:  # llama-cpp-python's empty 200 when its template fails: no answer
+                raise UpstreamError(f"the upstream model at {client.base_url} ended its stream unfinished "
+                                    "(no finish_reason, no [DONE])", code="upstream_stream_cut")
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise client._fault(exc) from exc
         finally:

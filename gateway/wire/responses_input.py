@@ -219,7 +219,7 @@ def input_to_messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if last is not None and last["role"] == "assistant":
                 last.setdefault("tool_calls", []).append(call)
             else:
-                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+                messages.append({"role": "assistant", "content": "", "tool_calls": [call]})  # "": see agent/loop.py
         elif item["type"] == "function_call_output":
             messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
     return messages

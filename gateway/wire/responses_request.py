@@ -93,6 +93,8 @@ class ResponsesRequest:
             chat_choice = _chat_tool_choice(self.tool_choice)
             if chat_choice is not None:
                 params["tool_choice"] = chat_choice
+        elif self.tool_choice == "none":  # no function tools, but "none" binds the agent's own too
+            params["tool_choice"] = "none"
         fmt = self.text.get("format") or {}
         if fmt.get("type") == "json_object":
             params["response_format"] = {"type": "json_object"}
