@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from gateway.errors import NotFoundError
+from gateway.errors import NotFoundError, echo
 from gateway.http import appkeys
 from gateway.http.access_log import MODEL_ROUTE
 from gateway.upstream.routes import RouteTurn
 
 
 def model_not_found(model: str | None) -> NotFoundError:
-    return NotFoundError(f"The model `{model}` does not exist or you do not have access to it.",
+    return NotFoundError(f"The model `{echo(model)}` does not exist or you do not have access to it.",
                          code="model_not_found")
 
 

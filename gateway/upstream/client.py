@@ -28,6 +28,7 @@ from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
 from gateway import __version__
+from gateway.common import json_in, json_out
 from gateway.errors import (
     GatewayError,
     InvalidRequestError,
@@ -39,7 +40,6 @@ from gateway.upstream.deltas import Finish, Text, UpstreamDelta, deltas_of
 from gateway.upstream.shapes import completion_deltas, well_formed
 from gateway.upstream.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta, plain_text, sse_batches
 from gateway.upstream.text import error_message, relayed, without_credentials
-from gateway.wire import json_in, json_out
 
 #: After `[DONE]`, how long (and how much) to read for the end of the body, so that the connection
 #: goes back to the pool instead of being closed (a new TCP connection per stream otherwise).

@@ -22,7 +22,7 @@ from gateway.agent.events import (
 from gateway.agent.web_options import WebSearchOptions
 from gateway.errors import InvalidRequestError
 from gateway.wire import openwebui, web_search
-from gateway.wire.checks import expect, optional_int, optional_number
+from gateway.wire.checks import chat_tool_choice, expect, optional_int, optional_number
 from gateway.wire.citations import citations
 from gateway.wire.markers import format_marker
 
@@ -133,6 +133,8 @@ def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
         for name in ("response_format", "logit_bias"):
             if body.get(name) is not None:
                 expect(body[name], dict, name, "an object")
+        if body.get("tool_choice") is not None:
+            chat_tool_choice(body["tool_choice"])
 
     tools = _check_tools(body.get("tools"))
     params = {name: body[name] for name in PASSTHROUGH if body.get(name) is not None} if named else {}

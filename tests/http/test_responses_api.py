@@ -257,7 +257,7 @@ async def test_a_broken_store_is_503_for_responses_while_chat_still_works(
     assert resp.status == 503
     body = await resp.json()
     assert_error_envelope(body)
-    assert "not a SQLite database" in body["error"]["message"]
+    assert body["error"]["message"] == "The response store is unavailable; retry shortly."
     chat = await client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]})
     assert chat.status == 200
 

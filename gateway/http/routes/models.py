@@ -6,7 +6,7 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.errors import NotFoundError
+from gateway.errors import NotFoundError, echo
 from gateway.http import appkeys
 from gateway.http.model_routes import model_not_found
 
@@ -40,7 +40,7 @@ async def get_model(request: web.Request) -> web.Response:
     model = _model_object(request)
     if model_id != model["id"]:
         raise NotFoundError(
-            f"The model '{model_id}' does not exist; this gateway serves '{model['id']}'.",
+            f"The model '{echo(model_id)}' does not exist; this gateway serves '{model['id']}'.",
             param="model", code="model_not_found",
         )
     return web.json_response(model)
