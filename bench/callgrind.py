@@ -3,6 +3,14 @@
     python -m bench.callgrind --requests 300 --concurrency 1 chat
     python -m bench.callgrind --requests 400 --concurrency 64 stream --src /tmp/old
     python -m bench.callgrind --requests 300 chat --env API_SERVER_METRICS=false
+    python -m bench.callgrind --requests 200 search --python /tmp/prod-venv/bin/python
+
+`search` is one web_search tool round per request: the fake upstream asks for a `web_search` call,
+the gateway queries the fake SearXNG (bench/fake_search.py, served by the same fake process) over
+its provider kit (providers/http.py, httpx), then the fake answers; the result cache is off
+(`WEB_CACHE_TTL=0`) so every request makes one provider call. `--python` runs the gateway with
+another interpreter, e.g. a venv made with `pip install -e .` only (the production install, which
+has no test extras: issue 33's sniffio finding only shows there).
 
 Starts the bench fake upstream, then the gateway (from `--src`, default this checkout) under
 `valgrind --tool=callgrind`; sends a warm-up (connections opened, caches filled), zeroes the counters
@@ -68,6 +76,12 @@ async def send(session: aiohttp.ClientSession, url: str, body: bytes, count: int
     await asyncio.gather(*(worker() for _ in range(concurrency)))
 
 
+async def searches(session: aiohttp.ClientSession, fake_base: str) -> int:
+    """The fake SearXNG's search count so far (the fake upstream's /_bench/stats)."""
+    async with session.get(f"{fake_base}/_bench/stats") as response:
+        return int((await response.json())["searches"])
+
+
 def total_instructions(dump: str) -> int:
     text = Path(dump).read_text(errors="replace")
     found = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
@@ -92,21 +106,28 @@ async def measure(args: argparse.Namespace) -> int:
         "API_SERVER_MAX_CONCURRENT_RUNS": "4096", "PYTHONPATH": str(src),
         **dict(pair.split("=", 1) for pair in args.env),
     })
+    if args.scenario == "search":
+        env["WEB_CACHE_TTL"] = "0"  # every request makes its provider call, none is answered from the cache
     gateway = subprocess.Popen(
         ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-         sys.executable, "-m", "gateway", "serve", "--port", str(port)],
+         args.python or sys.executable, "-m", "gateway", "serve", "--port", str(port)],
         env=env, cwd=src, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     stream = args.scenario == "stream"
-    body = chat_body(stream=stream, text="bench: chunks=50" if stream else "Say hello.")
+    text = {"stream": "bench: chunks=50", "search": "bench: tool"}.get(args.scenario, "Say hello.")
+    body = chat_body(stream=stream, text=text)
     try:
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
             await wait_healthy(session, base)
             url = f"{base}/v1/chat/completions"
             await send(session, url, body, max(2 * args.concurrency, 100), args.concurrency)
             subprocess.run(["callgrind_control", "-z", str(gateway.pid)], capture_output=True, check=True)
+            searches_before = await searches(session, fake.base_url)
             await send(session, url, body, args.requests, args.concurrency)
             subprocess.run(["callgrind_control", "-d", str(gateway.pid)], capture_output=True, check=True)
+            searched = await searches(session, fake.base_url) - searches_before
+            if args.scenario == "search" and searched != args.requests:
+                raise RuntimeError(f"{searched} searches for {args.requests} requests: the tool round did not run")
     finally:
         gateway.send_signal(signal.SIGINT)
         gateway.wait(timeout=120)
@@ -120,10 +141,12 @@ async def measure(args: argparse.Namespace) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("scenario", choices=("chat", "stream"), help="whole chat, or a stream of 50 chunks")
+    parser.add_argument("scenario", choices=("chat", "stream", "search"),
+                        help="whole chat, a stream of 50 chunks, or a chat with one web_search round")
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--src", help="a checkout to measure instead of this one (A/B)")
+    parser.add_argument("--python", help="the interpreter to run the gateway with (default: this one)")
     parser.add_argument("--env", nargs="*", default=[], metavar="NAME=VALUE", help="extra gateway settings")
     parser.add_argument("--out", help="folder for the callgrind dump (default: a new temp folder)")
     return asyncio.run(measure(parser.parse_args()))
