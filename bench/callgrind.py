@@ -8,7 +8,9 @@
 `search` is one web_search tool round per request: the fake upstream asks for a `web_search` call,
 the gateway queries the fake SearXNG (bench/fake_search.py, served by the same fake process) over
 its provider kit (providers/http.py, httpx), then the fake answers; the result cache is off
-(`WEB_CACHE_TTL=0`) so every request makes one provider call. `--python` runs the gateway with
+(`WEB_CACHE_TTL=0`) so every request makes one provider call (at c=1 only: identical searches in
+flight together share one call, and the run stops when the search count is not the request
+count). `--python` runs the gateway with
 another interpreter, e.g. a venv made with `pip install -e .` only (the production install, which
 has no test extras: issue 33's sniffio finding only shows there).
 
@@ -127,7 +129,8 @@ async def measure(args: argparse.Namespace) -> int:
             subprocess.run(["callgrind_control", "-d", str(gateway.pid)], capture_output=True, check=True)
             searched = await searches(session, fake.base_url) - searches_before
             if args.scenario == "search" and searched != args.requests:
-                raise RuntimeError(f"{searched} searches for {args.requests} requests: the tool round did not run")
+                raise RuntimeError(f"{searched} searches for {args.requests} requests: identical searches in flight "
+                                   "at once share one provider call (gateway/agent/web_cache.py), use --concurrency 1")
     finally:
         gateway.send_signal(signal.SIGINT)
         gateway.wait(timeout=120)

@@ -25,6 +25,12 @@ if TYPE_CHECKING:
     import httpx
 
 DEFAULT_SECONDS = 30.0
+# httpcore checks every pooled connection on each request start and each response close (a
+# poll() per idle socket, to notice servers that hung up), so a provider call costs more with
+# every idle connection kept: keep few, and not for long. 4 covers the concurrent calls one
+# provider sees from a gateway's agent runs; beyond it a burst reconnects (bench/README.md).
+MAX_IDLE_CONNECTIONS = 4
+IDLE_SECONDS = 5.0
 
 
 class HTTPStatusError(ProviderError):
@@ -85,7 +91,8 @@ def new_client(timeout: httpx.Timeout | float = DEFAULT_SECONDS) -> httpx.AsyncC
 
     if isinstance(timeout, int | float):
         timeout = http_timeout(timeout)
-    return httpx.AsyncClient(timeout=timeout, follow_redirects=False, verify=tls_context(),
+    limits = httpx.Limits(max_keepalive_connections=MAX_IDLE_CONNECTIONS, keepalive_expiry=IDLE_SECONDS)
+    return httpx.AsyncClient(timeout=timeout, follow_redirects=False, verify=tls_context(), limits=limits,
                              headers={"User-Agent": "agent-gateway"})
 
 

@@ -3,9 +3,12 @@ range pyproject.toml declares, for the runtime and for the build backend."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import tomllib
+from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -68,3 +71,17 @@ def test_the_license_is_an_spdx_expression_which_the_backend_floor_reads():
     assert project["project"]["license"] == "MIT"
     floor = Requirement(project["build-system"]["requires"][0])
     assert floor.name == "setuptools" and not floor.specifier.contains("76.9"), "SPDX strings need setuptools >= 77"
+
+
+def test_sniffio_is_a_default_dependency_while_httpcore_asks_for_it_on_every_request():
+    """httpcore (under httpx, the web providers' client) tries `import sniffio` on each request and
+    anyio >= 4.16 no longer installs it: without it in the default install every try is a failed
+    import, ~0.95M instructions per provider call (issue 33). The test venv has it from a test
+    extra, so only the declaration shows whether a production install gets it."""
+    spec = importlib.util.find_spec("httpcore")
+    assert spec is not None and spec.origin is not None
+    if "import sniffio" not in (Path(spec.origin).parent / "_synchronization.py").read_text():
+        pytest.skip("this httpcore no longer imports sniffio")
+    declared = {canonicalize_name(Requirement(line).name) for line in pyproject()["project"]["dependencies"]}
+    assert "sniffio" in declared
+    assert "sniffio" in locked()
