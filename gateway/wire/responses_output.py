@@ -36,7 +36,7 @@ from gateway.agent.events import (
     ToolCallStarted,
     Usage,
 )
-from gateway.wire.chat import split_text
+from gateway.wire.chat_stream import split_text
 from gateway.wire.citations import citations
 from gateway.wire.responses_input import new_id
 from gateway.wire.responses_request import ResponsesRequest

@@ -15,7 +15,9 @@ from gateway.http.body import read_json_object
 from gateway.http.runs import Messages, run_streamed, run_whole
 from gateway.http.sse import frames
 from gateway.wire import json_out
-from gateway.wire.chat import ChatChunkEncoder, ChatCompletionBuilder, parse_chat_request
+from gateway.wire.chat import parse_chat_request
+from gateway.wire.chat_output import ChatCompletionBuilder
+from gateway.wire.chat_stream import ChatChunkEncoder
 
 log = logging.getLogger("agent_gateway.chat")
 routes = web.RouteTableDef()
