@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import logging
 import os
 import socket
 import ssl
@@ -70,7 +71,7 @@ def _reason(exc: aiohttp.ClientConnectorError) -> str:
         return os.strerror(error.errno)  # asyncio words it "Connect call failed (...)"
     return error.strerror or str(error) or type(error).__name__
 
-
+log = logging.getLogger("agent_gateway.upstream")
 #: Whether the upstream request this task made last went out on a pooled connection. A context
 #: variable (per task), not shared state: each request's task reads the answer its own connect set.
 _REUSED: ContextVar[bool] = ContextVar("upstream_connection_reused", default=False)
@@ -115,7 +116,8 @@ class UpstreamClient:
         self._url = url.with_user(None)
         #: the URL as messages name it: never its credentials
         self.base_url = without_credentials(base_url.rstrip("/"))
-        self._secrets = (api_key, url.password)  # never relayed, whatever an upstream echoes
+        # never relayed, whatever an upstream echoes; nor the address, which only the log names
+        self._secrets = (api_key, url.password, str(self._url.origin()), url.host and f"{url.host}:{url.port}")
         self._model = model
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
@@ -158,7 +160,8 @@ class UpstreamClient:
         return self._session
 
     def _fault(self, exc: BaseException) -> GatewayError:
-        where = f"the upstream model at {self.base_url}"
+        where = "the upstream model"  # its address in the log, never in a client's error
+        log.warning("upstream model at %s: %s", self.base_url, f"{type(exc).__name__}: {exc}")
         if isinstance(exc, TimeoutError):
             return UpstreamTimeoutError(f"{where} timed out")
         if isinstance(exc, aiohttp.ClientConnectorError):
@@ -225,17 +228,17 @@ class UpstreamClient:
                 models = await self.list_models()
                 if not models:
                     raise UpstreamError(
-                        f"the upstream at {self.base_url} lists no models; set LLM_MODEL", code="no_upstream_model"
+                        "the upstream lists no models; set LLM_MODEL", code="no_upstream_model"
                     )
                 self._model = models[0]
         return self._model
 
     async def list_models(self) -> list[str]:
         response = await self._request("GET", self._models_url)
-        data = await self._read_json(response, what=f"the upstream at {self.base_url}/models")
+        data = await self._read_json(response, what="the upstream's model list")
         items = data.get("data")
         if not isinstance(items, list):
-            raise UpstreamError(f"the upstream at {self.base_url}/models did not return a model list")
+            raise UpstreamError("the upstream's /models did not return a model list")
         return [str(item["id"]) for item in items if isinstance(item, dict) and "id" in item]
 
     async def deltas(self, payload: dict[str, Any], *, stream: bool,
