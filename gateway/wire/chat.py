@@ -1,4 +1,5 @@
-"""Chat Completions requests on the wire: validation into a ChatRequest. No I/O.
+"""Chat Completions requests on the wire: validation into a ChatRequest (the history without the
+gateway's own writing, what a frontend's request is: gateway/wire/frontends.py). No I/O.
 
 The replies are built in gateway/wire/chat_output.py (whole) and gateway/wire/chat_stream.py (chunks).
 """
@@ -10,7 +11,7 @@ from typing import Any
 
 from gateway.agent.web_options import WebSearchOptions
 from gateway.errors import InvalidRequestError
-from gateway.wire import web_search
+from gateway.wire import frontends, web_search
 from gateway.wire.checks import expect, optional_int, optional_number
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
@@ -34,6 +35,10 @@ class ChatRequest:
     params: dict[str, Any] = field(default_factory=dict)
     #: `web_search_options`, checked; None when the request has none.
     web: WebSearchOptions | None = None
+    #: A frontend's housekeeping task (gateway/wire/frontends.py): no web tools for it.
+    background: bool = False
+    #: The number of the web's first source (after the documents the question already numbers).
+    first_source: int = 1
 
 
 def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
@@ -93,7 +98,10 @@ def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
     if isinstance(user, str) and user:
         params["user"] = user  # Open WebUI may send an object; upstreams want a string
     web = web_search.chat_options(body.get("web_search_options"))
-    return ChatRequest(messages, model, stream, include_usage, tools, params, web)
+    messages = frontends.without_gateway_writing(messages)
+    return ChatRequest(messages, model, stream, include_usage, tools, params, web,
+                       frontends.is_background_task(messages, stream=stream, tools=bool(tools)),
+                       frontends.first_web_source(messages))
 
 
 def _check_message(message: Any, param: str) -> None:

@@ -34,12 +34,14 @@ MAX_DELTA_CHARS = 4096
 class ChatChunkEncoder:
     """Turns agent events into `chat.completion.chunk` JSON strings, in the order strict clients need.
 
-    `progress` (AGENT_TOOL_PROGRESS): `inline` writes a marker line into the content per tool call,
-    `openwebui` sends Open WebUI's status events instead (not OpenAI chunks: for Open WebUI only),
-    `off` nothing. `reasoning`: relay the model's reasoning as `delta.reasoning_content`.
-    Citations go on the finish chunk as `delta.annotations`, found once at the end in the content
-    as the client received it (rebuilt from the turn's transcript and the markers sent), and only
-    when a tool returned sources: the text path keeps no copy of the text.
+    `progress` (AGENT_TOOL_PROGRESS, resolved for the client): `inline` writes a marker line into
+    the content per tool call, `openwebui` drives Open WebUI's own display instead (not OpenAI
+    chunks: for Open WebUI only; see gateway/wire/openwebui.py), `off` nothing. `reasoning`: relay
+    the model's reasoning as `delta.reasoning_content` (under `openwebui`: as `<think>` blocks in
+    the content, one per round, closed at each tool call). Citations go on the finish chunk as
+    `delta.annotations`, found once at the end in the content as the client received it (rebuilt
+    from the turn's transcript and the markers sent), and only when a tool returned sources: the
+    text path keeps no copy of the text. Open WebUI gets its own source events instead.
     """
 
     def __init__(self, model: str, *, include_usage: bool, progress: str = "inline", reasoning: bool = True) -> None:
@@ -56,6 +58,7 @@ class ChatChunkEncoder:
         self._sources: list[Source] = []
         self._markers: dict[str, str] = {}  # call id -> the marker text sent for it
         self._started: dict[str, ToolCallStarted] = {}  # for Open WebUI's "done" status
+        self._owui = openwebui.Display() if progress == "openwebui" else None
         self._prefix = (
             '{"id":' + json.dumps(self.id) + ',"object":"chat.completion.chunk","created":'
             + str(self.created) + ',"model":' + json.dumps(model) + ',"system_fingerprint":null,"choices":'
@@ -79,12 +82,16 @@ class ChatChunkEncoder:
     def encode(self, event: object) -> list[str]:
         if isinstance(event, TextDelta):
             text = event.text
+            if self._owui is not None and self._owui.thinking:
+                return [self._content_chunk(piece) for piece in split_text(self._owui.end_thinking() + text)]
             if len(text) <= MAX_DELTA_CHARS:  # the usual delta: no split_text and list building
                 return [self._content_head + encode_basestring(text) + CONTENT_TAIL] if text else []
             return [self._content_chunk(piece) for piece in split_text(text)]
         if isinstance(event, ReasoningDelta):
             if not self.reasoning:
                 return []
+            if self._owui is not None:
+                return [self._content_chunk(piece) for piece in split_text(self._owui.thinking_text(event.text))]
             return [self._chunk({"reasoning_content": piece})
                     for piece in split_text(self._rounds.piece(event.text))]
         if isinstance(event, ToolCallStarted):
@@ -92,16 +99,18 @@ class ChatChunkEncoder:
                 marker = format_marker(event.marker)
                 self._markers[event.call_id] = marker
                 return [self._chunk({"content": marker})]
-            if self.progress == "openwebui":
+            if self._owui is not None:
                 self._started[event.call_id] = event
-                return [json.dumps(openwebui.started(event), ensure_ascii=False)]
+                closing = [self._content_chunk(self._owui.end_thinking())] if self._owui.thinking else []
+                return [*closing, json.dumps(openwebui.started(event), ensure_ascii=False)]
             return []
         if isinstance(event, ToolCallFinished):
             self._rounds.round_ended()
             self._sources.extend(event.sources)
-            if self.progress == "openwebui":
+            if self._owui is not None:
                 status = openwebui.finished(self._started.pop(event.call_id, None), event)
-                return [json.dumps(status, ensure_ascii=False)]
+                return [json.dumps(status, ensure_ascii=False),
+                        *(json.dumps(source, ensure_ascii=False) for source in self._owui.sources(event.sources))]
             return []
         if isinstance(event, ClientToolCall):
             index = self._call_index
@@ -116,7 +125,9 @@ class ChatChunkEncoder:
             self._usage = event  # sent after the finish chunk, as OpenAI orders them
             return []
         if isinstance(event, Finished):
-            annotations = self._annotations(event) if self._sources else []
+            closing = [self._content_chunk(self._owui.end_thinking())] if self._owui and self._owui.thinking else []
+            # Open WebUI has had a source event per page: annotations would add each cited one again
+            annotations = self._annotations(event) if self._sources and self._owui is None else []
             if annotations:
                 frames = [self._chunk({"annotations": annotations}, event.reason)]
             else:
@@ -125,7 +136,7 @@ class ChatChunkEncoder:
                           + encode_basestring(event.reason) + "}]}"]
             if self.include_usage:
                 frames.append(self._prefix + '[],"usage":' + json.dumps(usage_object(self._usage)) + "}")
-            return frames
+            return [*closing, *frames]
         return []
 
     def _annotations(self, finished: Finished) -> list[dict[str, Any]]:

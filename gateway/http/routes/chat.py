@@ -18,6 +18,7 @@ from gateway.wire import json_out
 from gateway.wire.chat import parse_chat_request
 from gateway.wire.chat_output import ChatCompletionBuilder
 from gateway.wire.chat_stream import ChatChunkEncoder
+from gateway.wire.frontends import tool_progress
 
 log = logging.getLogger("agent_gateway.chat")
 routes = web.RouteTableDef()
@@ -29,12 +30,13 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     settings = request.app[appkeys.SETTINGS]
     agent_request = AgentRequest(
         messages=chat.messages, client_tools=chat.client_tools, params=chat.params, stream=chat.stream,
-        web=chat.web,
+        web=chat.web, background=chat.background, first_source=chat.first_source,
     )
     model = chat.model or settings.model_name
     with request.app[appkeys.LIMITER].slot():
         if chat.stream:
-            encoder = ChatChunkEncoder(model, include_usage=chat.include_usage, progress=settings.tool_progress,
+            progress = tool_progress(settings.tool_progress, request.headers, chat.client_tools, chat.messages)
+            encoder = ChatChunkEncoder(model, include_usage=chat.include_usage, progress=progress,
                                        reasoning=settings.reasoning == "show")
             return await _stream(request, agent_request, encoder)
         return await _complete(request, agent_request, model, reasoning=settings.reasoning == "show")
