@@ -112,7 +112,8 @@ class ResponseBuilder:
         self._completed_at: int | None = None
         self._ending_seq: int | None = None  # the sequence number of the ending event, once made
         self._web = WebSearchCalls(self._output, self._event, self._snapshot, sources=SOURCES in request.include)
-        self._thinking = ReasoningItems(self._output, self._event, self._snapshot)
+        self._thinking = ReasoningItems(self._output, self._event, self._snapshot,
+                                        summary=request.reasoning["summary"] != "none")
 
     # ---- stream events ------------------------------------------------------------------------
 
@@ -348,7 +349,7 @@ class ResponseBuilder:
             "parallel_tool_calls": request.parallel_tool_calls,
             "previous_response_id": request.previous_response_id,
             "conversation": {"id": request.conversation} if request.conversation else None,
-            "reasoning": {"effort": None, "summary": None},
+            "reasoning": dict(request.reasoning),
             "service_tier": "default",
             "store": request.store,
             "temperature": request.temperature,

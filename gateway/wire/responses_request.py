@@ -27,6 +27,7 @@ from gateway.errors import InvalidRequestError
 from gateway.wire import web_search
 from gateway.wire.checks import in_range
 from gateway.wire.responses_input import input_to_messages, normalize_input
+from gateway.wire.responses_reasoning import reasoning_config
 
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_METADATA_PAIRS = 16
@@ -76,6 +77,8 @@ class ResponsesRequest:
     web: WebSearchOptions | None = None
     #: What the client asked to have added to the output (`include`), e.g. the search sources.
     include: tuple[str, ...] = ()
+    #: `reasoning` as asked (`effort`, `summary`: gateway/wire/responses_reasoning.py).
+    reasoning: dict[str, Any] = field(default_factory=lambda: {"effort": None, "summary": None})
 
     def upstream_params(self) -> dict[str, Any]:
         """Extra Chat Completions parameters for the upstream call (tools excluded)."""
@@ -335,5 +338,6 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
         text=_text_config(body),
         web=web,
         include=_include(body),
+        reasoning=reasoning_config(body),
     )
 
