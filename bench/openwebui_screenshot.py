@@ -300,6 +300,25 @@ def screenshot(args: argparse.Namespace, work: Path, children: list[Child]) -> i
     return 1 if failed else 0
 
 
+def sent_as_meant(recorded: Path, attach: bool, toggle: bool) -> bool:
+    """Whether Open WebUI's last chat request was the scenario's: its document template with a
+    document attached, its own `search_web` offered with the toggle on (a page can come up without
+    the toggle taking: then the picture would not show what it says)."""
+    chats = [json.loads(line) for line in recorded.read_text().splitlines()] if recorded.exists() else []
+    chats = [c for c in chats if c["path"].endswith("/chat/completions") and c.get("stream")]
+    if not chats:
+        log("no chat request was recorded")
+        return False
+    last = chats[-1]
+    if attach and not last["last_user"].startswith("### Task:"):
+        log("the document did not reach the request: Open WebUI sent the question alone")
+        return False
+    if toggle and "search_web" not in last["tools"]:
+        log("the web search toggle did not take: Open WebUI offered no search_web")
+        return False
+    return True
+
+
 def chat(args: argparse.Namespace, work: Path, children: list[Child], script: Path, owui_url: str, name: str,
          out: Path, prompt: str, attach: bool, toggle: bool) -> int:
     """One scenario's chat in a fresh browser profile; the PNG goes to `out` once the answer finished."""
@@ -324,6 +343,8 @@ def chat(args: argparse.Namespace, work: Path, children: list[Child], script: Pa
         log("the browser run took too long")
         code = 1
     log(f"browser run ({name}):\n" + browser.tail(20))
+    if code == 0 and not sent_as_meant(work / "requests.jsonl", attach, toggle):
+        code = 1
     if code == 0:  # only a finished chat replaces the picture; a failed run's stays in the temp folder
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(work / f"{name}.png", out)

@@ -56,6 +56,22 @@ def test_providers_import_nothing_from_gateway() -> None:
     assert offenders == []
 
 
+def test_the_agent_imports_no_wire_format_nor_the_server() -> None:
+    """The agent is wire-agnostic: what a wire format wrote into a client's history (markers,
+    reasoning tags) is the wire's to take out (gateway/wire/frontends.py)."""
+    offenders = []
+    for path in _py_files("gateway/agent"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            offenders += [f"{path.relative_to(REPO)}: {n}" for n in names
+                          if n.startswith(("gateway.wire", "gateway.http"))]
+    assert offenders == []
+
+
 def test_no_module_is_over_the_size_limit() -> None:
     too_long = {
         str(p.relative_to(REPO)): n

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
+import openai
 import pytest
 
 from tests.conftest import API_KEY
@@ -35,8 +37,16 @@ async def test_langchain_openai_with_the_responses_api_shows_the_reasoning(gatew
     from langchain_openai import ChatOpenAI
 
     upstream.queue(text("42.", reasoning=THOUGHT), text("42.", reasoning=THOUGHT, chunk_size=5))
+    http = httpx.AsyncClient()  # ours, so that it is closed with the test (no socket left to the GC)
     llm = ChatOpenAI(model="agent-gateway", base_url=str(gateway.make_url("/v1")), api_key=API_KEY,
-                     use_responses_api=True, max_retries=0)
+                     use_responses_api=True, max_retries=0, http_async_client=http)
+    try:
+        await _langchain_shows_the_reasoning(llm)
+    finally:
+        await http.aclose()
+
+
+async def _langchain_shows_the_reasoning(llm: Any) -> None:
     reply = await llm.ainvoke("What is 6*7?")
     blocks = [b for b in reply.content if isinstance(b, dict)]
     reasoning = [b for b in blocks if b.get("type") == "reasoning"]
@@ -57,9 +67,9 @@ async def test_pydantic_ai_shows_a_thinking_part(gateway, upstream):
     from pydantic_ai.providers.openai import OpenAIProvider
 
     upstream.queue(text("42.", reasoning=THOUGHT))
-    provider = OpenAIProvider(base_url=str(gateway.make_url("/v1")), api_key=API_KEY)
-    agent = Agent(OpenAIResponsesModel("agent-gateway", provider=provider))
-    result = await agent.run("What is 6*7?")
+    async with openai.AsyncOpenAI(base_url=str(gateway.make_url("/v1")), api_key=API_KEY, max_retries=0) as client:
+        agent = Agent(OpenAIResponsesModel("agent-gateway", provider=OpenAIProvider(openai_client=client)))
+        result = await agent.run("What is 6*7?")
     assert result.output == "42."
     thinking = [p for m in result.all_messages() for p in getattr(m, "parts", []) if isinstance(p, ThinkingPart)]
     assert [p.content for p in thinking] == [THOUGHT]
