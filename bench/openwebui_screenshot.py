@@ -56,10 +56,12 @@ DOC_PROMPT = "What do otters eat? Check the web for newer studies too."
 DOC_TEXT = ("Field notes, otter enclosure, spring.\nThe two Eurasian otters were fed whole fish (roach, trout)\n"
             "twice a day, and took crayfish and frogs from the pond when they could.\n")
 #: scenario -> (default picture, the question, attach a document, Open WebUI's web search toggle on)
+#: The toggle first: on a later chat of the same Open WebUI the page was seen asking for no web
+#: search despite `?web-search=true` (the run checks what was sent, see sent_as_meant).
 SCENARIOS = {
+    "toggle": ("openwebui-toggle.png", PROMPT, False, True),
     "search": ("openwebui.png", PROMPT, False, False),
     "document": ("openwebui-document.png", DOC_PROMPT, True, False),
-    "toggle": ("openwebui-toggle.png", PROMPT, False, True),
 }
 NATIVE = ("openwebui-native.png", PROMPT, False, True)
 #: The gateway's own settings a developer's shell may carry; the child must not inherit them.
