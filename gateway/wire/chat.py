@@ -12,7 +12,7 @@ from typing import Any
 from gateway.agent.web_options import WebSearchOptions
 from gateway.errors import InvalidRequestError
 from gateway.wire import frontends, web_search
-from gateway.wire.checks import expect, optional_int, optional_number
+from gateway.wire.checks import chat_tool_choice, expect, optional_int, optional_number
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 PART_TYPES = frozenset({"text", "image_url", "input_audio", "file", "refusal"})
@@ -88,10 +88,12 @@ def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
         for name in ("response_format", "logit_bias"):
             if body.get(name) is not None:
                 expect(body[name], dict, name, "an object")
+        if body.get("tool_choice") is not None:
+            chat_tool_choice(body["tool_choice"])
 
     tools = _check_tools(body.get("tools"))
     params = {name: body[name] for name in PASSTHROUGH if body.get(name) is not None} if named else {}
-    if "tool_choice" in params and not tools:
+    if "tool_choice" in params and not tools and params["tool_choice"] != "none":  # "none" also binds our tools
         params.pop("tool_choice")
         params.pop("parallel_tool_calls", None)
     user = body.get("user")

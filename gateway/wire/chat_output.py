@@ -75,7 +75,7 @@ class ChatCompletionBuilder:
         self._rounds = ReasoningRounds()
         self._calls: list[dict[str, Any]] = []
         self._sources: list[Source] = []
-        self.usage = Usage(0, 0)
+        self.usage: Usage | None = None  # unknown until the agent reports it (some upstreams never do)
         self.finish = "stop"
 
     def add(self, event: object) -> None:
@@ -106,12 +106,13 @@ class ChatCompletionBuilder:
             message["content"] = ""
         message["refusal"] = None
         message["annotations"] = [c.chat() for c in citations(text, self._sources)] if self._sources else []
+        usage = {} if self.usage is None else {"usage": usage_object(self.usage)}  # optional: unknown is no 0s
         return {
             "id": self.id,
             "object": "chat.completion",
             "created": self.created,
             "model": self.model,
             "choices": [{"index": 0, "message": message, "finish_reason": self.finish, "logprobs": None}],
-            "usage": usage_object(self.usage),
+            **usage,
             "system_fingerprint": None,
         }

@@ -54,7 +54,7 @@ class ChatChunkEncoder:
         self.reasoning = reasoning
         self._rounds = ReasoningRounds()
         self._call_index = 0
-        self._usage = Usage(0, 0)
+        self._usage: Usage | None = None
         self._sources: list[Source] = []
         self._markers: dict[str, str] = {}  # call id -> the marker text sent for it
         self._started: dict[str, ToolCallStarted] = {}  # for Open WebUI's "done" status
@@ -134,7 +134,7 @@ class ChatChunkEncoder:
                 # `_chunk({}, event.reason)` without building and dumping the dicts: the same bytes
                 frames = [self._prefix + '[{"index":0,"delta":{},"logprobs":null,"finish_reason":'
                           + encode_basestring(event.reason) + "}]}"]
-            if self.include_usage:
+            if self.include_usage and self._usage is not None:  # unknown usage: no usage chunk
                 frames.append(self._prefix + '[],"usage":' + json.dumps(usage_object(self._usage)) + "}")
             return [*closing, *frames]
         return []

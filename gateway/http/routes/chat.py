@@ -9,12 +9,13 @@ from aiohttp import web
 
 from gateway.agent.events import AgentEvent
 from gateway.agent.loop import AgentRequest
+from gateway.common import json_out
 from gateway.errors import GatewayError
 from gateway.http import appkeys
 from gateway.http.body import read_json_object
+from gateway.http.checks import continue_if_a_run_slot_is_free
 from gateway.http.runs import Messages, run_streamed, run_whole
 from gateway.http.sse import frames
-from gateway.wire import json_out
 from gateway.wire.chat import parse_chat_request
 from gateway.wire.chat_output import ChatCompletionBuilder
 from gateway.wire.chat_stream import ChatChunkEncoder
@@ -24,7 +25,7 @@ log = logging.getLogger("agent_gateway.chat")
 routes = web.RouteTableDef()
 
 
-@routes.post("/v1/chat/completions")
+@routes.post("/v1/chat/completions", expect_handler=continue_if_a_run_slot_is_free)
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     chat = parse_chat_request(await read_json_object(request))
     settings = request.app[appkeys.SETTINGS]
@@ -33,13 +34,12 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         web=chat.web, background=chat.background, first_source=chat.first_source,
     )
     model = chat.model or settings.model_name
-    with request.app[appkeys.LIMITER].slot():
-        if chat.stream:
-            progress = tool_progress(settings.tool_progress, request.headers, chat.client_tools, chat.messages)
-            encoder = ChatChunkEncoder(model, include_usage=chat.include_usage, progress=progress,
-                                       reasoning=settings.reasoning == "show")
-            return await _stream(request, agent_request, encoder)
-        return await _complete(request, agent_request, model, reasoning=settings.reasoning == "show")
+    if chat.stream:
+        progress = tool_progress(settings.tool_progress, request.headers, chat.client_tools, chat.messages)
+        encoder = ChatChunkEncoder(model, include_usage=chat.include_usage, progress=progress,
+                                   reasoning=settings.reasoning == "show")
+        return await _stream(request, agent_request, encoder)
+    return await _complete(request, agent_request, model, reasoning=settings.reasoning == "show")
 
 
 class _ChatWhole:
