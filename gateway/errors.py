@@ -7,6 +7,7 @@
     │   │   │   ├── UnknownConversationError (store) no conversation with this conv_ id
     │   │   │   └── UnknownItemError      (store) no item with this id in the conversation
     │   │   ├── DuplicateItemError    (store) an item id already in the conversation
+    │   │   ├── ContextLengthExceededError (wire/context_budget) a turn over the model's context window
     │   │   ├── UnstorableValueError  a value the database refuses as data (a NUL, a size limit)
     │   │   ├── ConflictError         409
     │   │   │   ├── ConversationConflictError  (store) another turn of the conversation was stored first

@@ -44,6 +44,11 @@ def _parse_int(raw: Any) -> int:
         raise ValueError("expected a whole number") from None
 
 
+def _parse_optional_int(raw: Any) -> int | None:
+    """A whole number, or nothing (empty: the default worked out at run time)."""
+    return None if str(raw).strip() == "" else _parse_int(raw)
+
+
 def _parse_float(raw: Any) -> float:
     if isinstance(raw, bool):
         raise ValueError("expected a number")
@@ -182,6 +187,8 @@ OPTIONS: tuple[Option, ...] = (
            "model id advertised on /v1/models (default: profile name or agent-gateway)"),
     Option("max_stored_responses", "API_SERVER_MAX_STORED_RESPONSES", "api_server.max_stored_responses",
            _parse_int, 100, "LRU bound of the Responses store", minimum=1),
+    Option("max_store_mb", "API_SERVER_MAX_STORE_MB", "api_server.max_store_mb", _parse_int, 1024,
+           "byte bound of the store in MB, responses and conversations (oldest evicted first)", minimum=1),
     Option("database_url", "API_SERVER_DATABASE_URL", "api_server.database_url", _parse_database_url, None,
            "postgresql://user:password@host:port/db: a store shared by replicas (unset: SQLite in the profile)"),
     Option("max_concurrent_runs", "API_SERVER_MAX_CONCURRENT_RUNS", "api_server.max_concurrent_runs",
@@ -205,6 +212,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("llm_api_key", "LLM_API_KEY", "llm.api_key", _parse_str, None, "upstream API key", secret=True),
     Option("llm_model", "LLM_MODEL", "model", _parse_str, None,
            "upstream model name (default: the first model the upstream lists)"),
+    Option("llm_context_window", "LLM_CONTEXT_WINDOW", "llm.context_window", _parse_optional_int, None,
+           "the model's context in tokens (default: what the upstream says, else 32768)", minimum=256),
     Option("llm_connect_timeout", "LLM_CONNECT_TIMEOUT", "llm.connect_timeout", _parse_float, 10.0,
            "seconds to connect to the upstream", minimum=0.01),
     Option("llm_timeout", "LLM_TIMEOUT", "llm.timeout", _parse_float, 120.0,

@@ -67,6 +67,7 @@ class Settings:
     model_name: str = DEFAULT_MODEL_NAME
     reasoning: str = "show"
     max_stored_responses: int = 100
+    max_store_mb: int = 1024
     database_url: str | None = None
     max_concurrent_runs: int = 32
     max_body_bytes: int = 10_000_000
@@ -79,6 +80,7 @@ class Settings:
     llm_base_url: str = "http://127.0.0.1:11434/v1"
     llm_api_key: str | None = None
     llm_model: str | None = None
+    llm_context_window: int | None = None
     llm_connect_timeout: float = 10.0
     llm_timeout: float = 120.0
     max_rounds: int = 6

@@ -29,6 +29,7 @@ from gateway.store.idempotency import IdempotencyCache, InMemoryIdempotencyCache
 from gateway.store.observed import ObservedStore
 from gateway.store.sqlite import SQLiteResponseStore
 from gateway.upstream.client import UpstreamClient
+from gateway.upstream.context_window import ContextWindows
 from providers.loader import load_registry
 from providers.registry import ProviderRegistry
 
@@ -123,6 +124,7 @@ async def _upstream_ctx(app: web.Application) -> AsyncIterator[None]:
     )
     await upstream.start()
     app[appkeys.UPSTREAM] = upstream
+    app[appkeys.CONTEXT_WINDOWS] = ContextWindows(upstream.get_json, settings.llm_context_window)
     yield
     await upstream.close()
 
@@ -169,13 +171,14 @@ def _store_ctx(database: PostgresDatabase | None) -> Callable[[web.Application],
 
     async def ctx(app: web.Application) -> AsyncIterator[None]:
         settings = app[appkeys.SETTINGS]
+        max_bytes = settings.max_store_mb * 1_000_000
         store: ResponseStore
         if database is not None:  # shared by every replica on the database
             from gateway.store.postgres import PostgresResponseStore
 
-            store = PostgresResponseStore(database, settings.max_stored_responses)
+            store = PostgresResponseStore(database, settings.max_stored_responses, max_bytes=max_bytes)
         else:
-            store = SQLiteResponseStore(settings.db_path, settings.max_stored_responses)
+            store = SQLiteResponseStore(settings.db_path, settings.max_stored_responses, max_bytes=max_bytes)
         if (metrics_ := app.get(appkeys.METRICS)) is not None:
             store = ObservedStore(store, metrics_.store_done)
         try:

@@ -15,12 +15,15 @@ from gateway.http.metrics import Metrics
 from gateway.store.api import ResponseStore
 from gateway.store.idempotency import IdempotencyCache
 from gateway.upstream.client import UpstreamClient
+from gateway.upstream.context_window import ContextWindows
 
 if TYPE_CHECKING:  # cors.py reads these keys, so it is imported for the type only
     from gateway.http.cors import CorsPolicy
 
 SETTINGS = web.AppKey("settings", Settings)
 UPSTREAM = web.AppKey("upstream", UpstreamClient)
+#: model id -> its context window in tokens (the budget of a turn's input)
+CONTEXT_WINDOWS = web.AppKey("context_windows", ContextWindows)
 TOOLBOX = web.AppKey("toolbox", Toolbox)
 AGENT = web.AppKey("agent", Agent)
 LIMITER = web.AppKey("limiter", RunLimiter)

@@ -9,11 +9,20 @@ no connection objects), so a route never learns which backend it talks to.
 What every backend guarantees:
 - **Durable on return**: when `put` or `delete` returns, the change survives a killed process
   (and, for a backend on a local disk, a power cut); a client may chain on an id at once.
-- **Whole records**: a record carries the whole transcript of its conversation, so continuing
-  from it never needs its ancestors, and evicting an old response cannot break a newer one. A
+- **Per-turn records**: a record carries its own turn only (its input, what the agent added, its
+  response) and the id of the record it continued (`parent_id`); `chain` rebuilds a conversation
+  by walking parents newest first, within a byte budget, so a turn reads only what it can send and
+  a chain of n turns costs O(n) to keep. A parent deleted or evicted ends the walk there: the
+  chain continues with what is left (a newer record never breaks). A record written before schema
+  version 3 has no parent and carries the whole transcript so far, so it is a chain's start. A
   read never returns half a record.
 - **LRU bound**: at most `max_responses` records are kept; a `put` evicts the least recently
-  accessed beyond it, where a `put` and a touching read (`touch=True`) count as an access.
+  accessed beyond it, where a `put` and a touching read (`touch=True`; `chain` touches every record
+  it reads) count as an access.
+- **Byte bound** (`max_bytes`, None: none): each row keeps its size (`bytes`, its JSON columns'
+  length), the store keeps their sum, and a write that takes the sum over the bound evicts the
+  least recently used objects until it fits, responses and conversation objects alike (a
+  conversation's age is its last write). `size()` is the sum now.
 - **Named conversations**: a `put` with `conversation` set makes the record that conversation's
   head; deleting or evicting the head ends the name (the next turn starts fresh).
 - **Faults are 503**: any database fault (unreachable, read-only, full disk, locked, corrupt)
@@ -35,17 +44,20 @@ What every backend guarantees:
   with `expected_last` set (the id of the last item the turn read, "" for an empty conversation)
   is refused with `ConversationConflictError` if another append came first, like a named
   conversation's turn. An append may store a response in the same transaction, so a turn's
-  response and its items are kept together or not at all. Conversations are not LRU-bounded:
-  clients create and delete them explicitly (OpenAI keeps them until deleted too).
+  response and its items are kept together or not at all. Conversations are not bounded in
+  number (clients create and delete them, as OpenAI's), only by the byte bound.
+  `conversation_tail` reads the newest items within a byte budget, what a turn can send.
   An unknown conversation id is `UnknownConversationError` (404), an unknown item id
   `UnknownItemError` (404).
 - **Schema versions**: the backend creates and migrates its own tables, with a `schema_version`
-  table; a database newer than the backend knows is a `SchemaVersionError` (serve exits 1).
+  table, in ordered steps (version n -> n+1, each in place, a database of any older version keeps
+  its records); a database newer than the backend knows is a `SchemaVersionError` (serve exits 1).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,17 +143,34 @@ class StoredResponse:
     created_at: int
     #: The response object exactly as returned to the client.
     response: dict[str, Any]
-    #: Chat-format messages of the whole conversation so far, this turn's input, tool calls, tool
-    #: results and the final assistant message included; never the agent's system prompt nor
-    #: `instructions` (those are per request).
+    #: Chat-format messages of this turn: its input, tool calls, tool results and the final
+    #: assistant message; never the agent's system prompt nor `instructions` (those are per
+    #: request). A record of schema version 2 (no parent) holds the whole conversation so far.
     transcript: list[dict[str, Any]] = field(default_factory=list)
     #: This turn's input items, each with an `id`, for `/input_items`.
     input_items: list[dict[str, Any]] = field(default_factory=list)
     #: The named conversation this response continues, if any.
     conversation: str | None = None
+    #: The record this turn continued (`previous_response_id`, a named conversation's head).
+    parent_id: str | None = None
     #: With `conversation`: the head this turn continued from ("" = it started fresh); the put
     #: fails with ConversationConflictError if the head moved meanwhile. None: no check.
     expected_head: str | None = None
+
+
+@dataclass
+class Chain:
+    """A chain of records as `ResponseStore.chain` reads it within its byte budget."""
+
+    #: Newest first: the record asked for, its parent, and so on.
+    records: list[StoredResponse]
+    #: True: the walk reached the chain's start (or a parent no longer stored); False: older
+    #: records were left unread because the budget was spent.
+    complete: bool
+
+    def transcript(self) -> list[dict[str, Any]]:
+        """The messages read, oldest first."""
+        return [message for record in reversed(self.records) for message in record.transcript]
 
 
 @dataclass
@@ -169,6 +198,20 @@ class ConversationItem:
     @property
     def id(self) -> str:
         return str(self.item["id"])
+
+
+@dataclass
+class ItemTail:
+    """A conversation's newest items, as `ResponseStore.conversation_tail` reads them."""
+
+    #: Oldest first.
+    items: list[ConversationItem]
+    #: True: the conversation's first item is among them (nothing older left unread).
+    complete: bool
+    #: The id of the conversation's last item ("" for an empty conversation): `expected_last`.
+    last_id: str
+    #: Those of the ids asked about (`check_ids`) that are in the conversation, read or not.
+    taken: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -208,6 +251,13 @@ class ResponseStore(ABC):
         `touch` counts the read as an access for the LRU bound (`touch=False`: a look that does
         not keep the record alive). A touch orders eviction only, so a backend may make it
         durable lazily (with the next write) rather than pay a durable write per read."""
+
+    @abstractmethod
+    async def chain(self, response_id: str, *, max_bytes: int, touch: bool = True) -> Chain | None:
+        """The record `response_id` and its ancestors, newest first, read until their turns'
+        messages (`transcript`, as stored: its JSON length) add up to `max_bytes` or more; the
+        record that crosses it is included, so the records read always cover the budget. None if
+        the record itself is not stored. `touch` counts the read as an access of every record read."""
 
     @abstractmethod
     async def delete(self, response_id: str) -> bool:
@@ -250,6 +300,14 @@ class ResponseStore(ABC):
         """All its items, oldest first (what a turn continues from). Raises UnknownConversationError."""
 
     @abstractmethod
+    async def conversation_tail(self, conversation_id: str, *, max_bytes: int,
+                                check_ids: Collection[str] = ()) -> ItemTail:
+        """Its newest items, read newest first until their sizes add up to `max_bytes` or more
+        (the one that crosses it included), returned oldest first; and which of `check_ids` it
+        holds anywhere (a turn's input ids, refused before the model runs). Raises
+        UnknownConversationError."""
+
+    @abstractmethod
     async def list_items(self, conversation_id: str, *, limit: int, order: str = "desc",
                          after: str | None = None) -> ItemPage:
         """At most `limit` items in `order` ("asc": oldest first, "desc": newest first), starting
@@ -273,6 +331,11 @@ class ResponseStore(ABC):
     @abstractmethod
     async def count(self) -> int:
         """How many records are stored now (at most the bound)."""
+
+    @abstractmethod
+    async def size(self) -> int:
+        """The stored objects' bytes now (responses and conversation objects; at most the byte
+        bound after any write)."""
 
     async def __aenter__(self) -> ResponseStore:
         await self.open()

@@ -10,11 +10,19 @@ store's internals, so a backend can change (aiosqlite, PostgreSQL) without touch
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import TypeVar
 
 from gateway.errors import InvalidRequestError
-from gateway.store.api import Conversation, ConversationItem, ItemPage, ResponseStore, StoredResponse
+from gateway.store.api import (
+    Chain,
+    Conversation,
+    ConversationItem,
+    ItemPage,
+    ItemTail,
+    ResponseStore,
+    StoredResponse,
+)
 
 T = TypeVar("T")
 Observe = Callable[[str, str, float], None]
@@ -50,6 +58,9 @@ class ObservedStore(ResponseStore):
     async def get(self, response_id: str, *, touch: bool = True) -> StoredResponse | None:
         return await self._timed("get", self.inner.get(response_id, touch=touch))
 
+    async def chain(self, response_id: str, *, max_bytes: int, touch: bool = True) -> Chain | None:
+        return await self._timed("chain", self.inner.chain(response_id, max_bytes=max_bytes, touch=touch))
+
     async def delete(self, response_id: str) -> bool:
         return await self._timed("delete", self.inner.delete(response_id))
 
@@ -76,6 +87,11 @@ class ObservedStore(ResponseStore):
     async def conversation_items(self, conversation_id: str) -> list[ConversationItem]:
         return await self._timed("conversation_items", self.inner.conversation_items(conversation_id))
 
+    async def conversation_tail(self, conversation_id: str, *, max_bytes: int,
+                                check_ids: Collection[str] = ()) -> ItemTail:
+        return await self._timed("conversation_tail", self.inner.conversation_tail(
+            conversation_id, max_bytes=max_bytes, check_ids=check_ids))
+
     async def list_items(self, conversation_id: str, *, limit: int, order: str = "desc",
                          after: str | None = None) -> ItemPage:
         return await self._timed("list_items", self.inner.list_items(
@@ -92,3 +108,6 @@ class ObservedStore(ResponseStore):
 
     async def count(self) -> int:
         return await self._timed("count", self.inner.count())
+
+    async def size(self) -> int:
+        return await self._timed("size", self.inner.size())

@@ -10,12 +10,17 @@ Lock order, against the response puts (`_write_group`, which takes only the clus
 WRITE_LOCK and then `responses`/`conversations` rows): an append takes its conversation's row
 first and WRITE_LOCK last, only when it stores a response, after its checks and its items. No
 transaction takes a conversation row while holding WRITE_LOCK, so no cycle can form; and a put
-never waits behind an append that is itself waiting for a conversation row.
+never waits behind an append that is itself waiting for a conversation row. The byte bound keeps
+that order: an append or a create that must evict takes WRITE_LOCK last, after its own writes, and
+an eviction under WRITE_LOCK skips the rows another transaction holds (`FOR UPDATE SKIP LOCKED`)
+rather than wait for them; the store's size is kept as inserted size changes, never one shared
+row that every writer would lock (store/pg_database.py, version 3).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Collection
 from typing import Any
 
 from gateway.store.api import (
@@ -24,6 +29,7 @@ from gateway.store.api import (
     ConversationItem,
     DuplicateItemError,
     ItemPage,
+    ItemTail,
     StoredResponse,
     UnknownConversationError,
     UnknownItemError,
@@ -31,12 +37,24 @@ from gateway.store.api import (
 from gateway.store.json_columns import from_text, from_text_or_none, to_text, to_text_or_none
 from gateway.store.pg_database import Conn, PostgresDatabase
 
-_INSERT_CONVERSATION = "INSERT INTO conversation_objects (id, created_at, metadata) VALUES ($1, $2, $3)"
-_INSERT_ITEM = ("INSERT INTO conversation_items (conversation_id, position, id, item, model)"
-                " VALUES ($1, $2, $3, $4, $5)")
+_INSERT_CONVERSATION = ("INSERT INTO conversation_objects (id, created_at, metadata, last_access, bytes)"
+                        " VALUES ($1, $2, $3, nextval('responses_access'), octet_length($3))")
+_INSERT_ITEM = ("INSERT INTO conversation_items (conversation_id, position, id, item, model, bytes)"
+                " VALUES ($1, $2, $3, $4, $5, $6)")
+_TOUCH_CONVERSATION = "UPDATE conversation_objects SET last_access = nextval('responses_access') WHERE id = $1"
+#: As SQLite's (sqlite_conversations.py): the newest items whose newer ones sum under $2, on the
+#: covering index; the LEFT JOIN tells an unknown conversation (no row) from an empty one.
+_TAIL = (
+    "SELECT c.id AS conversation, i.id, i.item, i.model, i.position FROM conversation_objects c"
+    " LEFT JOIN conversation_items i ON i.conversation_id = c.id AND i.position >= coalesce((SELECT min(position)"
+    " FROM (SELECT position, sum(bytes) OVER (ORDER BY position DESC) - bytes AS newer"
+    " FROM conversation_items WHERE conversation_id = $1) sized WHERE newer < $2), 9223372036854775807)"
+    " WHERE c.id = $1 ORDER BY i.position"
+)
+_FIRST_POSITION = "SELECT min(position) FROM conversation_items WHERE conversation_id = $1"
 _GET_CONVERSATION = "SELECT id, created_at, metadata FROM conversation_objects WHERE id = $1"
 _LOCK_CONVERSATION = _GET_CONVERSATION + " FOR UPDATE"
-_UPDATE_CONVERSATION = ("UPDATE conversation_objects SET metadata = $2 WHERE id = $1"
+_UPDATE_CONVERSATION = ("UPDATE conversation_objects SET metadata = $2, bytes = octet_length($2) WHERE id = $1"
                         " RETURNING id, created_at, metadata")
 _DELETE_CONVERSATION = "DELETE FROM conversation_objects WHERE id = $1"
 _LAST_ITEM = ("SELECT id, position FROM conversation_items WHERE conversation_id = $1"
@@ -68,6 +86,10 @@ class PostgresConversations(ABC):
     database: PostgresDatabase
 
     @abstractmethod
+    async def _bound(self, conn: Conn, keep: set[str], *, locked: bool) -> None:
+        """The byte bound at the end of a write (store/postgres.py), never evicting `keep`."""
+
+    @abstractmethod
     async def _put_within(self, conn: Conn, record: StoredResponse) -> None:
         """`put` `record` in `conn`'s transaction: the same statements, write lock and eviction;
         raises ConversationConflictError if its named conversation's head moved."""
@@ -78,6 +100,7 @@ class PostgresConversations(ABC):
             await conn.execute(_INSERT_CONVERSATION, conversation.id, conversation.created_at,
                                to_text(conversation.metadata))
             await _insert_items(conn, conversation.id, items, first=1)
+            await self._bound(conn, {conversation.id}, locked=False)
 
     async def get_conversation(self, conversation_id: str) -> Conversation:
         row = await self.database.run(lambda conn: conn.fetchrow(_GET_CONVERSATION, conversation_id))
@@ -104,14 +127,35 @@ class PostgresConversations(ABC):
             taken = await conn.fetch(_TAKEN_IDS, conversation_id, [i.id for i in items])
             DuplicateItemError.check(conversation_id, items, {row["id"] for row in taken})
             await _insert_items(conn, conversation_id, items, first=(last["position"] if last else 0) + 1)
+            await conn.execute(_TOUCH_CONVERSATION, conversation_id)
+            keep = {conversation_id}
             if response is not None:
                 await self._put_within(conn, response)  # takes WRITE_LOCK: last, see the docstring
+                keep.add(response.id)
+            await self._bound(conn, keep, locked=response is not None)
 
     async def conversation_items(self, conversation_id: str) -> list[ConversationItem]:
         rows = await self.database.run(lambda conn: conn.fetch(_ALL_ITEMS, conversation_id))
         if not rows:
             raise UnknownConversationError.on(conversation_id)
         return [_item(row) for row in rows if row["item"] is not None]
+
+    async def conversation_tail(self, conversation_id: str, *, max_bytes: int,
+                                check_ids: Collection[str] = ()) -> ItemTail:
+        async def body(conn: Conn) -> ItemTail:
+            rows = await conn.fetch(_TAIL, conversation_id, max_bytes)
+            if not rows:
+                raise UnknownConversationError.on(conversation_id)
+            kept = [row for row in rows if row["id"] is not None]
+            taken = {row["id"] for row in await conn.fetch(_TAKEN_IDS, conversation_id, list(check_ids))} \
+                if check_ids else set()
+            if not kept:
+                return ItemTail([], complete=True, last_id="", taken=taken)
+            first = await conn.fetchval(_FIRST_POSITION, conversation_id)
+            return ItemTail([_item(row) for row in kept], complete=first == kept[0]["position"],
+                            last_id=str(kept[-1]["id"]), taken=taken)
+
+        return await self.database.run(body)
 
     async def list_items(self, conversation_id: str, *, limit: int, order: str = "desc",
                          after: str | None = None) -> ItemPage:
@@ -151,10 +195,12 @@ class PostgresConversations(ABC):
 
 async def _insert_items(conn: Conn, conversation_id: str, items: list[ConversationItem], *, first: int) -> None:
     if items:
-        await conn.executemany(_INSERT_ITEM, [
-            (conversation_id, first + offset, item.id, to_text(item.item),
-             to_text_or_none(item.model))
-            for offset, item in enumerate(items)])
+        rows = []
+        for offset, item in enumerate(items):
+            text, model = to_text(item.item), to_text_or_none(item.model)
+            rows.append((conversation_id, first + offset, item.id, text, model,
+                         len(text) + (len(model) if model is not None else 0)))
+        await conn.executemany(_INSERT_ITEM, rows)
 
 
 def _conversation(row: Any, conversation_id: str) -> Conversation:

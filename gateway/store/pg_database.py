@@ -34,7 +34,7 @@ log = logging.getLogger("agent_gateway.store")
 
 #: The schema this gateway writes. Each step migrates from the version before it; a database at a
 #: higher version than this was written by a newer gateway, which this one refuses to run against.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
         # last_access: a cluster-wide sequence, so replicas agree on "least recently used"
@@ -83,6 +83,46 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         )""",
         "CREATE UNIQUE INDEX IF NOT EXISTS conversation_items_by_position"
         " ON conversation_items (conversation_id, position)",
+    ),
+    # Per-turn records and byte sizes, as SQLite's version 3 (store/sqlite_schema.py): a response
+    # keeps its own turn and its parent's id; each row its size (`bytes`, octets of its JSON
+    # columns). `store_usage` holds size changes, one row each, written by a trigger, whose sum is
+    # the store's size: inserts only, so writers never wait on one hot counter row (which would
+    # tie every append to every put); the writer holding WRITE_LOCK folds them into one row. A
+    # version-2 row keeps its whole transcript and no parent: the start of its chain. Space freed
+    # by deletes and evictions is reclaimed by PostgreSQL's autovacuum, for reuse by new rows.
+    3: (
+        "ALTER TABLE responses ADD COLUMN IF NOT EXISTS parent_id TEXT",
+        "ALTER TABLE responses ADD COLUMN IF NOT EXISTS bytes BIGINT NOT NULL DEFAULT 0",
+        "ALTER TABLE responses ADD COLUMN IF NOT EXISTS history_bytes BIGINT NOT NULL DEFAULT 0",
+        "UPDATE responses SET bytes = octet_length(response) + octet_length(transcript)"
+        " + octet_length(input_items), history_bytes = octet_length(transcript)",
+        "ALTER TABLE conversation_objects ADD COLUMN IF NOT EXISTS last_access BIGINT NOT NULL DEFAULT 0",
+        "ALTER TABLE conversation_objects ADD COLUMN IF NOT EXISTS bytes BIGINT NOT NULL DEFAULT 0",
+        "UPDATE conversation_objects SET last_access = nextval('responses_access'), bytes = octet_length(metadata)",
+        "ALTER TABLE conversation_items ADD COLUMN IF NOT EXISTS bytes BIGINT NOT NULL DEFAULT 0",
+        "UPDATE conversation_items SET bytes = octet_length(item) + coalesce(octet_length(model), 0)",
+        "CREATE INDEX IF NOT EXISTS conversation_items_sizes ON conversation_items (conversation_id, position)"
+        " INCLUDE (bytes)",
+        "CREATE INDEX IF NOT EXISTS conversation_objects_by_last_access ON conversation_objects (last_access, id)",
+        "CREATE TABLE IF NOT EXISTS store_usage (bytes BIGINT NOT NULL)",
+        "INSERT INTO store_usage SELECT (SELECT coalesce(sum(bytes), 0) FROM responses)"
+        " + (SELECT coalesce(sum(bytes), 0) FROM conversation_objects)"
+        " + (SELECT coalesce(sum(bytes), 0) FROM conversation_items)",
+        """CREATE OR REPLACE FUNCTION agent_gateway_store_usage() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'INSERT' THEN
+                INSERT INTO store_usage VALUES (NEW.bytes);
+            ELSIF TG_OP = 'DELETE' THEN
+                INSERT INTO store_usage VALUES (-OLD.bytes);
+            ELSIF NEW.bytes <> OLD.bytes THEN
+                INSERT INTO store_usage VALUES (NEW.bytes - OLD.bytes);
+            END IF;
+            RETURN NULL;
+        END $$""",
+        *(f"CREATE TRIGGER {table}_usage AFTER INSERT OR UPDATE OR DELETE ON {table}"
+          " FOR EACH ROW EXECUTE FUNCTION agent_gateway_store_usage()"
+          for table in ("responses", "conversation_objects", "conversation_items")),
     ),
 }
 #: pg_advisory_xact_lock keys: schema migration, and the writes that must see each other

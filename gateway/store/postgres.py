@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.store.api import (
+    Chain,
     ConversationConflictError,
     ResponseStore,
     StoredResponse,
@@ -25,28 +26,61 @@ from gateway.store.json_columns import from_text, to_text
 from gateway.store.pg_conversations import PostgresConversations
 from gateway.store.pg_database import WRITE_LOCK, Conn, PostgresDatabase
 
-_COLUMNS = "id, created_at, conversation, response, transcript, input_items"
+_COLUMNS = "id, created_at, conversation, response, transcript, input_items, parent_id"
 _R_COLUMNS = ", ".join("r." + c for c in _COLUMNS.split(", "))
 
 _UPSERT = (
-    "INSERT INTO responses (id, created_at, last_access, conversation, response, transcript, input_items)"
-    " VALUES ($1, $2, nextval('responses_access'), $3, $4, $5, $6)"
+    "INSERT INTO responses (id, created_at, last_access, conversation, response, transcript, input_items,"
+    " parent_id, bytes, history_bytes) VALUES ($1, $2, nextval('responses_access'), $3, $4, $5, $6, $7, $8, $9)"
     " ON CONFLICT (id) DO UPDATE SET created_at = excluded.created_at,"
     " last_access = excluded.last_access, conversation = excluded.conversation,"
-    " response = excluded.response, transcript = excluded.transcript, input_items = excluded.input_items"
+    " response = excluded.response, transcript = excluded.transcript, input_items = excluded.input_items,"
+    " parent_id = excluded.parent_id, bytes = excluded.bytes, history_bytes = excluded.history_bytes"
 )
 _UPSERT_HEAD = ("INSERT INTO conversations (name, response_id) VALUES ($1, $2)"
                 " ON CONFLICT (name) DO UPDATE SET response_id = excluded.response_id")
-_EVICT = ("DELETE FROM responses WHERE id IN (SELECT id FROM responses ORDER BY last_access, id"
+_EVICT_OVER_CAP = ("DELETE FROM responses WHERE id IN (SELECT id FROM responses ORDER BY last_access, id"
           " LIMIT greatest(0, (SELECT count(*) FROM responses) - $1))")
 _HEADS = "SELECT name, response_id FROM conversations WHERE name = ANY($1::text[])"
 #: A row as the group writer holds it: the values of `_UPSERT`.
-_Row = tuple[str, int, str | None, str, str, str]
+_Row = tuple[str, int, str | None, str, str, str, str | None, int, int]
 _GET = f"SELECT {_COLUMNS} FROM responses WHERE id = $1"
 _GET_TOUCH = (f"UPDATE responses SET last_access = nextval('responses_access') WHERE id = $1"
               f" RETURNING {_COLUMNS}")
 _HEAD = (f"SELECT {_R_COLUMNS} FROM conversations c JOIN responses r ON r.id = c.response_id"
          " WHERE c.name = $1")
+#: As SQLite's (store/sqlite.py): newest first, each step while the turns so far are under $2.
+_CHAIN = (
+    "WITH RECURSIVE chain(id, parent_id, depth, total) AS ("
+    " SELECT id, parent_id, 0, history_bytes FROM responses WHERE id = $1"
+    " UNION ALL SELECT r.id, r.parent_id, c.depth + 1, c.total + r.history_bytes"
+    " FROM chain c JOIN responses r ON r.id = c.parent_id WHERE c.total < $2)"
+    f" SELECT {_R_COLUMNS}, EXISTS (SELECT 1 FROM responses p WHERE p.id = r.parent_id) AS more"
+    " FROM chain c JOIN responses r ON r.id = c.id ORDER BY c.depth"
+)
+_TOUCH_ALL = "UPDATE responses SET last_access = nextval('responses_access') WHERE id = ANY($1::text[])"
+_USAGE = "SELECT coalesce(sum(bytes), 0), count(*) FROM store_usage"
+_FOLD_USAGE = ("WITH gone AS (DELETE FROM store_usage RETURNING bytes)"
+               " INSERT INTO store_usage SELECT coalesce(sum(bytes), 0) FROM gone")
+#: The byte bound's candidates, as SQLite's: the least recently used responses and conversations.
+_OLDEST = (
+    "(SELECT 'response' AS kind, id, last_access, bytes FROM responses ORDER BY last_access, id LIMIT $1)"
+    " UNION ALL (SELECT 'conversation', o.id, o.last_access, o.bytes"
+    " + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i WHERE i.conversation_id = o.id)"
+    " FROM conversation_objects o ORDER BY o.last_access, o.id LIMIT $1) ORDER BY 3, 2"
+)
+# SKIP LOCKED: a row another transaction holds (a conversation mid-append, a response being read)
+# is left for a later eviction rather than waited for while holding WRITE_LOCK (pg_conversations.py)
+_EVICT = {
+    "response": "DELETE FROM responses WHERE id IN (SELECT id FROM responses WHERE id = ANY($1::text[])"
+                " FOR UPDATE SKIP LOCKED)",
+    "conversation": "DELETE FROM conversation_objects WHERE id IN (SELECT id FROM conversation_objects"
+                    " WHERE id = ANY($1::text[]) FOR UPDATE SKIP LOCKED)",
+}
+#: Size changes left unfolded after which a write holding WRITE_LOCK folds them (a put group), and
+#: after which one that does not hold it takes it to fold them (an append without a response).
+_FOLD_LOCKED = 64
+_FOLD_AFTER = 512
 _HEAD_TOUCH = (f"UPDATE responses r SET last_access = nextval('responses_access') FROM conversations c"
                f" WHERE c.name = $1 AND r.id = c.response_id RETURNING {_R_COLUMNS}")
 
@@ -54,11 +88,12 @@ _HEAD_TOUCH = (f"UPDATE responses r SET last_access = nextval('responses_access'
 class PostgresResponseStore(PostgresConversations, ResponseStore):
     """Responses and named conversations here; conversation objects in PostgresConversations."""
 
-    def __init__(self, database: PostgresDatabase, max_responses: int) -> None:
+    def __init__(self, database: PostgresDatabase, max_responses: int, *, max_bytes: int | None = None) -> None:
         if max_responses < 1:
             raise ValueError("max_responses must be at least 1")
         self.database = database
         self.max_responses = max_responses
+        self.max_bytes = max_bytes
         self._puts: GroupCommit[_Row] = GroupCommit(self._write_group, lambda row: str(row[2]))
 
     async def open(self) -> None:
@@ -84,11 +119,13 @@ class PostgresResponseStore(PostgresConversations, ResponseStore):
 
     async def _put_within(self, conn: Conn, record: StoredResponse) -> None:
         """A put as one of a group of one, in the caller's transaction (a conversation's append)."""
-        if (await self._write_rows(conn, [(_row(record), record.expected_head)]))[0]:
+        if (await self._write_rows(conn, [(_row(record), record.expected_head)], bound=False))[0]:
             raise ConversationConflictError.on(str(record.conversation))
 
-    async def _write_rows(self, conn: Conn, puts: list[tuple[_Row, str | None]]) -> list[bool]:
-        """Takes the write lock for the rest of `conn`'s transaction; per put, whether it was refused."""
+    async def _write_rows(self, conn: Conn, puts: list[tuple[_Row, str | None]], *,
+                          bound: bool = True) -> list[bool]:
+        """Takes the write lock for the rest of `conn`'s transaction; per put, whether it was refused.
+        `bound`: apply the byte bound here (an append applies it itself, keeping its conversation)."""
         refused = [False] * len(puts)
         await conn.execute("SELECT pg_advisory_xact_lock($1)", WRITE_LOCK)
         checked = list({v[2] for v, expected in puts if v[2] is not None and expected is not None})
@@ -111,8 +148,37 @@ class PostgresResponseStore(PostgresConversations, ResponseStore):
             await conn.executemany(_UPSERT, kept)
         if heads:  # in call order, so the last put naming a conversation is its head
             await conn.executemany(_UPSERT_HEAD, heads)
-        await conn.execute(_EVICT, self.max_responses)
+        await conn.execute(_EVICT_OVER_CAP, self.max_responses)
+        if bound:
+            await self._bound(conn, {values[0] for values in kept}, locked=True)
         return refused
+
+    async def _bound(self, conn: Conn, keep: set[str], *, locked: bool) -> None:
+        """The byte bound at the end of a write, as SQLite's (never one of `keep`). `locked`: the
+        transaction holds WRITE_LOCK; otherwise it takes it only when there is work (eviction, or
+        many size changes to fold), last, as the lock order in pg_conversations.py says."""
+        usage = await conn.fetchrow(_USAGE)
+        assert usage is not None  # an aggregate: always one row
+        total, changes = usage[0], usage[1]
+        over = self.max_bytes is not None and total > self.max_bytes
+        if not over and changes <= (_FOLD_AFTER if not locked else _FOLD_LOCKED):
+            return
+        if not locked:
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", WRITE_LOCK)
+        await conn.execute(_FOLD_USAGE)
+        while self.max_bytes is not None and total > self.max_bytes:
+            evict: dict[str, list[str]] = {"response": [], "conversation": []}
+            excess = total - self.max_bytes
+            for row in await conn.fetch(_OLDEST, 64):
+                if excess <= 0:
+                    break
+                if row["id"] not in keep:
+                    evict[row["kind"]].append(row["id"])
+                    excess -= row["bytes"]
+            deleted = [await conn.execute(_EVICT[kind], ids) for kind, ids in evict.items() if ids]
+            if all(status == "DELETE 0" for status in deleted):
+                break  # only what this write wrote is left, or what is left is busy: the next write
+            total = await conn.fetchval(_USAGE)
 
     async def get(self, response_id: str, *, touch: bool = True) -> StoredResponse | None:
         row = await self.database.run(lambda conn: conn.fetchrow(_GET_TOUCH if touch else _GET, response_id))
@@ -132,12 +198,28 @@ class PostgresResponseStore(PostgresConversations, ResponseStore):
     async def count(self) -> int:
         return int(await self.database.run(lambda conn: conn.fetchval("SELECT count(*) FROM responses")))
 
+    async def size(self) -> int:
+        return int(await self.database.run(lambda conn: conn.fetchval(_USAGE)))
+
+    async def chain(self, response_id: str, *, max_bytes: int, touch: bool = True) -> Chain | None:
+        async def body(conn: Conn) -> list[Any]:
+            rows = await conn.fetch(_CHAIN, response_id, max_bytes)
+            if rows and touch:
+                await conn.execute(_TOUCH_ALL, [row["id"] for row in rows])
+            return list(rows)
+
+        rows = await self.database.run(body)
+        if not rows:
+            return None
+        return Chain([_record(row) for row in rows], complete=not rows[-1]["more"])
+
 
 def _row(record: StoredResponse) -> _Row:
-    return (record.id, record.created_at, record.conversation, to_text(record.response),
-            to_text(record.transcript), to_text(record.input_items))
+    response, transcript, items = to_text(record.response), to_text(record.transcript), to_text(record.input_items)
+    return (record.id, record.created_at, record.conversation, response, transcript, items, record.parent_id,
+            len(response) + len(transcript) + len(items), len(transcript))
 
 
 def _record(row: Any) -> StoredResponse:
     return StoredResponse(id=row[0], created_at=row[1], conversation=row[2], response=from_text(row[3]),
-                          transcript=from_text(row[4]), input_items=from_text(row[5]))
+                          transcript=from_text(row[4]), input_items=from_text(row[5]), parent_id=row[6])

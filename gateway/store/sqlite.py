@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from gateway.store.api import (
+    Chain,
     ResponseStore,
     SchemaVersionError,
     StoredResponse,
@@ -25,11 +26,13 @@ from gateway.store.api import (
 )
 from gateway.store.group_commit import GroupCommit
 from gateway.store.json_columns import from_text, to_text
-from gateway.store.sqlite_conversations import CONVERSATION_SCHEMA, SQLiteConversations
+from gateway.store.sqlite_conversations import SQLiteConversations
 from gateway.store.sqlite_faults import describe as _describe
+from gateway.store.sqlite_schema import SCHEMA_VERSION, migrate
+from gateway.store.sqlite_space import SQLiteSpace
 
 # Routes, tests and tools import these names from here.
-__all__ = ["ResponseStore", "SQLiteResponseStore", "StoredResponse", "StoreUnavailableError"]
+__all__ = ["SCHEMA_VERSION", "ResponseStore", "SQLiteResponseStore", "StoredResponse", "StoreUnavailableError"]
 
 T = TypeVar("T")
 
@@ -38,57 +41,40 @@ _OVER_CAP = ("SELECT id FROM responses ORDER BY last_access, id"
              " LIMIT max(0, (SELECT COUNT(*) FROM responses) - ?)")
 _EVICT_RESPONSES = f"DELETE FROM responses WHERE id IN ({_OVER_CAP})"
 
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS responses (
-        id TEXT PRIMARY KEY,
-        created_at INTEGER NOT NULL,
-        last_access INTEGER NOT NULL,
-        conversation TEXT,
-        response TEXT NOT NULL,
-        transcript TEXT NOT NULL,
-        input_items TEXT NOT NULL
-    )""",
-    "CREATE INDEX IF NOT EXISTS responses_by_last_access ON responses (last_access)",
-    """CREATE TABLE IF NOT EXISTS conversations (
-        name TEXT PRIMARY KEY,
-        response_id TEXT NOT NULL
-    )""",
-    "CREATE INDEX IF NOT EXISTS conversations_by_response ON conversations (response_id)",
-    # A name whose head is deleted or evicted starts fresh. A trigger rather than a statement per
-    # delete: an eviction or a delete is then one statement, so one hand-over to aiosqlite's thread.
-    """CREATE TRIGGER IF NOT EXISTS responses_end_their_conversations AFTER DELETE ON responses
-    BEGIN DELETE FROM conversations WHERE response_id = old.id; END""",
-    *CONVERSATION_SCHEMA,  # version 2
-)
-
-#: The schema this gateway writes (`schema_version`); a newer file is refused at open.
-#: Version 2 added the Conversations API's tables; every statement of `_SCHEMA` is idempotent, so
-#: opening a version-1 file creates them and moves the version on.
-SCHEMA_VERSION = 2
-_VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
-
 _UPSERT_RESPONSE = (
-    "INSERT INTO responses (id, created_at, last_access, conversation, response, transcript, input_items)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO responses (id, created_at, last_access, conversation, response, transcript, input_items,"
+    " parent_id, bytes, history_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     " ON CONFLICT (id) DO UPDATE SET created_at = excluded.created_at,"
     " last_access = excluded.last_access, conversation = excluded.conversation,"
-    " response = excluded.response, transcript = excluded.transcript, input_items = excluded.input_items"
+    " response = excluded.response, transcript = excluded.transcript, input_items = excluded.input_items,"
+    " parent_id = excluded.parent_id, bytes = excluded.bytes, history_bytes = excluded.history_bytes"
 )
 _UPSERT_HEAD = ("INSERT INTO conversations (name, response_id) VALUES (?, ?)"
                 " ON CONFLICT (name) DO UPDATE SET response_id = excluded.response_id")
 # max(): a touch taken before a put of the same id must not make the newer record look older
 _TOUCH = "UPDATE responses SET last_access = max(last_access, ?) WHERE id = ?"
 
-_COLUMNS = "id, created_at, conversation, response, transcript, input_items"
+_COLUMNS = "id, created_at, conversation, response, transcript, input_items, parent_id"
+_R_COLUMNS = ", ".join("r." + c for c in _COLUMNS.split(", "))
 _SELECT_BY_ID = f"SELECT {_COLUMNS} FROM responses WHERE id = ?"
-_SELECT_HEAD = (f"SELECT {', '.join('r.' + c for c in _COLUMNS.split(', '))} FROM conversations c"
-                " JOIN responses r ON r.id = c.response_id WHERE c.name = ?")
+_SELECT_HEAD = f"SELECT {_R_COLUMNS} FROM conversations c JOIN responses r ON r.id = c.response_id WHERE c.name = ?"
+#: A chain, newest first: each step adds a parent while the turns read so far are under the budget
+#: (the second parameter), so the walk ends on the record that crosses it or at the chain's start;
+#: the last column says whether a record's parent is still stored.
+_CHAIN = (
+    "WITH RECURSIVE chain(id, parent_id, depth, total) AS ("
+    " SELECT id, parent_id, 0, history_bytes FROM responses WHERE id = ?"
+    " UNION ALL SELECT r.id, r.parent_id, c.depth + 1, c.total + r.history_bytes"
+    " FROM chain c JOIN responses r ON r.id = c.parent_id WHERE c.total < ?)"
+    f" SELECT {_R_COLUMNS}, EXISTS (SELECT 1 FROM responses p WHERE p.id = r.parent_id)"
+    " FROM chain c JOIN responses r ON r.id = c.id ORDER BY c.depth"
+)
 
 #: A row as the group writer holds it: the values of `_UPSERT_RESPONSE`.
-_Row = tuple[str, int, int, str | None, str, str, str]
+_Row = tuple[str, int, int, str | None, str, str, str, str | None, int, int]
 
 
-class SQLiteResponseStore(SQLiteConversations, ResponseStore):
+class SQLiteResponseStore(SQLiteSpace, SQLiteConversations, ResponseStore):
     """SQLite in WAL mode with `synchronous=FULL`, through aiosqlite.
 
     Why FULL and not NORMAL: with WAL, NORMAL already survives a killed process (kill -9), but a
@@ -103,11 +89,13 @@ class SQLiteResponseStore(SQLiteConversations, ResponseStore):
     happens. A touch lost to a killed process only reorders eviction; `close` writes the rest.
     """
 
-    def __init__(self, path: Path | str, max_responses: int, *, busy_timeout: float = 5.0) -> None:
+    def __init__(self, path: Path | str, max_responses: int, *, max_bytes: int | None = None,
+                 busy_timeout: float = 5.0) -> None:
         if max_responses < 1:
             raise ValueError("max_responses must be at least 1")
         self.path = Path(path)
         self.max_responses = max_responses
+        self.max_bytes = max_bytes
         self.busy_timeout = busy_timeout
         self._db: aiosqlite.Connection | None = None  # writes, one transaction at a time
         self._reader: aiosqlite.Connection | None = None  # single-statement reads
@@ -149,19 +137,13 @@ class SQLiteResponseStore(SQLiteConversations, ResponseStore):
             if not mode or str(next(iter(mode))[0]).lower() != "wal":
                 raise sqlite3.OperationalError("attempt to write a readonly database (cannot enable WAL)")
             await writer.execute("PRAGMA synchronous = FULL")
-            await writer.executescript("BEGIN IMMEDIATE;" + ";".join((*_SCHEMA, _VERSION_TABLE)) + ";"
-                                       f"INSERT INTO schema_version SELECT {SCHEMA_VERSION}"
-                                       " WHERE NOT EXISTS (SELECT 1 FROM schema_version);"
-                                       f"UPDATE schema_version SET version = {SCHEMA_VERSION}"
-                                       f" WHERE version < {SCHEMA_VERSION};COMMIT;")
-            found = await writer.execute_fetchall("SELECT max(version) FROM schema_version")
-            version = int(next(iter(found))[0])
-            if version > SCHEMA_VERSION:
+            try:
+                await migrate(writer, self.path)
+            except SchemaVersionError:
                 for connection in opened:
                     await connection.close()
-                raise SchemaVersionError(
-                    f"the response store at {self.path} has schema version {version}, newer than "
-                    f"version {SCHEMA_VERSION} that this gateway knows: upgrade the gateway")
+                raise
+            await writer.executescript("PRAGMA incremental_vacuum;")  # what an earlier run freed
             reader = await self._connect(opened, isolation_level=None)
             await reader.execute("PRAGMA query_only = ON")
         except sqlite3.Error as exc:
@@ -227,6 +209,7 @@ class SQLiteResponseStore(SQLiteConversations, ResponseStore):
                 try:
                     result = await body(db)  # its first write opens the transaction (see _open)
                     await db.commit()
+                    await self._reclaim(db)
                 except BaseException:
                     # Queued after whatever is still running on the connection's thread (a cancelled
                     # caller does not stop a statement already handed over), so it always comes
@@ -249,11 +232,13 @@ class SQLiteResponseStore(SQLiteConversations, ResponseStore):
             response=from_text(row[3]),
             transcript=from_text(row[4]),
             input_items=from_text(row[5]),
+            parent_id=row[6],
         )
 
     def _row(self, record: StoredResponse) -> _Row:
-        return (record.id, record.created_at, self._tick(), record.conversation, to_text(record.response),
-                to_text(record.transcript), to_text(record.input_items))
+        response, transcript, items = to_text(record.response), to_text(record.transcript), to_text(record.input_items)
+        return (record.id, record.created_at, self._tick(), record.conversation, response, transcript, items,
+                record.parent_id, len(response) + len(transcript) + len(items), len(transcript))
 
     async def put(self, record: StoredResponse) -> None:
         """Group commit: the puts that arrive while one transaction is being written go together in
@@ -299,6 +284,7 @@ class SQLiteResponseStore(SQLiteConversations, ResponseStore):
             # last_access index, oldest first): "keep the newest N" as NOT IN over the whole table
             # made every put cost in proportion to the rows stored (bench/store_put.py).
             await db.execute(_EVICT_RESPONSES, (self.max_responses,))
+            await self._bound(db, {values[0] for values in rows})
 
         try:
             await self._transaction(body)
@@ -347,6 +333,7 @@ class SQLiteResponseStore(SQLiteConversations, ResponseStore):
     async def delete(self, response_id: str) -> bool:
         async def body(db: aiosqlite.Connection) -> bool:
             cursor = await db.execute("DELETE FROM responses WHERE id = ?", (response_id,))
+            await self._bound(db, set())
             return cursor.rowcount > 0
 
         self._touches.pop(response_id, None)
@@ -355,6 +342,20 @@ class SQLiteResponseStore(SQLiteConversations, ResponseStore):
     async def conversation_head(self, name: str, *, touch: bool = True) -> StoredResponse | None:
         tick = self._tick() if touch else None
         return self._found(await self._read(_SELECT_HEAD, (name,)), tick)
+
+    async def chain(self, response_id: str, *, max_bytes: int, touch: bool = True) -> Chain | None:
+        rows = await self._read(_CHAIN, (response_id, max_bytes))
+        if not rows:
+            return None
+        records = [self._record(row) for row in rows]
+        if touch:
+            tick = self._tick()  # one tick for the whole chain: it is read as one
+            self._keep_touches([(record.id, tick) for record in records])
+        return Chain(records, complete=not rows[-1][7])
+
+    async def size(self) -> int:
+        rows = await self._read("SELECT bytes FROM store_usage", ())
+        return int(rows[0][0])
 
     async def check(self) -> None:
         await self._read("SELECT 1", ())

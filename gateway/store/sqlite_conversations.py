@@ -2,13 +2,13 @@
 
 A mixin of `SQLiteResponseStore` (gateway/store/sqlite.py), which provides the connections: a write
 is one `_transaction` on the writer connection, a read one or two statements on the reader. The
-tables are created with the rest of the schema (sqlite.py's `_SCHEMA`). Items keep their order in
+tables are created with the rest of the schema (sqlite_schema.py). Items keep their order in
 `position` (the last one's + 1); their JSON is TEXT, as the responses' is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, TypeVar
 
 import aiosqlite
@@ -19,6 +19,7 @@ from gateway.store.api import (
     ConversationItem,
     DuplicateItemError,
     ItemPage,
+    ItemTail,
     StoredResponse,
     UnknownConversationError,
     UnknownItemError,
@@ -27,28 +28,19 @@ from gateway.store.json_columns import from_text, from_text_or_none, to_text, to
 
 T = TypeVar("T")
 
-CONVERSATION_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS conversation_objects (
-        id TEXT PRIMARY KEY,
-        created_at INTEGER NOT NULL,
-        metadata TEXT NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS conversation_items (
-        conversation_id TEXT NOT NULL,
-        position INTEGER NOT NULL,
-        id TEXT NOT NULL,
-        item TEXT NOT NULL,
-        model TEXT,
-        PRIMARY KEY (conversation_id, id)
-    )""",
-    "CREATE UNIQUE INDEX IF NOT EXISTS conversation_items_in_order ON conversation_items (conversation_id, position)",
-    # a trigger rather than a foreign key: SQLite enforces those only with a per-connection pragma
-    """CREATE TRIGGER IF NOT EXISTS conversations_take_their_items AFTER DELETE ON conversation_objects
-    BEGIN DELETE FROM conversation_items WHERE conversation_id = old.id; END""",
-)
-
 _SELECT_CONVERSATION = "SELECT id, created_at, metadata FROM conversation_objects WHERE id = ?"
-_INSERT_ITEM = "INSERT INTO conversation_items (conversation_id, position, id, item, model) VALUES (?, ?, ?, ?, ?)"
+_INSERT_ITEM = ("INSERT INTO conversation_items (conversation_id, position, id, item, model, bytes)"
+                " VALUES (?, ?, ?, ?, ?, ?)")
+#: A conversation's newest items within a byte budget (the third parameter), measured on the
+#: covering index (conversation_items_sizes): each item whose newer ones sum under the budget.
+_TAIL = (
+    "SELECT o.id, i.id, i.item, i.model, i.position FROM conversation_objects o LEFT JOIN conversation_items i"
+    " ON i.conversation_id = o.id AND i.position >= coalesce((SELECT min(position) FROM"
+    " (SELECT position, sum(bytes) OVER (ORDER BY position DESC) - bytes AS newer"
+    " FROM conversation_items WHERE conversation_id = ?) WHERE newer < ?), 1 << 62)"
+    " WHERE o.id = ? ORDER BY i.position"
+)
+_FIRST_POSITION = "SELECT min(position) FROM conversation_items WHERE conversation_id = ?"
 _LAST_ITEM = ("SELECT id, position FROM conversation_items WHERE conversation_id = ?"
               " ORDER BY position DESC LIMIT 1")
 # one statement: no row at all means no such conversation, a row of NULLs an empty one
@@ -86,13 +78,22 @@ class SQLiteConversations:
     async def _put_in(self, db: aiosqlite.Connection, record: StoredResponse) -> None:
         raise NotImplementedError  # the store's: a put's statements inside a transaction
 
+    async def _bound(self, db: aiosqlite.Connection, keep: set[str]) -> None:
+        raise NotImplementedError  # the store's: the byte bound at the end of a write
+
+    def _tick(self) -> int:
+        raise NotImplementedError  # the store's: its access clock
+
     async def create_conversation(self, conversation: Conversation, items: list[ConversationItem]) -> None:
         DuplicateItemError.check(conversation.id, items, set())
 
         async def body(db: aiosqlite.Connection) -> None:
-            await db.execute("INSERT INTO conversation_objects (id, created_at, metadata) VALUES (?, ?, ?)",
-                             (conversation.id, conversation.created_at, to_text(conversation.metadata)))
+            metadata = to_text(conversation.metadata)
+            await db.execute("INSERT INTO conversation_objects (id, created_at, metadata, last_access, bytes)"
+                             " VALUES (?, ?, ?, ?, ?)",
+                             (conversation.id, conversation.created_at, metadata, self._tick(), len(metadata)))
             await _insert(db, conversation.id, items, 1)
+            await self._bound(db, {conversation.id})
 
         await self._transaction(body)
 
@@ -104,8 +105,9 @@ class SQLiteConversations:
 
     async def update_conversation(self, conversation_id: str, metadata: dict[str, str]) -> Conversation:
         async def body(db: aiosqlite.Connection) -> Conversation:
-            cursor = await db.execute("UPDATE conversation_objects SET metadata = ? WHERE id = ?",
-                                      (to_text(metadata), conversation_id))
+            text = to_text(metadata)
+            cursor = await db.execute("UPDATE conversation_objects SET metadata = ?, bytes = ? WHERE id = ?",
+                                      (text, len(text), conversation_id))
             if cursor.rowcount == 0:
                 raise UnknownConversationError.on(conversation_id)
             return Conversation(id=conversation_id, created_at=await _created_at(db, conversation_id),
@@ -118,6 +120,7 @@ class SQLiteConversations:
             cursor = await db.execute("DELETE FROM conversation_objects WHERE id = ?", (conversation_id,))
             if cursor.rowcount == 0:
                 raise UnknownConversationError.on(conversation_id)
+            await self._bound(db, set())
 
         await self._transaction(body)
 
@@ -126,7 +129,7 @@ class SQLiteConversations:
         DuplicateItemError.check(conversation_id, items, set())
 
         async def body(db: aiosqlite.Connection) -> None:
-            await _lock(db, conversation_id)
+            await _lock(db, conversation_id, self._tick())
             last = list(await db.execute_fetchall(_LAST_ITEM, (conversation_id,)))
             last_id, last_position = (str(last[0][0]), int(last[0][1])) if last else ("", 0)
             if expected_last is not None and expected_last != last_id:
@@ -139,6 +142,7 @@ class SQLiteConversations:
             await _insert(db, conversation_id, items, last_position + 1)
             if response is not None:
                 await self._put_in(db, response)
+            await self._bound(db, {conversation_id} | ({response.id} if response is not None else set()))
 
         await self._transaction(body)
 
@@ -147,6 +151,24 @@ class SQLiteConversations:
         if not rows:
             raise UnknownConversationError.on(conversation_id)
         return [_item(row[0], row[1]) for row in rows if row[0] is not None]
+
+    async def conversation_tail(self, conversation_id: str, *, max_bytes: int,
+                                check_ids: Collection[str] = ()) -> ItemTail:
+        rows = await self._read(_TAIL, (conversation_id, max_bytes, conversation_id))
+        if not rows:
+            raise UnknownConversationError.on(conversation_id)
+        kept = [row for row in rows if row[1] is not None]
+        taken: set[str] = set()
+        if check_ids:
+            marks = ",".join("?" * len(check_ids))
+            found = await self._read(f"SELECT id FROM conversation_items WHERE conversation_id = ? AND id IN ({marks})",
+                                     (conversation_id, *check_ids))
+            taken = {str(row[0]) for row in found}
+        if not kept:
+            return ItemTail([], complete=True, last_id="", taken=taken)
+        first = await self._read(_FIRST_POSITION, (conversation_id,))
+        return ItemTail([_item(row[2], row[3]) for row in kept], complete=first[0][0] == kept[0][4],
+                        last_id=str(kept[-1][1]), taken=taken)
 
     async def list_items(self, conversation_id: str, *, limit: int, order: str = "desc",
                          after: str | None = None) -> ItemPage:
@@ -174,17 +196,19 @@ class SQLiteConversations:
                                       (conversation_id, item_id))
             if cursor.rowcount == 0:
                 raise UnknownItemError.on(item_id, conversation_id)
+            await self._bound(db, set())
             return conversation
 
         return await self._transaction(body)
 
 
-async def _lock(db: aiosqlite.Connection, conversation_id: str) -> None:
+async def _lock(db: aiosqlite.Connection, conversation_id: str, tick: int | None = None) -> None:
     """Opens the write transaction (BEGIN IMMEDIATE: the file's write lock, so another process on
     the same file cannot append between our check and our insert) and checks the conversation
-    exists, in one statement: sqlite3 begins a transaction before a write, never before a read."""
-    cursor = await db.execute("UPDATE conversation_objects SET created_at = created_at WHERE id = ?",
-                              (conversation_id,))
+    exists, in one statement: sqlite3 begins a transaction before a write, never before a read.
+    `tick`: the write's access stamp (an append makes the conversation the most recently used)."""
+    cursor = await db.execute("UPDATE conversation_objects SET last_access = coalesce(?, last_access) WHERE id = ?",
+                              (tick, conversation_id))
     if cursor.rowcount == 0:
         raise UnknownConversationError.on(conversation_id)
 
@@ -199,10 +223,12 @@ async def _locked(db: aiosqlite.Connection, conversation_id: str) -> Conversatio
 async def _insert(db: aiosqlite.Connection, conversation_id: str, items: list[ConversationItem],
                   first_position: int) -> None:
     if items:
-        await db.executemany(_INSERT_ITEM, [
-            (conversation_id, first_position + offset, item.id, to_text(item.item),
-             to_text_or_none(item.model))
-            for offset, item in enumerate(items)])
+        rows = []
+        for offset, item in enumerate(items):
+            text, model = to_text(item.item), to_text_or_none(item.model)
+            rows.append((conversation_id, first_position + offset, item.id, text, model,
+                         len(text) + (len(model) if model is not None else 0)))
+        await db.executemany(_INSERT_ITEM, rows)
 
 
 async def _created_at(db: aiosqlite.Connection, conversation_id: str) -> int:

@@ -241,6 +241,11 @@ class UpstreamClient:
             raise UpstreamError("the upstream's /models did not return a model list")
         return [str(item["id"]) for item in items if isinstance(item, dict) and "id" in item]
 
+    async def get_json(self, path: str, *, at_root: bool = False) -> dict[str, Any]:
+        """GET `path` under the base URL (or the server's root: llama.cpp's `/props`), as JSON."""
+        response = await self._request("GET", (self._url.parent if at_root else self._url) / path)
+        return await self._read_json(response, what=f"the upstream at {self.base_url}")
+
     async def deltas(self, payload: dict[str, Any], *, stream: bool,
                      headers: Mapping[str, str] | None = None) -> AsyncGenerator[UpstreamDelta, None]:
         """One chat completion as typed deltas, streamed (`stream`) or asked for whole; `headers`

@@ -357,7 +357,7 @@ class ResponseBuilder:
             "tool_choice": _json_copy(request.tool_choice),
             "tools": _json_copy(request.tools),
             "top_p": request.top_p,
-            "truncation": "disabled",
+            "truncation": request.truncation,
             "usage": self.usage(),
             "user": request.user,
             "metadata": dict(request.metadata),

@@ -78,6 +78,8 @@ class ResponsesRequest:
     include: tuple[str, ...] = ()
     #: `reasoning` as asked (`effort`, `summary`: gateway/wire/responses_reasoning.py).
     reasoning: dict[str, Any] = field(default_factory=lambda: {"effort": None, "summary": None})
+    #: "disabled" (a turn over the context window is a 400) or "auto" (its oldest history dropped).
+    truncation: str = "disabled"
 
     def upstream_params(self) -> dict[str, Any]:
         """Extra Chat Completions parameters for the upstream call (tools excluded)."""
@@ -140,6 +142,15 @@ def _number(body: dict[str, Any], key: str, low: float, high: float) -> float | 
     if isinstance(value, bool) or not isinstance(value, int | float) or not in_range(value, low, high):
         raise _bad(f"'{key}' must be a number from {low:g} to {high:g}.", key)
     return float(value)
+
+
+def _truncation(body: dict[str, Any]) -> str:
+    value = body.get("truncation")
+    if value is None:
+        return "disabled"
+    if value not in ("auto", "disabled"):
+        raise _bad("'truncation' must be 'auto' or 'disabled'.", "truncation")
+    return str(value)
 
 
 def _max_output_tokens(body: dict[str, Any]) -> int | None:
@@ -346,5 +357,6 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
         web=web,
         include=_include(body),
         reasoning=reasoning_config(body),
+        truncation=_truncation(body),
     )
 

@@ -65,6 +65,8 @@ def error(status: int, message: str = "upstream exploded", **kw: Any) -> Reply:
 class FakeUpstream:
     def __init__(self, models: list[str] | None = None) -> None:
         self.models = models if models is not None else ["fake-model", "other-model"]
+        #: more fields for every /v1/models entry (what servers add: vLLM's `max_model_len` ...)
+        self.model_fields: dict[str, Any] = {}
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.disconnects = 0
@@ -86,7 +88,8 @@ class FakeUpstream:
 
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [
-            {"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]})
+            {"id": m, "object": "model", "created": 0, "owned_by": "fake", **self.model_fields}
+            for m in self.models]})
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()

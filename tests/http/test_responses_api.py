@@ -79,10 +79,11 @@ async def test_chain_of_three_through_previous_response_id_sends_the_whole_histo
     assert conversation_sent(upstream) == [
         ("user", "Q1"), ("assistant", "A1"), ("user", "Q2"), ("assistant", "A2"), ("user", "Q3"),
     ]
-    # Continuing never needs the ancestors: the middle one can go.
+    # Each record keeps its own turn: a deleted ancestor ends the chain there, and the turn
+    # continues with what is left (store/api.py), not a 404.
     await sdk.responses.delete(first.id)
     await sdk.responses.create(model="m", input="Q4", previous_response_id=third.id)
-    assert [c for _, c in conversation_sent(upstream)] == ["Q1", "A1", "Q2", "A2", "Q3", "A3", "Q4"]
+    assert [c for _, c in conversation_sent(upstream)] == ["Q2", "A2", "Q3", "A3", "Q4"]
 
 
 async def test_chain_of_three_through_a_named_conversation(sdk: AsyncOpenAI, upstream: Any) -> None:
@@ -199,7 +200,8 @@ async def test_a_conversation_whose_head_was_evicted_starts_afresh(make_client: 
         await sdk.responses.create(model="m", input="Q2", conversation="kept")
         await sdk.responses.create(model="m", input="other")  # evicts Q1's response
         await sdk.responses.create(model="m", input="Q3", conversation="kept")
-        assert [c for _, c in conversation_sent(upstream)] == ["Q1", "A1", "Q2", "A2", "Q3"]
+        # the chain continues with what is left of it
+        assert [c for _, c in conversation_sent(upstream)] == ["Q2", "A2", "Q3"]
         await sdk.responses.create(model="m", input="unrelated")
         await sdk.responses.create(model="m", input="again")  # evicts the head (Q3's response)
         await sdk.responses.create(model="m", input="Q4", conversation="kept")

@@ -127,7 +127,9 @@ async def test_a_full_disk_under_a_responses_stream_is_response_failed_and_a_cle
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
     upstream.default = text("an answer")
-    env = gateway_env(tmp_path, {"LLM_BASE_URL": upstream.base_url, "LLM_MODEL": "fake-model"})
+    # a window that takes the big inputs: the disk, not the context, is what runs out
+    env = gateway_env(tmp_path, {"LLM_BASE_URL": upstream.base_url, "LLM_MODEL": "fake-model",
+                                 "LLM_CONTEXT_WINDOW": "1000000"})
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "gateway", "serve", "--port", "0", env=env, cwd=str(REPO),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, preexec_fn=small_disk)

@@ -14,8 +14,9 @@ from gateway.store.api import (
     DuplicateItemError,
     StoreUnavailableError,
 )
+from gateway.store.json_columns import to_text
 from gateway.store.pg_database import _MIGRATIONS, PostgresDatabase
-from gateway.store.postgres import _UPSERT, _UPSERT_HEAD, PostgresResponseStore, _row
+from gateway.store.postgres import _UPSERT_HEAD, PostgresResponseStore
 from tests.store.test_conversation_store import conv, ids, item
 from tests.store.test_store_contract import record
 from tests.support.postgres import PASSWORD, Cluster
@@ -141,7 +142,7 @@ async def test_a_failed_group_of_puts_fails_each_put_with_its_own_503(postgres_c
         assert len({id(r) for r in results}) == 5
 
 
-async def test_a_version_1_database_migrates_to_2_and_keeps_its_responses_and_heads(postgres_url: str) -> None:
+async def test_a_version_1_database_migrates_to_3_and_keeps_its_responses_and_heads(postgres_url: str) -> None:
     # the database as a version-1 gateway left it: only its schema, one response heading "chat"
     old = record("resp_old", conversation="chat", text="kept ü")
     conn = await asyncpg.connect(postgres_url)
@@ -150,17 +151,19 @@ async def test_a_version_1_database_migrates_to_2_and_keeps_its_responses_and_he
         for statement in _MIGRATIONS[1]:
             await conn.execute(statement)
         await conn.execute("INSERT INTO schema_version (version) VALUES (1)")
-        await conn.execute(_UPSERT, *_row(old))
+        # the row as version 1 wrote it (its columns, its JSON)
+        await conn.execute("INSERT INTO responses VALUES ($1, $2, 1, $3, $4, $5, $6)", old.id, old.created_at,
+                           old.conversation, to_text(old.response), to_text(old.transcript), to_text(old.input_items))
         await conn.execute(_UPSERT_HEAD, "chat", "resp_old")
     finally:
         await conn.close()
-    for _ in range(2):  # the second open finds version 2 and changes nothing
+    for _ in range(2):  # the second open finds version 3 and changes nothing
         async with PostgresResponseStore(PostgresDatabase(postgres_url), 10) as store:
             assert await store.get("resp_old", touch=False) == old
             head = await store.conversation_head("chat", touch=False)
             assert head is not None and head.id == "resp_old"
             version = await store.database.run(lambda c: c.fetchval("SELECT version FROM schema_version"))
-            assert version == 2
+            assert version == 3
             await store.create_conversation(conv(), [item("msg_a")])
             await store.delete_conversation("conv_1")
 

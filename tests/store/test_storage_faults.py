@@ -110,7 +110,9 @@ async def test_a_full_disk_is_a_clear_503_and_the_gateway_keeps_serving(tmp_path
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gateway", "serve", "--port", "0", env=env_for(tmp_path, upstream), cwd=str(REPO),
+        # a window that takes the big inputs below: the disk, not the context, is what runs out
+        sys.executable, "-m", "gateway", "serve", "--port", "0",
+        env=env_for(tmp_path, upstream, LLM_CONTEXT_WINDOW="1000000"), cwd=str(REPO),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, preexec_fn=small_disk)
     assert proc.stdout is not None
     line = (await asyncio.wait_for(proc.stdout.readline(), 20)).decode()

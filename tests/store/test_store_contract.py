@@ -164,7 +164,7 @@ async def _set_newer_schema(store: ResponseStore) -> None:
 async def test_a_database_with_a_newer_schema_is_refused_naming_both_versions(make_store: MakeStore) -> None:
     async with make_store(10) as store:
         await _set_newer_schema(store)
-    with pytest.raises(SchemaVersionError, match="schema version 99, newer than version 2"):
+    with pytest.raises(SchemaVersionError, match="schema version 99, newer than version 3"):
         await make_store(10).open()
 
 

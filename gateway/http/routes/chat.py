@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 from aiohttp import web
 
@@ -16,6 +17,7 @@ from gateway.http.body import read_json_object
 from gateway.http.checks import continue_if_a_run_slot_is_free
 from gateway.http.runs import Messages, run_streamed, run_whole
 from gateway.http.sse import frames
+from gateway.wire import context_budget
 from gateway.wire.chat import parse_chat_request
 from gateway.wire.chat_output import ChatCompletionBuilder
 from gateway.wire.chat_stream import ChatChunkEncoder
@@ -29,6 +31,7 @@ routes = web.RouteTableDef()
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     chat = parse_chat_request(await read_json_object(request))
     settings = request.app[appkeys.SETTINGS]
+    await _check_window(request, chat.messages, [*chat.client_tools], chat.params)
     agent_request = AgentRequest(
         messages=chat.messages, client_tools=chat.client_tools, params=chat.params, stream=chat.stream,
         web=chat.web, background=chat.background, first_source=chat.first_source,
@@ -76,6 +79,18 @@ class _ChatStream:
 
 
 DONE = frames(["[DONE]"])
+
+
+async def _check_window(request: web.Request, messages: Messages, tools: list[Any], params: dict[str, Any]) -> None:
+    """The client sends its whole history, so only `disabled` applies: a 400 before anything goes
+    upstream, rather than the upstream's own error (or a silent cut) for a history over the window."""
+    app = request.app
+    output = params.get("max_completion_tokens", params.get("max_tokens"))
+    fixed = context_budget.fixed_tokens([*messages, *tools], output if isinstance(output, int) else None)
+    if fixed <= context_budget.SMALLEST_WINDOW:
+        return
+    window = await app[appkeys.CONTEXT_WINDOWS].tokens(await app[appkeys.UPSTREAM].model())
+    context_budget.fit([], complete=True, window=window, fixed=fixed, truncation="disabled", api="chat")
 
 
 async def _complete(request: web.Request, agent_request: AgentRequest, model: str, *,

@@ -25,7 +25,7 @@ from gateway.http.routes.conversations import include_values
 from gateway.http.runs import Messages, run_streamed, run_whole
 from gateway.http.sse import named_frames
 from gateway.store.api import ConversationItem, ResponseStore, StoredResponse, UnknownConversationError
-from gateway.wire import ids
+from gateway.wire import context_budget, ids
 from gateway.wire.conversations import is_conversation_id, item_list, parse_list_query, transcript, turn_items
 from gateway.wire.responses_output import ResponseBuilder, event_json
 from gateway.wire.responses_request import ResponsesRequest, parse_responses_request
@@ -44,11 +44,16 @@ def _response_id(request: web.Request) -> str:
 
 @dataclass
 class _Continuation:
-    """What a request continues: the stored conversation (empty for a fresh start), and what the
-    store checks when the turn is kept, so that a turn stored meanwhile (another replica's, or a
-    concurrent request's) makes this one a 409 rather than a lost turn (see store/api.py)."""
+    """What a request continues: the stored conversation as far back as the context window
+    reaches (empty for a fresh start), and what the store checks when the turn is kept, so that a
+    turn stored meanwhile (another replica's, or a concurrent request's) makes this one a 409
+    rather than a lost turn (see store/api.py)."""
 
     transcript: list[dict[str, Any]] = field(default_factory=list)
+    #: False: older history was left unread (the window's budget was spent before its start)
+    complete: bool = True
+    #: the record this turn continues: its parent when stored (previous_response_id, a named head)
+    parent_id: str | None = None
     #: a named conversation: the head it continued ("" when fresh)
     expected_head: str | None = None
     #: a conversation object (`conv_...`): its id, and the last item the turn read ("" if none)
@@ -56,35 +61,56 @@ class _Continuation:
     expected_last: str | None = None
 
 
-async def _continuation(store: ResponseStore, parsed: ResponsesRequest) -> _Continuation:
+async def _continuation(store: ResponseStore, parsed: ResponsesRequest, budget: int) -> _Continuation:
+    """What the turn continues, read newest first within `budget` bytes (context_budget.py)."""
     if parsed.previous_response_id is not None:
-        previous = await store.get(parsed.previous_response_id)
+        previous = await store.chain(parsed.previous_response_id, max_bytes=budget)
         if previous is None:
             raise NotFoundError(
                 f"Previous response with id '{echo(parsed.previous_response_id)}' not found.",
                 param="previous_response_id", code="previous_response_not_found",
             )
-        return _Continuation(previous.transcript)
+        return _Continuation(previous.transcript(), previous.complete, parent_id=parsed.previous_response_id)
     if parsed.conversation is None:
         return _Continuation()
     if is_conversation_id(parsed.conversation):
-        return await _conversation_object(store, parsed, parsed.conversation)
-    head = await store.conversation_head(parsed.conversation)
-    return _Continuation(head.transcript, head.id) if head is not None else _Continuation(expected_head="")
+        return await _conversation_object(store, parsed, parsed.conversation, budget)
+    head = await store.conversation_head(parsed.conversation, touch=False)
+    chain = await store.chain(head.id, max_bytes=budget) if head is not None else None
+    if head is None or chain is None:  # no head, or evicted between the two reads: a fresh start
+        return _Continuation(expected_head="")
+    return _Continuation(chain.transcript(), chain.complete, parent_id=head.id, expected_head=head.id)
 
 
-async def _conversation_object(store: ResponseStore, parsed: ResponsesRequest, conversation_id: str) -> _Continuation:
+async def _conversation_object(store: ResponseStore, parsed: ResponsesRequest, conversation_id: str,
+                               budget: int) -> _Continuation:
     try:
-        items = await store.conversation_items(conversation_id)
+        tail = await store.conversation_tail(conversation_id, max_bytes=budget,
+                                             check_ids=[given["id"] for given in parsed.input_items])
     except UnknownConversationError:
         raise UnknownConversationError.on(conversation_id, param="conversation") from None
-    kept = {item.id for item in items}
     for index, given in enumerate(parsed.input_items):
-        if given["id"] in kept:  # refused now, not after the model ran: the append would be
+        if given["id"] in tail.taken:  # refused now, not after the model ran: the append would be
             raise InvalidRequestError(f"An item with id '{echo(given['id'])}' is already in conversation "
                                       f"'{conversation_id}'; send only the new items.", param=f"input[{index}].id")
-    return _Continuation(transcript([(item.item, item.model) for item in items]),
-                         conversation_id=conversation_id, expected_last=items[-1].id if items else "")
+    return _Continuation(transcript([(item.item, item.model) for item in tail.items]), tail.complete,
+                         conversation_id=conversation_id, expected_last=tail.last_id)
+
+
+async def _within_window(request: web.Request, parsed: ResponsesRequest) -> tuple[_Continuation, list[Any]]:
+    """The continuation, its history cut to the context window (or a 400, see context_budget.py)."""
+    app = request.app
+    instructions = [{"role": "system", "content": parsed.instructions}] if parsed.instructions else []
+    fixed = context_budget.fixed_tokens([*instructions, *parsed.messages, *parsed.chat_tools],
+                                        parsed.max_output_tokens)
+    if parsed.previous_response_id is None and parsed.conversation is None \
+            and fixed <= context_budget.SMALLEST_WINDOW:
+        return _Continuation(), []  # fits any model: no window to look up
+    window = await app[appkeys.CONTEXT_WINDOWS].tokens(await app[appkeys.UPSTREAM].model())
+    continuation = await _continuation(app[appkeys.STORE], parsed, context_budget.history_bytes(window, fixed))
+    history = context_budget.fit(continuation.transcript, complete=continuation.complete, window=window,
+                                 fixed=fixed, truncation=parsed.truncation)
+    return continuation, history
 
 
 @routes.post("/v1/responses", expect_handler=continue_if_a_run_slot_is_free)
@@ -93,20 +119,19 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     app = request.app
     settings = app[appkeys.SETTINGS]
     store = app[appkeys.STORE]
-    continuation = await _continuation(store, parsed)
+    continuation, history = await _within_window(request, parsed)
     agent_request = AgentRequest(
-        messages=[*continuation.transcript, *parsed.messages], client_tools=parsed.chat_tools,
+        messages=[*history, *parsed.messages], client_tools=parsed.chat_tools,
         params=parsed.upstream_params(), stream=parsed.stream, instructions=parsed.instructions,
         web=parsed.web,
     )
     builder = ResponseBuilder(parsed, model=parsed.model or settings.model_name, events=parsed.stream,
                               reasoning=settings.reasoning == "show")
     if parsed.stream:
-        reply = _ResponsesStream(store, parsed, builder, agent_request.messages, continuation)
+        reply = _ResponsesStream(store, parsed, builder, continuation)
         return await run_streamed(request, agent_request, reply, log=log)
     builder.start()
-    return await run_whole(app, agent_request, _ResponsesWhole(store, parsed, builder, agent_request.messages,
-                                                               continuation))
+    return await run_whole(app, agent_request, _ResponsesWhole(store, parsed, builder, continuation))
 
 
 def _named(events: list[dict[str, Any]]) -> bytes:
@@ -125,13 +150,14 @@ class _Reply:
     """What both kinds of Responses reply share: the builder, and storing the response."""
 
     def __init__(self, store: ResponseStore, parsed: ResponsesRequest, builder: ResponseBuilder,
-                 history: list[dict[str, Any]], continuation: _Continuation) -> None:
-        self.store, self.parsed, self.builder, self.history = store, parsed, builder, history
+                 continuation: _Continuation) -> None:
+        self.store, self.parsed, self.builder = store, parsed, builder
         self.continuation = continuation
 
     async def save(self, messages: Messages) -> None:
-        """Store the response as the builder has it, with the conversation so far: the history
-        the turn continued and the transcript the agent kept of it. A turn of a conversation
+        """Store the response as the builder has it, with its own turn (its input and the
+        transcript the agent kept of it) and a link to the record it continued, never a copy of
+        the history (a chain is read back by walking parents). A turn of a conversation
         object that ended (completed or incomplete, not failed or cut short) appends its input
         and output items to it, with the response in the same write, whatever `store` says
         (as OpenAI does: `store` is about the response object)."""
@@ -140,9 +166,9 @@ class _Reply:
         conversation_id = continuation.conversation_id
         record = StoredResponse(
             id=builder.id, created_at=builder.created_at, response=response,
-            transcript=[*self.history, *messages], input_items=parsed.input_items,
+            transcript=[*parsed.messages, *messages], input_items=parsed.input_items,
             conversation=None if conversation_id is not None else parsed.conversation,
-            expected_head=continuation.expected_head,
+            parent_id=continuation.parent_id, expected_head=continuation.expected_head,
         )
         # Shielded: a client going away must not cancel the write halfway.
         if conversation_id is not None and builder.status in ("completed", "incomplete"):

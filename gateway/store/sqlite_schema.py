@@ -1,0 +1,131 @@
+"""The SQLite backend's schema, as ordered migration steps: step n takes a file from version n-1
+to n, in place, and a fresh file runs them all. A later version adds its step at the end.
+
+Version 3 (per-turn records, byte sizes): a response keeps its own turn and its parent's id
+(`parent_id`); every row keeps its size (`bytes`: its JSON columns' length, which is their byte
+length, the JSON being ASCII) and triggers keep the sum in `store_usage`, so the byte bound is one
+read; `history_bytes` is the size of a turn's messages (what `chain` spends its budget on), and a
+covering index lets a conversation's tail be measured without reading its items. A version-2 row
+keeps its whole transcript and gets no parent: it reads as the start of its chain.
+
+Space: the file uses `auto_vacuum = INCREMENTAL` (a new file from its first page; an older one is
+switched by a VACUUM once, when it is opened by this version), so the store can hand freed pages
+back to the file system (`PRAGMA incremental_vacuum`, sqlite.py) and the file shrinks.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import aiosqlite
+
+from gateway.store.api import SchemaVersionError
+
+log = logging.getLogger("agent_gateway.store")
+
+SCHEMA_VERSION = 3
+
+_USAGE_TRIGGERS = tuple(
+    f"""CREATE TRIGGER IF NOT EXISTS {table}_usage_{event.split()[0].lower()} AFTER {event} ON {table}
+    BEGIN UPDATE store_usage SET bytes = bytes {change}; END"""
+    for table in ("responses", "conversation_objects", "conversation_items")
+    for event, change in (("INSERT", "+ new.bytes"), ("DELETE", "- old.bytes"),
+                          ("UPDATE OF bytes", "- old.bytes + new.bytes"))
+)
+
+STEPS: dict[int, tuple[str, ...]] = {
+    1: (
+        """CREATE TABLE IF NOT EXISTS responses (
+            id TEXT PRIMARY KEY,
+            created_at INTEGER NOT NULL,
+            last_access INTEGER NOT NULL,
+            conversation TEXT,
+            response TEXT NOT NULL,
+            transcript TEXT NOT NULL,
+            input_items TEXT NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS responses_by_last_access ON responses (last_access)",
+        """CREATE TABLE IF NOT EXISTS conversations (
+            name TEXT PRIMARY KEY,
+            response_id TEXT NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS conversations_by_response ON conversations (response_id)",
+        # A name whose head is deleted or evicted starts fresh. A trigger rather than a statement per
+        # delete: an eviction or a delete is then one statement, so one hand-over to aiosqlite's thread.
+        """CREATE TRIGGER IF NOT EXISTS responses_end_their_conversations AFTER DELETE ON responses
+        BEGIN DELETE FROM conversations WHERE response_id = old.id; END""",
+    ),
+    # the Conversations API's objects (sqlite_conversations.py)
+    2: (
+        """CREATE TABLE IF NOT EXISTS conversation_objects (
+            id TEXT PRIMARY KEY,
+            created_at INTEGER NOT NULL,
+            metadata TEXT NOT NULL
+        )""",
+        """CREATE TABLE IF NOT EXISTS conversation_items (
+            conversation_id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            id TEXT NOT NULL,
+            item TEXT NOT NULL,
+            model TEXT,
+            PRIMARY KEY (conversation_id, id)
+        )""",
+        "CREATE UNIQUE INDEX IF NOT EXISTS conversation_items_in_order"
+        " ON conversation_items (conversation_id, position)",
+        # a trigger rather than a foreign key: SQLite enforces those only with a per-connection pragma
+        """CREATE TRIGGER IF NOT EXISTS conversations_take_their_items AFTER DELETE ON conversation_objects
+        BEGIN DELETE FROM conversation_items WHERE conversation_id = old.id; END""",
+    ),
+    # per-turn records and byte sizes (the module docstring)
+    3: (
+        "ALTER TABLE responses ADD COLUMN parent_id TEXT",
+        "ALTER TABLE responses ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE responses ADD COLUMN history_bytes INTEGER NOT NULL DEFAULT 0",
+        "UPDATE responses SET bytes = length(response) + length(transcript) + length(input_items),"
+        " history_bytes = length(transcript)",
+        "ALTER TABLE conversation_objects ADD COLUMN last_access INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE conversation_objects ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0",
+        "UPDATE conversation_objects SET last_access = created_at * 1000000, bytes = length(metadata)",
+        "ALTER TABLE conversation_items ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0",
+        "UPDATE conversation_items SET bytes = length(item) + coalesce(length(model), 0)",
+        "CREATE INDEX IF NOT EXISTS conversation_items_sizes ON conversation_items (conversation_id, position, bytes)",
+        "CREATE INDEX IF NOT EXISTS conversation_objects_by_last_access ON conversation_objects (last_access, id)",
+        "CREATE TABLE IF NOT EXISTS store_usage (bytes INTEGER NOT NULL)",
+        "INSERT INTO store_usage SELECT (SELECT coalesce(sum(bytes), 0) FROM responses)"
+        " + (SELECT coalesce(sum(bytes), 0) FROM conversation_objects)"
+        " + (SELECT coalesce(sum(bytes), 0) FROM conversation_items)",
+        *_USAGE_TRIGGERS,
+    ),
+}
+
+
+async def migrate(writer: aiosqlite.Connection, path: Path) -> None:
+    """Brings the file to SCHEMA_VERSION, step by step, in one write transaction (BEGIN IMMEDIATE:
+    two processes opening one file migrate one at a time). Raises SchemaVersionError for a file of
+    a newer version, sqlite3.Error for a fault."""
+    # on a fresh file this must come before the first table; on an older one it takes the VACUUM below
+    await writer.execute("PRAGMA auto_vacuum = INCREMENTAL")
+    await writer.execute("BEGIN IMMEDIATE")
+    try:
+        await writer.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        found = list(await writer.execute_fetchall("SELECT max(version) FROM schema_version"))
+        current = int(found[0][0]) if found and found[0][0] is not None else 0
+        if current > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"the response store at {path} has schema version {current}, newer than "
+                f"version {SCHEMA_VERSION} that this gateway knows: upgrade the gateway")
+        for version in range(current + 1, SCHEMA_VERSION + 1):
+            for statement in STEPS[version]:
+                await writer.execute(statement)
+        if current < SCHEMA_VERSION:
+            await writer.execute("DELETE FROM schema_version")
+            await writer.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+        await writer.commit()
+    except BaseException:
+        await writer.rollback()
+        raise
+    mode = list(await writer.execute_fetchall("PRAGMA auto_vacuum"))
+    if int(mode[0][0]) != 2:  # a file made before version 3: switched once, which rewrites it
+        log.info("the response store at %s is being compacted once (VACUUM) to reclaim space from now on", path)
+        await writer.executescript("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;")
