@@ -15,9 +15,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import logging
-import os
-import socket
 import ssl
 import weakref
 from collections.abc import AsyncGenerator, Mapping
@@ -35,11 +32,11 @@ from gateway.errors import (
     InvalidRequestError,
     RateLimitError,
     UpstreamError,
-    UpstreamTimeoutError,
 )
 from gateway.upstream.deltas import Finish, Text, UpstreamDelta, deltas_of
+from gateway.upstream.faults import fault
 from gateway.upstream.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta, plain_text, sse_batches
-from gateway.upstream.text import error_message, relayed, without_credentials
+from gateway.upstream.text import error_message, without_credentials
 
 #: After `[DONE]`, how long (and how much) to read for the end of the body, so that the connection
 #: goes back to the pool instead of being closed (a new TCP connection per stream otherwise).
@@ -60,18 +57,6 @@ def _parse_retry_after(value: str | None) -> float | None:
         return None
 
 
-def _reason(exc: aiohttp.ClientConnectorError) -> str:
-    """A connect failure in the OS's words: "Connection refused", "Name or service not known" ..."""
-    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-        return f"TLS: {getattr(exc.certificate_error, 'reason', None) or exc.certificate_error}"
-    error = exc.os_error
-    if isinstance(error, ssl.SSLError):
-        return f"TLS: {error.reason or error}"
-    if error.errno and error.errno > 0 and not isinstance(error, socket.gaierror):
-        return os.strerror(error.errno)  # asyncio words it "Connect call failed (...)"
-    return error.strerror or str(error) or type(error).__name__
-
-log = logging.getLogger("agent_gateway.upstream")
 #: Whether the upstream request this task made last went out on a pooled connection. A context
 #: variable (per task), not shared state: each request's task reads the answer its own connect set.
 _REUSED: ContextVar[bool] = ContextVar("upstream_connection_reused", default=False)
@@ -160,16 +145,7 @@ class UpstreamClient:
         return self._session
 
     def _fault(self, exc: BaseException) -> GatewayError:
-        where = "the upstream model"  # its address in the log, never in a client's error
-        log.warning("upstream model at %s: %s", self.base_url, f"{type(exc).__name__}: {exc}")
-        if isinstance(exc, TimeoutError):
-            return UpstreamTimeoutError(f"{where} timed out")
-        if isinstance(exc, aiohttp.ClientConnectorError):
-            return UpstreamError(f"{where} is unreachable ({relayed(_reason(exc), self._secrets)})",
-                                 code="upstream_unreachable")
-        if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError | ConnectionError):
-            return UpstreamError(f"{where} closed the connection mid-reply")
-        return UpstreamError(f"{where} failed: {relayed(str(exc) or type(exc).__name__, self._secrets)}")
+        return fault(exc, self.base_url, self._secrets)
 
     async def _request(self, method: str, url: URL, body: bytes | None = None,
                        headers: Mapping[str, str] | None = None) -> aiohttp.ClientResponse:
