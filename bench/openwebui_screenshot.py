@@ -12,7 +12,9 @@ bounded waits):
 3. Open WebUI, offline, with the gateway as its only OpenAI connection and no login;
 4. bench/openwebui_chat.mjs under Node with playwright-core, driving Debian's Chromium: picks the
    model `agent-gateway`, asks "What do otters eat?", waits for the answer, opens the reasoning, the
-   status line and the Sources, and writes the PNG.
+   status line and the Sources, and writes the PNG. With `--second-model NAME` the gateway has two
+   model routes (`models:`, both on the fake) and a second chat, in a fresh browser, picks NAME
+   (its picture next to --out, named after it); the gateway's access lines say which route served.
 
 Scenarios (`--scenario`): `search` (the question alone; docs/openwebui.png), `document` (a text file
 attached, so Open WebUI sends its document template, and the gateway still searches:
@@ -250,6 +252,9 @@ def screenshot(args: argparse.Namespace, work: Path, children: list[Child]) -> i
 
     home = work / "gateway-home"
     home.mkdir()
+    if args.second_model:  # two model routes to the same fake: two entries in Open WebUI's menu
+        (home / "config.yaml").write_text(
+            f"models:\n  {args.model}:\n    model: fake-reasoner\n  {args.second_model}:\n    model: fake-reasoner\n")
     gateway = start("gateway", [sys.executable, "-m", "gateway", "serve", "--port", str(gw_port)], clean_env({
         "PYTHONPATH": str(src), "AGENT_GATEWAY_HOME": str(home), "API_SERVER_HOST": "127.0.0.1",
         "API_SERVER_KEY": API_KEY, "API_SERVER_MODEL_NAME": args.model,
@@ -292,6 +297,13 @@ def screenshot(args: argparse.Namespace, work: Path, children: list[Child]) -> i
             if child.proc.poll() is not None:
                 log(f"{child.name} exited early ({child.proc.returncode}):\n{child.tail()}")
                 return 1
+    if args.second_model:  # the search chat again on the second model route, in a picture of its own
+        picture, prompt, attach, toggle = SCENARIOS["search"]
+        first = Path(args.out).resolve() if args.out else REPO / "docs" / picture
+        args.model, second = args.second_model, first.with_name(f"{first.stem}-{args.second_model}{first.suffix}")
+        failed += chat(args, work, children, script, owui_url, "second", second, prompt, attach, toggle)
+        served = [line for line in gateway.log_path.read_text(errors="replace").splitlines() if " model=" in line]
+        log("gateway access lines with a model route:\n" + "\n".join(served[-12:]))
     recorded = work / "requests.jsonl"
     if recorded.exists():
         for line in recorded.read_text().splitlines():
@@ -363,6 +375,8 @@ def main() -> None:
                         help="where Open WebUI's venv and playwright-core are installed")
     parser.add_argument("--owui-version", default=OWUI_VERSION, help="Open WebUI release to install")
     parser.add_argument("--model", default="agent-gateway", help="the gateway's model name, picked in the UI")
+    parser.add_argument("--second-model", default="",
+                        help="a second model route (both on the fake): two models in the menu, a chat on each")
     parser.add_argument("--progress", default=None,
                         help="AGENT_TOOL_PROGRESS for the gateway (default: unset, the gateway's default)")
     parser.add_argument("--start-timeout", type=float, default=420, help="seconds for Open WebUI to start")

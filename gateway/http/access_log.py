@@ -14,11 +14,15 @@ import logging
 import os
 import re
 import time
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from gateway.http.batched_log import BatchingStreamHandler
 from gateway.http.log_limits import printable
+
+if TYPE_CHECKING:
+    from gateway.upstream.routes import RouteTurn
 
 HEADER = "X-Request-Id"
 _SANE_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
@@ -39,6 +43,12 @@ def choose_request_id(presented: str | None) -> str:
     if presented is not None and _SANE_ID.fullmatch(presented):
         return presented
     return new_request_id()
+
+
+#: The request's model route, when routes are configured (set by gateway/http/model_routes.py). A
+#: context variable, like the request id: read in the request's own task, and a lookup that costs
+#: nothing when unset (a request key the request lacks would raise and catch a KeyError).
+MODEL_ROUTE: contextvars.ContextVar[RouteTurn | None] = contextvars.ContextVar("model_route", default=None)
 
 
 def current_request_id() -> str | None:
@@ -62,8 +72,13 @@ def log_access(request: web.Request, request_id: str, status: int | str, started
     record carries the id."""
     if access_log.isEnabledFor(logging.INFO):  # no record when it is off
         # the path is escaped here as well as by the serve formatter, for handlers configured elsewhere
-        access_log.info("%s %s %s %.0fms id=%s", printable(request.method), printable(request.path), status,
-                        (ended - started) * 1000, request_id)
+        turn = MODEL_ROUTE.get()
+        if turn is None:
+            access_log.info("%s %s %s %.0fms id=%s", printable(request.method), printable(request.path), status,
+                            (ended - started) * 1000, request_id)
+        else:  # with model routes: the one that served (a configured id, not the client's text)
+            access_log.info("%s %s %s %.0fms id=%s model=%s", printable(request.method), printable(request.path),
+                            status, (ended - started) * 1000, request_id, turn.served.id)
 
 
 def add_request_id_header(response: web.StreamResponse) -> None:

@@ -44,11 +44,13 @@ class JsonFormatter(logging.Formatter):
             "request_id": None if request_id in (None, "-") else request_id,
             "message": record.getMessage(),
         }
-        if record.name == ACCESS_LOGGER and isinstance(record.args, tuple) and len(record.args) == 5:
-            # gateway/http/access_log.py log_access: method, path, status, milliseconds, id
-            method, path, status, elapsed_ms, _ = record.args
+        if record.name == ACCESS_LOGGER and isinstance(record.args, tuple) and len(record.args) in (5, 6):
+            # gateway/http/access_log.py log_access: method, path, status, milliseconds, id[, model route]
+            method, path, status, elapsed_ms = record.args[:4]
             fields.update(method=method, path=path, status=status,
                           duration_ms=round(elapsed_ms, 1) if isinstance(elapsed_ms, float) else elapsed_ms)
+            if len(record.args) == 6:
+                fields["model"] = record.args[5]
         if record.exc_info:
             fields["exception"] = self.formatException(record.exc_info)
         elif record.exc_text:
