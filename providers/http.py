@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
+from providers.failures import TIMEOUT, UNREACHABLE, kind_for_status
 from providers.web import ProviderError
 
 if TYPE_CHECKING:
@@ -30,12 +31,16 @@ class HTTPStatusError(ProviderError):
     """The service answered an HTTP error; `status` lets a provider add service-specific advice.
 
     408, 429 and 5xx are retryable (another provider, or this one later, may answer); a 429's
-    `Retry-After` (in seconds, or an HTTP date) becomes `retry_after`.
+    `Retry-After` (in seconds, or an HTTP date) becomes `retry_after`; `kind` follows the status
+    (providers/failures.py) unless the provider knows better (a 404 naming a retired model).
     """
 
-    def __init__(self, message: str, status: int, retry_after: str | None = None) -> None:
-        retryable = status in (408, 429) or status >= 500
-        super().__init__(message, retryable=retryable, retry_after=parse_retry_after(retry_after))
+    def __init__(self, message: str, status: int, retry_after: str | None = None, *,
+                 retryable: bool | None = None, kind: str | None = None) -> None:
+        if retryable is None:
+            retryable = status in (408, 429) or status >= 500
+        super().__init__(message, retryable=retryable, retry_after=parse_retry_after(retry_after),
+                         kind=kind or kind_for_status(status))
         self.status = status
 
 
@@ -143,9 +148,10 @@ async def send(
     try:
         return await client.request(method, url, **kwargs)
     except httpx.TimeoutException as exc:
-        raise ProviderError(f"{service} timed out ({type(exc).__name__})", retryable=True) from exc
+        raise ProviderError(f"{service} timed out ({type(exc).__name__})", retryable=True, kind=TIMEOUT) from exc
     except httpx.HTTPError as exc:
-        raise ProviderError(f"{service} could not be reached: {exc or type(exc).__name__}", retryable=True) from exc
+        raise ProviderError(f"{service} could not be reached: {exc or type(exc).__name__}", retryable=True,
+                            kind=UNREACHABLE) from exc
 
 
 def json_body(service: str, response: httpx.Response) -> Any:

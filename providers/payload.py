@@ -102,6 +102,38 @@ def search_hits(
     return search_result(hits)
 
 
+def _cut_query(query: str, max_chars: int, max_words: int | None) -> str:
+    words = query.split()
+    cut = " ".join(words[:max_words] if max_words else words)
+    if len(cut) > max_chars:
+        cut = cut[:max_chars]
+        space = cut.rfind(" ")
+        cut = cut[:space] if space > max_chars // 2 else cut
+    return cut
+
+
+def _with_sites(query: str, domains: list[str]) -> str:
+    sites = " OR ".join(f"site:{d}" for d in domains)
+    if not domains:
+        return query
+    return f"{query} {sites}" if len(domains) == 1 else f"{query} ({sites})"
+
+
+def query_with_sites(query: str, domains: Iterable[str], *, max_chars: int, max_words: int | None = None) -> str:
+    """A query for a service without a domain filter, within its limits: `site:` operators for as
+    many domains as fit in half of them, and the query cut to the rest, so a long query never cuts
+    the filter off (the gateway drops off-domain hits from the results either way)."""
+    chosen: list[str] = []
+    for domain in domains:
+        suffix = _with_sites("", [*chosen, domain])
+        if len(suffix) > max_chars // 2 or (max_words and len(suffix.split()) > max_words // 2):
+            break
+        chosen.append(domain)
+    suffix = _with_sites("", chosen)
+    room_words = max_words - len(suffix.split()) if max_words else None
+    return _with_sites(_cut_query(query, max_chars - len(suffix), room_words), chosen)
+
+
 def _url_key(url: str) -> str:
     # Services echo URLs back normalised (trailing slash, scheme case); compare loosely.
     return url.strip().rstrip("/").lower()
@@ -146,7 +178,7 @@ async def as_envelope(work: Awaitable[Envelope]) -> Envelope:
     try:
         return await work
     except ProviderError as exc:
-        return failure(str(exc), retryable=exc.retryable, retry_after=exc.retry_after)
+        return failure(str(exc), retryable=exc.retryable, retry_after=exc.retry_after, kind=exc.kind)
 
 
 def bounded(value: Any, high: int, default: int = 5, low: int = 1) -> int:

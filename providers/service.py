@@ -121,6 +121,11 @@ class ServiceProvider(WebSearchProvider):
         retry_after = response.headers.get("Retry-After")
         return describe_http_error(self.service, response.status_code, decoded_body(response), retry_after)
 
+    def http_error(self, response: httpx.Response) -> HTTPStatusError:
+        """The error raised for an HTTP error answer: `describe_error`'s sentence, retryable and
+        kind from the status. Override to give a status a different kind (xAI's retired model)."""
+        return HTTPStatusError(self.describe_error(response), response.status_code, response.headers.get("Retry-After"))
+
     async def call_json(
         self,
         method: str,
@@ -147,9 +152,7 @@ class ServiceProvider(WebSearchProvider):
             kwargs["timeout"] = http_timeout(timeout) if isinstance(timeout, int | float) else timeout
         response = await send(self._http.get(), self.service, method, self.url_for(path), **kwargs)
         if response.status_code >= 400:
-            raise HTTPStatusError(
-                self.describe_error(response), response.status_code, response.headers.get("Retry-After")
-            )
+            raise self.http_error(response)
         return json_body(self.service, response)
 
     async def post_json(self, path: str, payload: Any, *, timeout: httpx.Timeout | float | None = None) -> Any:
@@ -214,7 +217,7 @@ async def fetch_each(
     if all(isinstance(o, ProviderError) for o in outcomes):
         first = outcomes[0]
         assert isinstance(first, ProviderError)
-        return failure(str(first), retryable=first.retryable, retry_after=first.retry_after)
+        return failure(str(first), retryable=first.retryable, retry_after=first.retry_after, kind=first.kind)
     return extract_result(
         page(u, error=str(o)) if isinstance(o, ProviderError) else o for u, o in zip(urls, outcomes, strict=True)
     )

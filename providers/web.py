@@ -15,7 +15,7 @@ helpers below:
     extract -> {"success": True, "data": [{"url", "title", "content", "raw_content",
                                             "metadata"?, "error"?}]}
     failure -> {"success": False, "error": "one human-readable sentence",
-                "retryable"?: True, "retry_after"?: seconds}
+                "retryable"?: True, "retry_after"?: seconds, "kind"?: "bad_key" | ...}
 
 Search options: a request may restrict or localise a search (OpenAI's hosted web_search options).
 The gateway passes each of `SEARCH_OPTIONS` only to a provider that takes it: one that names it as
@@ -35,6 +35,9 @@ A failure marked `retryable` (the service timed out, could not be reached, answe
 the call to the next provider of the fallback chain and counts towards the provider's cool-down;
 `retry_after` (seconds, from a 429's Retry-After) keeps the provider skipped that long. A failure
 without the mark is the provider's considered answer and is handed to the model as it is.
+`kind` (optional, one of `providers.failures.KINDS`: "bad_key", "rate_limited", "model_retired" ...)
+names what went wrong for the fallback log and `agent-gateway tools --check`; without it the
+gateway reads the kind from the sentence.
 """
 
 from __future__ import annotations
@@ -58,12 +61,15 @@ class ProviderError(AgentGatewayError):
 
     `retryable=True` says another try (elsewhere, or later) may well succeed: a timeout, a
     connection error, a 429 or a 5xx. `retry_after` is how many seconds the service asked to wait.
+    `kind` names the failure (providers/failures.py), when the raiser knows it.
     """
 
-    def __init__(self, *args: Any, retryable: bool = False, retry_after: float | None = None) -> None:
+    def __init__(self, *args: Any, retryable: bool = False, retry_after: float | None = None,
+                 kind: str | None = None) -> None:
         super().__init__(*args)
         self.retryable = retryable
         self.retry_after = retry_after
+        self.kind = kind
 
 
 class WebSearchProvider(ABC):  # noqa: B024 - every method has a sensible default; subclasses pick
@@ -178,12 +184,15 @@ def extract_result(pages: Iterable[Mapping[str, Any]]) -> Envelope:
     return {"success": True, "data": [dict(p) for p in pages]}
 
 
-def failure(message: str, *, retryable: bool = False, retry_after: float | None = None) -> Envelope:
+def failure(message: str, *, retryable: bool = False, retry_after: float | None = None,
+            kind: str | None = None) -> Envelope:
     envelope: Envelope = {"success": False, "error": message}
     if retryable:
         envelope["retryable"] = True
     if retry_after is not None:
         envelope["retry_after"] = retry_after
+    if kind:
+        envelope["kind"] = kind
     return envelope
 
 
@@ -197,7 +206,9 @@ def validate_envelope(result: Any, kind: str, provider: str = "provider") -> Env
         return failure(f"{provider} returned a malformed result for {kind} (not an envelope)")
     if result["success"] is False:
         error = result.get("error")
-        return failure(str(error) if error else f"{kind} failed without a reason")
+        named = result.get("kind")
+        return failure(str(error) if error else f"{kind} failed without a reason",
+                       kind=named if isinstance(named, str) else None)
     data = result.get("data")
     if kind == "search":
         web = data.get("web") if isinstance(data, dict) else None

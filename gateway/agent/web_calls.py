@@ -8,6 +8,9 @@ whether it was the provider's *fault* (try the next provider, count towards its 
   that is not a `ProviderError` (a broken plugin), or a failure envelope marked `retryable`;
 - not a fault: a result (an empty one too: "no results" is an answer), or a failure envelope
   without the mark (the provider's considered answer, e.g. a rejected key or query).
+
+A failed attempt also carries its `kind` (providers/failures.py: bad key, rate-limited, model
+retired ...), for the fallback log and `agent-gateway tools --check`; the model gets the sentence.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from providers.failures import FAILED, SERVICE_ERROR, TIMEOUT, failure_kind, kind_of_text
 from providers.web import Envelope, ProviderError, failure, validate_envelope
 
 
@@ -29,6 +33,8 @@ class Attempt:
     fault: bool = False
     #: Seconds the service asked us to wait (a 429's Retry-After), when it said.
     retry_after: float | None = None
+    #: What kind of failure it was (providers/failures.py); None for a success.
+    kind: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -75,9 +81,11 @@ async def attempt(
     try:
         raw = await call_provider(method, *args, timeout=timeout, **kwargs)
     except ProviderError as exc:
-        return Attempt(failure(describe_exception(exc, provider, timeout)), exc.retryable, exc.retry_after)
+        message = describe_exception(exc, provider, timeout)
+        return Attempt(failure(message), exc.retryable, exc.retry_after, exc.kind or kind_of_text(message))
     except Exception as exc:  # noqa: BLE001 - a timeout or a broken plugin: the next provider may answer
-        return Attempt(failure(describe_exception(exc, provider, timeout)), fault=True)
+        named = TIMEOUT if isinstance(exc, TimeoutError) else FAILED
+        return Attempt(failure(describe_exception(exc, provider, timeout)), fault=True, kind=named)
     return classify(raw, kind, provider)
 
 
@@ -88,6 +96,7 @@ def classify(raw: Any, kind: str, provider: str) -> Attempt:
         retry_after = raw.get("retry_after")
         wait = float(retry_after) if isinstance(retry_after, int | float) and retry_after >= 0 else None
         message = str(error) if error else f"{provider}: {kind} failed without a reason"
-        return Attempt(failure(message), fault=raw.get("retryable") is True, retry_after=wait)
+        return Attempt(failure(message), fault=raw.get("retryable") is True, retry_after=wait,
+                       kind=failure_kind(raw))
     result = validate_envelope(raw, kind, provider)
-    return Attempt(result, fault=not result["success"])
+    return Attempt(result, fault=not result["success"], kind=None if result["success"] else SERVICE_ERROR)

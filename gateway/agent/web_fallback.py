@@ -33,6 +33,7 @@ from typing import Any
 from gateway.agent.web_cache import CacheKey, ResultCache
 from gateway.agent.web_calls import Attempt, seconds
 from gateway.config.settings import AUTO_FALLBACK, Settings
+from providers.failures import describe_kind
 from providers.registry import ProviderRegistry, availability, supports
 from providers.web import Envelope, WebSearchProvider, failure
 
@@ -205,8 +206,8 @@ class FallbackRunner:
             reasons.append(error)
             following = ready[index + 1].name if index + 1 < len(ready) else None
             if following:
-                log.warning("web %s: %s failed (%s); falling back to %s", chain.capability, provider.name,
-                            error, following)
+                log.warning("web %s: %s failed [%s] (%s); falling back to %s", chain.capability, provider.name,
+                            describe_kind(outcome.kind or "failed", outcome.retry_after), error, following)
         if len(chain.providers) > 1:
             log.warning("web %s: no provider of %s answered", chain.capability, " -> ".join(chain.names()))
         return failure("; ".join(reasons) or f"no web provider for {chain.capability} answered")

@@ -1,4 +1,5 @@
-"""The CLI's web commands: `agent-gateway tools` and `agent-gateway plugins list|enable|disable NAME`.
+"""The CLI's web commands: `agent-gateway tools [--check [NAME...]]` and `agent-gateway plugins
+list|enable|disable NAME`. The live check itself is gateway/cli/web_check.py.
 
 Pure functions returning text (and an exit code); the CLI module wires them into argparse.
 """
@@ -11,6 +12,7 @@ import sys
 from pathlib import Path
 
 from gateway.agent.web_fallback import chain_report
+from gateway.cli.web_check import CHECK_PAGE, run_check
 from gateway.config.files import get_config_value, set_config_value
 from gateway.config.profiles import ProfileError, require_profile
 from gateway.config.settings import Settings, default_home, load_settings
@@ -148,6 +150,11 @@ def _list(settings: Settings) -> str:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     tools = subparsers.add_parser("tools", help="show web providers, their capabilities and which are active")
+    tools.add_argument("--check", nargs="*", metavar="NAME", default=None,
+                       help="run one small real search (and extract) through each configured provider, "
+                            "or the NAMEd ones; exit 1 if any failed")
+    tools.add_argument("--page", default=None, metavar="URL",
+                       help=f"the page --check extracts (default {CHECK_PAGE})")
     tools.set_defaults(func=_run_tools)
     plugins = subparsers.add_parser("plugins", help="list, enable or disable web provider plugins")
     plugins.add_argument("action", choices=("list", "enable", "disable"))
@@ -168,7 +175,12 @@ def _existing_profile(args: argparse.Namespace) -> bool:
 def _run_tools(args: argparse.Namespace) -> int:
     if not _existing_profile(args):
         return 1
-    sys.stdout.write(tools_report(load_settings(profile=args.profile)))
+    settings = load_settings(profile=args.profile)
+    if args.check is not None:
+        code, text = run_check(settings, list(args.check), args.page or CHECK_PAGE)
+        (sys.stderr if code == 2 else sys.stdout).write(text)
+        return code
+    sys.stdout.write(tools_report(settings))
     return 0
 
 

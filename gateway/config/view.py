@@ -186,6 +186,9 @@ def web_provider_lines(settings: Settings) -> tuple[list[str], list[str]]:
         lines.extend(chain_lines)
         warnings.extend(chain_warnings)
         warnings.extend(f"web plugin {error.plugin} failed to load: {error.reason}" for error in registry.load_errors)
+        # A key that passes these checks can still be wrong (or out of credit) at the service.
+        lines.append("web check: after adding a key, run `agent-gateway tools --check` (one real search "
+                     "per configured provider)")
         builtin = registry.get("fetch")  # needs no settings: unavailable means the install is broken
         if builtin is not None:
             available, missing = availability(builtin)

@@ -3,6 +3,10 @@
 Checks requests as Exa does (key header, camelCase fields, required `query` / `urls`) and
 answers errors as `{"requestId", "error", "tag"}`. /contents reports per-URL failures in
 `statuses` inside a 200, like the real service.
+
+Follows Exa's API reference (docs.exa.ai, "Search", "Get contents", "Error codes") and exa-py
+2.28.0: errors carry a `tag` (401 INVALID_API_KEY, 402 NO_MORE_CREDITS, 429 RATE_LIMIT_EXCEEDED);
+/contents answers each URL in `statuses[{id, status, error{tag, httpStatusCode}}]`.
 """
 
 from __future__ import annotations
@@ -90,7 +94,8 @@ class ExaFake(FakeService):
         return app
 
     def error(self, status: int, message: str) -> web.StreamResponse:
-        tag = "INVALID_API_KEY" if status == 401 else "INVALID_REQUEST_BODY"
+        tag = {401: "INVALID_API_KEY", 402: "NO_MORE_CREDITS", 429: "RATE_LIMIT_EXCEEDED"}.get(
+            status, "INVALID_REQUEST_BODY")
         return web.json_response({"requestId": "req_fake", "error": message, "tag": tag}, status=status)
 
     @staticmethod

@@ -4,6 +4,11 @@ Checks requests as Firecrawl does (bearer key unless running as a keyless self-h
 JSON bodies with known fields and ranges) and answers errors as `{"success": false, "error"}`.
 Crawl jobs report `scraping` for `polls_before_done` polls, then `completed` with their pages;
 `page_size` splits the finished job's pages across `next` links like the real pagination.
+
+Follows Firecrawl's v2 API reference (docs.firecrawl.dev, "Search", "Scrape", "Crawl", "Errors")
+and firecrawl-py 4.55.0 (v2 client): search `query` at most 500 characters, `limit` 1-100, no
+domain-filter field; errors `{"success": false, "error"}` with 402 for spent credits, 429 for the
+rate limit (`error_reply()` gives both as the service words them).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.fakes.scripted import FakeService, Recorded, serve
+from tests.fakes.scripted import FakeService, Recorded, Reply, serve
 
 API_KEY = "fc-test-key"
 
@@ -70,6 +75,19 @@ CRAWL_FIELDS = {
 
 def _is_http_url(value: Any) -> bool:
     return isinstance(value, str) and value.startswith(("http://", "https://"))
+
+
+ERRORS = {
+    402: "Insufficient credits to perform this request. For more credits, you can upgrade your plan at "
+         "https://firecrawl.dev/pricing.",
+    429: "Rate limit exceeded. Consumed (req/min): 11, Remaining (req/min): 0. Upgrade your plan at "
+         "https://firecrawl.dev/pricing for increased rate limits or please retry after 49s, resets at "
+         "Tue Dec 01 2026 22:00:00 GMT+0000 (Coordinated Universal Time)",
+}
+
+
+def error_reply(status: int, **headers: str) -> Reply:
+    return Reply(status, {"success": False, "error": ERRORS[status]}, headers=headers)
 
 
 class FirecrawlFake(FakeService):

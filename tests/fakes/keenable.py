@@ -3,6 +3,11 @@
 Keyed: `POST /v1/search`, `GET /v1/fetch?url=` with `X-API-Key`. Keyless: the same paths
 under `/public`, which require an `X-Keenable-Title` header naming the caller and refuse a key.
 Fetch serves only "indexed" pages: anything in `unindexed` answers 404 like the real service.
+
+Follows Keenable's REST reference (docs.keenable.ai/api-reference, "Search" and "Fetch": fetch takes
+`url` and `max_chars`, and "only URLs that Keenable indexes are supported") and the keenable 0.1.1
+SDK (search `site` restricts to one domain, `mode`, the date filters; `max_results` 1-50 is
+accepted but documented nowhere in the reference, so nothing relies on it being honoured).
 """
 
 from __future__ import annotations
@@ -27,6 +32,11 @@ SEARCH_FIELDS = {
     "acquired_before",
     "snippet_max_length",
 }
+
+
+def _on_site(url: str, site: str) -> bool:
+    host = url.split("://", 1)[-1].split("/", 1)[0].lower()
+    return host == site or host.endswith("." + site)
 
 
 class KeenableFake(FakeService):
@@ -93,10 +103,9 @@ class KeenableFake(FakeService):
         return None
 
     def _search(self, recorded: Recorded) -> dict[str, Any]:
-        return {
-            "query": recorded.body["query"],
-            "results": self.search_results[: recorded.body.get("max_results", 10)],
-        }
+        site = recorded.body.get("site")
+        results = [r for r in self.search_results if not site or _on_site(r["url"], site)]
+        return {"query": recorded.body["query"], "results": results[: recorded.body.get("max_results", 10)]}
 
     def _fetch(self, recorded: Recorded) -> web.StreamResponse | dict[str, Any]:
         url = recorded.query["url"]

@@ -3,6 +3,11 @@
 Checks requests as Parallel's V1 API does (required `search_queries`, at most 5 of at most 200
 characters, no unknown fields, `advanced_settings` shape; extract takes at most 20 `urls`) and
 answers errors as `{"type": "error", "error": {"ref_id", "message"}}`.
+
+Follows Parallel's API reference (docs.parallel.ai, "Search API" and "Extract API") and
+parallel-web 1.3.7: `max_results` and `full_content` go inside `advanced_settings` (elsewhere: 422),
+and `advanced_settings.source_policy.include_domains` keeps results to those domains (and their
+subdomains), as the service applies it.
 """
 
 from __future__ import annotations
@@ -44,7 +49,17 @@ def _check_advanced(body: dict[str, Any], allowed: set[str]) -> str | None:
         return None
     if not isinstance(settings, dict) or set(settings) - allowed:
         return "invalid advanced_settings"
+    policy = settings.get("source_policy")
+    if policy is not None:
+        domains = policy.get("include_domains", []) if isinstance(policy, dict) else None
+        if not isinstance(domains, list) or not all(isinstance(d, str) and d for d in domains):
+            return "source_policy.include_domains must be a list of domains"
     return None
+
+
+def _on(url: str, domains: list[str]) -> bool:
+    host = url.split("://", 1)[-1].split("/", 1)[0].lower()
+    return any(host == d or host.endswith("." + d) for d in domains)
 
 
 class ParallelFake(FakeService):
@@ -113,10 +128,13 @@ class ParallelFake(FakeService):
         return None
 
     def _search(self, recorded: Recorded) -> dict[str, Any]:
-        limit = (recorded.body.get("advanced_settings") or {}).get("max_results", 10)
+        settings = recorded.body.get("advanced_settings") or {}
+        limit = settings.get("max_results", 10)
+        domains = (settings.get("source_policy") or {}).get("include_domains") or []
+        results = [r for r in self.search_results if not domains or _on(r["url"], domains)]
         return {
             "search_id": "search_fake",
-            "results": self.search_results[:limit],
+            "results": results[:limit],
             "warnings": None,
             "usage": [{"name": "sku_search", "count": 1}],
         }

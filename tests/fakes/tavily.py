@@ -2,6 +2,12 @@
 
 It checks requests as Tavily does (bearer key, JSON body, known fields and their ranges) and
 answers 401/400 in Tavily's `{"detail": {"error": ...}}` shape when they are wrong.
+
+Follows Tavily's API reference (docs.tavily.com, "Search", "Extract", "Crawl" and "Errors") and
+tavily-python 0.8.5: search `country` is one of the lowercase English names the reference lists
+(general topic only; "hong kong" is not one), `max_results` 0-20, extract at most 20 URLs, crawl
+`timeout` 10-150 s (default 150: the crawl answers after at most that long). `error_reply()` gives
+the documented errors: 401 bad key, 432 plan limit, 433 pay-as-you-go limit, 429 rate limit.
 """
 
 from __future__ import annotations
@@ -11,9 +17,45 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.fakes.scripted import FakeService, Recorded, serve
+from tests.fakes.scripted import FakeService, Recorded, Reply, serve
 
 API_KEY = "tvly-test-key"
+#: Tavily's country enum, as the API reference lists it.
+COUNTRIES = frozenset({
+    "afghanistan", "albania", "algeria", "andorra", "angola", "argentina", "armenia", "australia",
+    "austria", "azerbaijan", "bahamas", "bahrain", "bangladesh", "barbados", "belarus", "belgium",
+    "belize", "benin", "bhutan", "bolivia", "bosnia and herzegovina", "botswana", "brazil", "brunei",
+    "bulgaria", "burkina faso", "burundi", "cambodia", "cameroon", "canada", "cape verde",
+    "central african republic", "chad", "chile", "china", "colombia", "comoros", "congo",
+    "costa rica", "croatia", "cuba", "cyprus", "czech republic", "denmark", "djibouti",
+    "dominican republic", "ecuador", "egypt", "el salvador", "equatorial guinea", "eritrea",
+    "estonia", "ethiopia", "fiji", "finland", "france", "gabon", "gambia", "georgia", "germany",
+    "ghana", "greece", "guatemala", "guinea", "haiti", "honduras", "hungary", "iceland", "india",
+    "indonesia", "iran", "iraq", "ireland", "israel", "italy", "jamaica", "japan", "jordan",
+    "kazakhstan", "kenya", "kuwait", "kyrgyzstan", "latvia", "lebanon", "lesotho", "liberia", "libya",
+    "liechtenstein", "lithuania", "luxembourg", "madagascar", "malawi", "malaysia", "maldives", "mali",
+    "malta", "mauritania", "mauritius", "mexico", "moldova", "monaco", "mongolia", "montenegro",
+    "morocco", "mozambique", "myanmar", "namibia", "nepal", "netherlands", "new zealand", "nicaragua",
+    "niger", "nigeria", "north korea", "north macedonia", "norway", "oman", "pakistan", "panama",
+    "papua new guinea", "paraguay", "peru", "philippines", "poland", "portugal", "qatar", "romania",
+    "russia", "rwanda", "saudi arabia", "senegal", "serbia", "singapore", "slovakia", "slovenia",
+    "somalia", "south africa", "south korea", "south sudan", "spain", "sri lanka", "sudan", "sweden",
+    "switzerland", "syria", "taiwan", "tajikistan", "tanzania", "thailand", "togo",
+    "trinidad and tobago", "tunisia", "turkey", "turkmenistan", "uganda", "ukraine",
+    "united arab emirates", "united kingdom", "united states", "uruguay", "uzbekistan", "venezuela",
+    "vietnam", "yemen", "zambia", "zimbabwe",
+})
+#: The errors Tavily's reference documents, with the sentences its API sends.
+ERRORS = {
+    401: "Unauthorized: missing or invalid API key.",
+    429: "Your request has been blocked due to excessive requests. Please reduce rate of requests.",
+    432: "This request exceeds your plan's set usage limit. Please upgrade your plan or contact support@tavily.com",
+    433: "This request exceeds the pay-as-you-go limit. You can increase your limit on the Tavily dashboard.",
+}
+
+
+def error_reply(status: int, **headers: str) -> Reply:
+    return Reply(status, {"detail": {"error": ERRORS[status]}}, headers=headers)
 
 SEARCH_FIELDS = {
     "query",
@@ -106,6 +148,9 @@ class TavilyFake(FakeService):
             return "invalid search_depth"
         if body.get("topic", "general") not in ("general", "news", "finance"):
             return "invalid topic"
+        country = body.get("country")
+        if country is not None and (country not in COUNTRIES or body.get("topic", "general") != "general"):
+            return f"Invalid country: {country!r}"
         return None
 
     @staticmethod
@@ -133,6 +178,9 @@ class TavilyFake(FakeService):
             return "limit must be a positive integer"
         if not isinstance(body.get("max_depth", 1), int) or not 1 <= body.get("max_depth", 1) <= 5:
             return "max_depth must be between 1 and 5"
+        timeout = body.get("timeout", 150)
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 10 <= timeout <= 150:
+            return "timeout must be between 10 and 150 seconds"
         return None
 
     def _search(self, recorded: Recorded) -> dict[str, Any]:

@@ -51,7 +51,8 @@ async def test_a_chat_turn_falls_back_and_the_model_reads_who_answered(
     [result] = tool_results(upstream)
     assert (result["provider"], result["fallback_from"]) == ("exa", "tavily")
     assert exa_fake.requests_to("/search")[0].body["query"] == "otter diet"
-    said = "web search: tavily failed (Tavily had a server error (503): maintenance); falling back to exa"
+    said = ("web search: tavily failed [service error] (Tavily had a server error (503): maintenance); "
+            "falling back to exa")
     assert said in caplog.text
 
 

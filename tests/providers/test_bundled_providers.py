@@ -77,7 +77,7 @@ def test_bundled_plugins_declare_the_provider_variables_config_has_always_known(
         "TAVILY_API_KEY", "TAVILY_API_URL", "EXA_API_KEY", "EXA_API_URL",
         "FIRECRAWL_API_KEY", "FIRECRAWL_API_URL", "PARALLEL_API_KEY", "PARALLEL_API_URL",
         "PERPLEXITY_API_KEY", "PERPLEXITY_API_URL", "KEENABLE_API_KEY", "KEENABLE_API_URL",
-        "XAI_API_KEY", "XAI_API_URL", "XAI_MODEL",
+        "XAI_API_KEY", "XAI_API_URL", "XAI_MODEL", "XAI_REASONING_EFFORT",
         "DDGS_REGION", "DDGS_SAFESEARCH", "DDGS_BACKEND", "DDGS_TIMEOUT",
     }
     assert {name for name, var in declared.items() if var.secret} == {n for n in declared if n.endswith("_API_KEY")}

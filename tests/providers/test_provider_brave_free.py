@@ -6,7 +6,7 @@ import pytest
 
 from plugins.web.brave_free.provider import BraveProvider
 from providers.web import ProviderError
-from tests.fakes.brave import VALID_TOKEN, FakeBrave, brave_error, brave_server  # noqa: F401
+from tests.fakes.brave import VALID_TOKEN, FakeBrave, brave_error, brave_server, rate_limited  # noqa: F401
 from tests.fakes.scripted import Reply
 
 
@@ -44,6 +44,35 @@ async def test_long_query_is_cut_to_400_characters(provider, brave_server):  # n
     assert len(brave_server.requests[0].query["q"]) == 400
 
 
+async def test_a_query_of_many_short_words_is_cut_to_50_words_not_refused(provider, brave_server):  # noqa: F811
+    # 80 words in 239 characters: under Brave's character cap, over its word cap (a 422 before).
+    result = await provider.search(" ".join(["otter"] * 80))
+
+    assert result["success"] is True
+    assert brave_server.requests[0].query["q"] == " ".join(["otter"] * 50)
+
+
+@pytest.mark.parametrize(("country", "sent"), [("no", "NO"), ("HK", "HK"), ("IS", None), ("EG", None)])
+async def test_only_countries_brave_lists_are_sent(provider, brave_server, country, sent):  # noqa: F811
+    # Iceland and Egypt are not on Brave's country list: sending them was a 422 and no results.
+    result = await provider.search("fish", country=country)
+
+    assert result["success"] is True
+    assert brave_server.requests[0].query.get("country") == sent
+
+
+async def test_allowed_domains_become_site_operators_within_braves_limits(provider, brave_server):  # noqa: F811
+    await provider.search("release notes", allowed_domains=["python.org", "docs.python.org"])
+    assert brave_server.requests[0].query["q"] == "release notes (site:python.org OR site:docs.python.org)"
+
+    many = [f"site{n}.example.com" for n in range(40)]
+    result = await provider.search(" ".join(["word"] * 40), allowed_domains=many)
+
+    q = brave_server.requests[1].query["q"]
+    assert result["success"] is True  # the fake refuses q over 400 characters or 50 words with a 422
+    assert len(q) <= 400 and len(q.split()) <= 50 and "site:site0.example.com" in q
+
+
 def test_without_key_it_is_unavailable_with_a_hint():
     p = BraveProvider({})
     assert not p.is_available()
@@ -64,14 +93,19 @@ async def test_wrong_token_reports_braves_error_code_and_detail(brave_server):  
 
 
 async def test_rate_limit_says_when_to_retry(provider, brave_server):  # noqa: F811
-    brave_server.script(Reply(
-        429,
-        brave_error(429, "RATE_LIMITED", "Request rate limit exceeded for plan.", plan="Free", rate_limit=1),
-        headers={"X-RateLimit-Reset": "1, 1419704"},
-    ))
+    brave_server.script(rate_limited(reset_seconds=1))
     with pytest.raises(ProviderError) as info:
         await provider.search("x")
     assert "rate limit reached (429); retry after 1 s: RATE_LIMITED" in str(info.value)
+    assert (info.value.kind, info.value.retry_after, info.value.retryable) == ("rate_limited", 1.0, True)
+
+
+async def test_a_parameter_brave_refuses_is_a_422_in_one_sentence(provider, brave_server):  # noqa: F811
+    brave_server.script(Reply(422, brave_error(422, "VALIDATION", "Unable to validate request parameter(s)")))
+    with pytest.raises(ProviderError) as info:
+        await provider.search("x")
+    assert str(info.value) == "Brave Search answered HTTP 422: VALIDATION: Unable to validate request parameter(s)"
+    assert info.value.kind == "rejected" and info.value.retryable is False
 
 
 async def test_retry_after_header_wins_when_present(provider, brave_server):  # noqa: F811

@@ -23,6 +23,10 @@ class RatelimitException(Exception):
     pass
 
 
+class DDGSException(Exception):
+    pass
+
+
 class DDGS:
     def text(self, query, region="us-en", safesearch="moderate", timelimit=None, max_results=10,
              backend="auto"):
@@ -36,6 +40,8 @@ class DDGS:
                 time.sleep(1)
         if mode == "ratelimit":
             raise RatelimitException("202 Ratelimit")
+        if mode == "nothing":
+            raise DDGSException("No results found.")  # what ddgs 9.16 raises when nothing matches
         if mode == "crash":
             os._exit(3)
         return [{"title": f"{query} {n}", "href": f"https://ddg.example/{n}", "body": f"body {n}"}
@@ -103,8 +109,16 @@ async def test_a_hanging_library_costs_the_call_and_the_child_is_killed(
 async def test_library_errors_become_one_sentence(fake_ddgs: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("FAKE_DDGS_MODE", "ratelimit")
     provider = DdgsProvider({"PYTHONPATH": str(fake_ddgs)})
-    with pytest.raises(ProviderError, match=r"DuckDuckGo rate limit reached \(RatelimitException\)"):
+    with pytest.raises(ProviderError, match=r"DuckDuckGo rate limit reached \(RatelimitException\)") as info:
         await provider.search("x")
+    assert (info.value.kind, info.value.retryable) == ("rate_limited", True)  # the chain moves on
+
+
+async def test_nothing_found_is_an_empty_result_not_a_failure(fake_ddgs: Path, monkeypatch: pytest.MonkeyPatch):
+    # ddgs raises DDGSException("No results found."); reported as a failure, the chain fell back.
+    monkeypatch.setenv("FAKE_DDGS_MODE", "nothing")
+    provider = DdgsProvider({"PYTHONPATH": str(fake_ddgs)})
+    assert await provider.search("xqzzv plorth") == {"success": True, "data": {"web": []}}
 
 
 async def test_a_crashing_child_is_reported(fake_ddgs: Path, monkeypatch: pytest.MonkeyPatch):

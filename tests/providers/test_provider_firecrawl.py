@@ -12,7 +12,7 @@ import pytest
 
 from plugins.web.firecrawl import FirecrawlProvider, register
 from providers.plugin_settings import PluginSettings
-from tests.fakes.firecrawl import API_KEY, FirecrawlFake, firecrawl_fake  # noqa: F401 - fixture
+from tests.fakes.firecrawl import API_KEY, FirecrawlFake, error_reply, firecrawl_fake  # noqa: F401 - fixture
 from tests.fakes.registry_ctx import RecordingContext
 from tests.fakes.scripted import Reply
 from tests.support import provider_cases as shared
@@ -90,6 +90,7 @@ async def test_extract_where_every_scrape_fails_is_one_clear_failure(
     assert result == {
         "success": False,
         "error": "Firecrawl says the account is out of credits (402): Insufficient credits",
+        "kind": "out_of_credit",
     }
 
 
@@ -233,3 +234,29 @@ class TestFirecrawlSharedBehaviour(
 
     def make(self, fake: FirecrawlFake, *, timeout: float = 2.0, **_: object) -> FirecrawlProvider:
         return _provider(fake, timeout=timeout)  # polls quickly, so crawls in tests take no time
+
+
+async def test_allowed_domains_survive_a_long_query_within_firecrawls_500_characters(
+    provider: FirecrawlProvider,
+    firecrawl_fake: FirecrawlFake,  # noqa: F811
+) -> None:
+    # v2 search has no domain filter field; the site: operators once went after a 500-character
+    # query and were cut off (or the query was refused).
+    result = await provider.search("tell me about otters " * 40, allowed_domains=["otters.example", "zoo.example"])
+
+    assert result["success"] is True
+    [sent] = firecrawl_fake.requests_to("/v2/search")
+    assert len(sent.body["query"]) <= 500
+    assert sent.body["query"].endswith("(site:otters.example OR site:zoo.example)")
+
+
+@pytest.mark.parametrize(("status", "kind", "retryable"), [(402, "out_of_credit", False), (429, "rate_limited", True)])
+async def test_firecrawls_documented_errors_are_named(
+    provider: FirecrawlProvider, firecrawl_fake: FirecrawlFake, status: int, kind: str, retryable: bool,  # noqa: F811
+) -> None:
+    firecrawl_fake.script(error_reply(status), route="search")
+
+    result = await provider.search("q")
+
+    assert result["success"] is False and result["kind"] == kind
+    assert result.get("retryable", False) is retryable and f"({status})" in result["error"]

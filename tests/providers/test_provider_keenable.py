@@ -93,6 +93,34 @@ async def test_with_a_key_extract_uses_the_keyed_fetch_endpoint(
     assert [r.path for r in keenable_fake.requests] == ["/v1/fetch"]
 
 
+async def test_one_allowed_domain_uses_keenables_site_filter(
+    keyless: KeenableProvider,
+    keenable_fake: KeenableFake,  # noqa: F811
+) -> None:
+    keenable_fake.search_results.append(
+        {"title": "Docs", "url": "https://docs.python.org/3/", "description": "", "snippet": "Docs text."})
+
+    result = await keyless.search("asyncio", allowed_domains=["python.org"])
+
+    assert [h["url"] for h in result["data"]["web"]] == ["https://docs.python.org/3/"]
+    [sent] = keenable_fake.requests
+    assert (sent.body["site"], sent.body["query"]) == ("python.org", "asyncio")
+
+
+async def test_a_search_keeps_at_most_the_results_asked_for(
+    keyless: KeenableProvider,
+    keenable_fake: KeenableFake,  # noqa: F811
+) -> None:
+    # max_results is documented only in the SDK README: the provider cuts the list itself.
+    keenable_fake.search_results = keenable_fake.search_results * 5
+    keenable_fake.script(Reply(200, {"results": keenable_fake.search_results}), route="search")
+
+    result = await keyless.search("q", limit=2)
+
+    assert len(result["data"]["web"]) == 2
+    assert keenable_fake.requests[0].body["max_results"] == 2
+
+
 async def test_keyless_rate_limit_says_a_key_lifts_it(
     keyless: KeenableProvider,
     keenable_fake: KeenableFake,  # noqa: F811
@@ -107,6 +135,7 @@ async def test_keyless_rate_limit_says_a_key_lifts_it(
         "set KEENABLE_API_KEY to lift the keyless limit",
         "retryable": True,  # the fallback chain moves on, and Keenable is skipped for Retry-After
         "retry_after": 60.0,
+        "kind": "rate_limited",
     }
 
 
@@ -122,6 +151,7 @@ async def test_extract_where_every_fetch_is_refused_is_one_clear_failure(
     assert result == {
         "success": False,
         "error": "Keenable refused the request (403: plan, permission or limit): Key disabled",
+        "kind": "rejected",
     }
 
 

@@ -72,6 +72,20 @@ async def test_extract_asks_for_full_content_and_marks_errors_in_order(
     assert sent.body == {"urls": urls, "advanced_settings": {"full_content": True}, "objective": "pricing"}
 
 
+async def test_allowed_domains_go_to_the_native_source_policy_not_the_query(
+    provider: ParallelProvider, parallel_fake: ParallelFake,  # noqa: F811
+) -> None:
+    parallel_fake.search_results.append({"url": "https://docs.python.org/3/", "title": "Docs", "excerpts": ["x"]})
+    long_query = "how does asyncio schedule callbacks " * 8  # near the 200-character cap by itself
+
+    result = await provider.search(long_query, allowed_domains=["python.org"])
+
+    assert [h["url"] for h in result["data"]["web"]] == ["https://docs.python.org/3/"]
+    [sent] = parallel_fake.requests_to("/v1/search")
+    assert sent.body["advanced_settings"]["source_policy"] == {"include_domains": ["python.org"]}
+    assert "site:" not in sent.body["search_queries"][0]
+
+
 class TestParallelSharedBehaviour(shared.KeyedService, shared.FollowsTheBaseUrl):
     name, label, provider_class, api_key = "parallel", "Parallel", ParallelProvider, API_KEY
     service_errors = [

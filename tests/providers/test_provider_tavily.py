@@ -9,7 +9,7 @@ import pytest
 
 from plugins.web.tavily import TavilyProvider
 from tests.fakes.scripted import Reply
-from tests.fakes.tavily import API_KEY, TavilyFake, tavily_fake  # noqa: F401 - fixture
+from tests.fakes.tavily import API_KEY, TavilyFake, error_reply, tavily_fake  # noqa: F401 - fixture
 from tests.support import provider_cases as shared
 
 
@@ -109,6 +109,50 @@ async def test_a_missing_or_nonsense_limit_falls_back_to_five_results(
     await provider.search("q", limit="many")  # type: ignore[arg-type]
 
     assert [r.body["max_results"] for r in tavily_fake.requests_to("/search")] == [5, 5]
+
+
+@pytest.mark.parametrize(("client_seconds", "tavily_seconds"), [(25.0, 20), (200.0, 150), (12.0, 10)])
+async def test_a_crawl_tells_tavily_to_stop_before_the_client_gives_up(
+    tavily_fake: TavilyFake, client_seconds: float, tavily_seconds: int,  # noqa: F811
+) -> None:
+    # Without `timeout` Tavily crawls for up to 150 s while the client waited about 25 s.
+    env = {"TAVILY_API_KEY": API_KEY, "TAVILY_API_URL": tavily_fake.base_url}
+    async with aclosing(TavilyProvider(env, crawl_timeout=client_seconds)) as provider:
+        result = await provider.crawl("https://docs.example")
+
+    assert result["success"] is True  # the fake refuses a timeout outside Tavily's 10-150 s
+    [sent] = tavily_fake.requests_to("/crawl")
+    assert sent.body["timeout"] == tavily_seconds
+
+
+@pytest.mark.parametrize(("country", "sent"), [("GB", "united kingdom"), ("kr", "south korea"),
+                                              ("HK", None), ("XX", None)])
+async def test_only_country_names_in_tavilys_list_are_sent(
+    provider: TavilyProvider, tavily_fake: TavilyFake, country: str, sent: str | None,  # noqa: F811
+) -> None:
+    # "hong kong" is not in Tavily's enum: sending it was a 400 and no results.
+    result = await provider.search("dim sum", country=country)
+
+    assert result["success"] is True
+    assert tavily_fake.requests_to("/search")[0].body.get("country") == sent
+
+
+@pytest.mark.parametrize(("status", "kind", "retryable"), [
+    (401, "bad_key", False), (432, "out_of_credit", False), (433, "out_of_credit", False),
+    (429, "rate_limited", True),
+])
+async def test_tavilys_documented_errors_are_named(
+    provider: TavilyProvider, tavily_fake: TavilyFake, status: int, kind: str, retryable: bool,  # noqa: F811
+) -> None:
+    tavily_fake.script(error_reply(status, **({"Retry-After": "12"} if status == 429 else {})), route="search")
+
+    result = await provider.search("q")
+
+    assert result["success"] is False and result["kind"] == kind
+    assert result.get("retryable", False) is retryable
+    assert f"({status})" in result["error"]
+    if status == 429:
+        assert result["retry_after"] == 12.0
 
 
 class TestTavilySharedBehaviour(shared.KeyedService, shared.FollowsTheBaseUrl):

@@ -91,7 +91,8 @@ class RejectsAWrongKey(ProviderCase):
         result = await call_once(self.make(fake, key="wrong-key"))
 
         error = f"{self.label} rejected the API key (401): {self.wrong_key_detail}"
-        assert result == {"success": False, "error": error}
+        # `kind` names the failure for the fallback log and `agent-gateway tools --check`.
+        assert result == {"success": False, "error": error, "kind": "bad_key"}
 
 
 class NeedsAKey(ProviderCase):

@@ -1,4 +1,4 @@
-"""Brave Search API: web search with a subscription token (free plan included)."""
+"""Brave Search API: web search with a subscription token (a paid plan with credit, or a legacy free key)."""
 
 from __future__ import annotations
 

@@ -3,6 +3,12 @@
 Environment: BRAVE_SEARCH_API_KEY (required), BRAVE_SEARCH_API_URL (default
 https://api.search.brave.com/res/v1, overridable for tests), BRAVE_SEARCH_TIMEOUT (seconds, default 15).
 Errors come as `{"type": "ErrorResponse", "error": {"code", "detail", "meta"}}`.
+
+Brave checks its parameters strictly (a 422 otherwise): `q` at most 400 characters and 50 words,
+`country` one of the codes on its "Country Codes" reference page (`BRAVE_COUNTRIES`; any other
+request country is left out, the search runs unlocalised). Brave has no domain filter parameter, so
+allowed domains become `site:` operators in `q`, as many as fit those limits; the gateway drops
+off-domain hits whatever Brave returns.
 """
 
 from __future__ import annotations
@@ -12,7 +18,8 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from providers.http import decoded_body, describe_http_error
+from providers.http import HTTPStatusError, decoded_body, describe_http_error
+from providers.payload import query_with_sites
 from providers.service import ServiceProvider
 from providers.web import Envelope, ProviderError, search_result
 
@@ -21,7 +28,14 @@ if TYPE_CHECKING:
 
 SERVICE = "Brave Search"
 MAX_QUERY_CHARS = 400
+MAX_QUERY_WORDS = 50
 MAX_COUNT = 20
+#: The `country` values Brave accepts (its "Country Codes" reference; ALL means every region).
+BRAVE_COUNTRIES = frozenset({
+    "ALL", "AR", "AU", "AT", "BE", "BR", "CA", "CL", "DK", "FI", "FR", "DE", "GR", "HK", "IN", "ID",
+    "IT", "JP", "KR", "MY", "MX", "NL", "NZ", "NO", "CN", "PL", "PT", "PH", "RU", "SA", "ZA", "ES",
+    "SE", "CH", "TW", "TR", "GB", "US",
+})
 _TAG = re.compile(r"<[^>]+>")
 
 
@@ -38,13 +52,22 @@ class BraveProvider(ServiceProvider):
     def auth_headers(self) -> dict[str, str]:
         return {"X-Subscription-Token": self._key, "Accept": "application/json"}
 
-    def describe_error(self, response: httpx.Response) -> str:
-        body = decoded_body(response)
+    @staticmethod
+    def _retry_after(response: httpx.Response) -> str | None:
         retry_after = response.headers.get("Retry-After")
         if retry_after is None and response.status_code == 429:
             # Brave reports seconds until each rate window resets, e.g. "1, 1419704".
             reset = response.headers.get("X-RateLimit-Reset", "")
             retry_after = reset.split(",")[0].strip() or None
+        return retry_after
+
+    def http_error(self, response: httpx.Response) -> HTTPStatusError:
+        # The reset time also keeps the provider skipped that long (not only said in the sentence).
+        return HTTPStatusError(self.describe_error(response), response.status_code, self._retry_after(response))
+
+    def describe_error(self, response: httpx.Response) -> str:
+        body = decoded_body(response)
+        retry_after = self._retry_after(response)
         error = body.get("error") if isinstance(body, dict) else None
         if isinstance(error, dict):
             detail = ": ".join(str(part) for part in (error.get("code"), error.get("detail")) if part)
@@ -52,12 +75,16 @@ class BraveProvider(ServiceProvider):
         return describe_http_error(SERVICE, response.status_code, body, retry_after)
 
     # Service faults are raised, not returned: the gateway turns them into the failure envelope.
-    async def search(self, query: str, limit: int = 5, *, country: str | None = None) -> Envelope:
+    async def search(self, query: str, limit: int = 5, *, country: str | None = None,
+                     allowed_domains: list[str] | None = None) -> Envelope:
         if not self._key:
             raise ProviderError(f"brave-free: {self.unavailable_reason()}")
-        params: dict[str, Any] = {"q": query[:MAX_QUERY_CHARS], "count": max(1, min(MAX_COUNT, limit))}
-        if country:
-            params["country"] = country.upper()  # Brave takes ISO 3166-1 alpha-2 codes
+        params: dict[str, Any] = {"q": query_with_sites(query, allowed_domains or [], max_chars=MAX_QUERY_CHARS,
+                                                        max_words=MAX_QUERY_WORDS),
+                                  "count": max(1, min(MAX_COUNT, limit))}
+        code = (country or "").strip().upper()
+        if code in BRAVE_COUNTRIES:
+            params["country"] = code
         body = await self.get_json("/web/search", params)
         if not isinstance(body, dict):
             raise ProviderError(f"{SERVICE} answered with an unexpected body")

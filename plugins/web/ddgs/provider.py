@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from providers.failures import RATE_LIMITED, TIMEOUT
 from providers.locales import ddg_region
 from providers.web import Envelope, ProviderError, WebSearchProvider, search_result
 
@@ -65,7 +66,10 @@ class DdgsProvider(WebSearchProvider):
         }
         answer = await self._run_worker(request)
         if "error" in answer:
-            raise ProviderError(str(answer["error"]))
+            message = str(answer["error"])
+            limited = "rate limit" in message.lower()
+            # A rate limit passes: another provider (or this one later) may answer.
+            raise ProviderError(message, retryable=limited, kind=RATE_LIMITED if limited else None)
         results = answer.get("results")
         if not isinstance(results, list):
             raise ProviderError("ddgs worker answered without results")
@@ -89,7 +93,8 @@ class DdgsProvider(WebSearchProvider):
                 proc.communicate(json.dumps(request).encode()), self.timeout
             )
         except TimeoutError:
-            raise ProviderError(f"ddgs search did not finish within {self.timeout:g} s (stopped)") from None
+            raise ProviderError(f"ddgs search did not finish within {self.timeout:g} s (stopped)",
+                                retryable=True, kind=TIMEOUT) from None
         finally:
             # Also reached when the tool call itself is cancelled: never leave a child behind.
             if proc.returncode is None:

@@ -29,10 +29,18 @@ def search(request: dict[str, Any]) -> dict[str, Any]:
         )
     except Exception as exc:  # noqa: BLE001 - reported to the parent as one sentence
         kind = type(exc).__name__
+        if _nothing_found(exc):
+            return {"results": []}
         if "ratelimit" in kind.lower():
             return {"error": f"DuckDuckGo rate limit reached ({kind}): {exc}"}
         return {"error": f"ddgs search failed ({kind}): {exc}"}
     return {"results": [r for r in results or [] if isinstance(r, dict)]}
+
+
+def _nothing_found(exc: Exception) -> bool:
+    """ddgs 9.x raises DDGSException("No results found.") when nothing matches: an empty answer,
+    not a failure (which would send the call down the fallback chain for nothing)."""
+    return type(exc).__name__ == "DDGSException" and "no results found" in str(exc).lower()
 
 
 def main() -> int:

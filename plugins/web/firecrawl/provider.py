@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from providers.payload import bounded, env_value, require_list, require_object, search_hits, text
+from providers.payload import bounded, env_value, query_with_sites, require_list, require_object, search_hits, text
 from providers.service import ServiceProvider, fetch_each
 from providers.web import Envelope, ProviderError, extract_result, page
 
@@ -108,8 +108,10 @@ class FirecrawlProvider(ServiceProvider):
         return obj
 
     # -- search ------------------------------------------------------------------------------
-    async def do_search(self, query: str, limit: int) -> Envelope:
-        body = await self._call("POST", "/v2/search", {"query": query[:MAX_QUERY_CHARS], "limit": bounded(limit, 100)})
+    async def do_search(self, query: str, limit: int, *, allowed_domains: list[str] | None = None) -> Envelope:
+        # /v2/search has no domain filter field: `site:` operators, kept within its 500 characters.
+        sent = query_with_sites(query, allowed_domains or [], max_chars=MAX_QUERY_CHARS)
+        body = await self._call("POST", "/v2/search", {"query": sent, "limit": bounded(limit, 100)})
         data = body.get("data")
         if not isinstance(data, Mapping):
             raise ProviderError(f"{SERVICE} returned an unexpected response (no 'data' object)")

@@ -3,7 +3,9 @@
 Keyless: `POST /v1/search/public` and `GET /v1/fetch/public?url=`, identified by an
 `X-Keenable-Title` header (about 10 req/s and 1,000 req/hour per IP). With KEENABLE_API_KEY:
 `POST /v1/search` and `GET /v1/fetch` with `X-API-Key`. Search hits carry the page text in
-`snippet` (`description` is often empty); fetch only serves pages in Keenable's own index.
+`snippet` (`description` is often empty); fetch only serves pages in Keenable's own index (its
+reference documents no live-fetch option, so a page outside the index stays a per-page error).
+One allowed domain goes to the native `site` filter; several become `site:` operators in the query.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from providers.http import HTTPStatusError
-from providers.payload import bounded, iso_date, require_list, require_object, search_hits, text
+from providers.payload import bounded, iso_date, query_with_sites, require_list, require_object, search_hits, text
 from providers.service import ServiceProvider, fetch_each
 from providers.web import Envelope, ProviderError, page
 
@@ -22,6 +24,7 @@ SERVICE = "Keenable"
 KEY_VAR = "KEENABLE_API_KEY"
 APP_TITLE = "agent-gateway"  # keyless calls must say who is calling
 FETCH_MAX_CHARS = 50_000
+MAX_QUERY_CHARS = 400  # no documented cap; keeps a query with many site: operators reasonable
 FETCH_CONCURRENCY = 4  # stays under the keyless 10 req/s even when the model asks for many pages
 
 
@@ -59,8 +62,13 @@ class KeenableProvider(ServiceProvider):
             return f"{message}; set {KEY_VAR} to lift the keyless limit"
         return message
 
-    async def do_search(self, query: str, limit: int) -> Envelope:
-        body = await self.post_json("/v1/search", {"query": query, "max_results": bounded(limit, 50)})
+    async def do_search(self, query: str, limit: int, *, allowed_domains: list[str] | None = None) -> Envelope:
+        payload: dict[str, Any] = {"query": query, "max_results": bounded(limit, 50)}
+        if allowed_domains and len(allowed_domains) == 1:
+            payload["site"] = allowed_domains[0]  # Keenable's filter takes exactly one domain
+        elif allowed_domains:
+            payload["query"] = query_with_sites(query, allowed_domains, max_chars=MAX_QUERY_CHARS)
+        body = await self.post_json("/v1/search", payload)
         obj = require_object(body, SERVICE)
         if "results" not in obj and obj.get("error"):
             raise ProviderError(f"{SERVICE} rejected the search: {text(obj.get('message')) or text(obj.get('error'))}")

@@ -3,6 +3,8 @@
 Search takes keyword `search_queries` (required, each <= 200 chars) plus a natural-language
 `objective`; limits sit under `advanced_settings`. Extract returns excerpts always and the whole
 page when `advanced_settings.full_content` is true; unreadable URLs come back in `errors`.
+Allowed domains go to `advanced_settings.source_policy.include_domains` (not into the query, whose
+200 characters would cut the filter off).
 """
 
 from __future__ import annotations
@@ -51,14 +53,17 @@ class ParallelProvider(ServiceProvider):
     def auth_headers(self) -> dict[str, str]:
         return {"x-api-key": self._key}
 
-    async def do_search(self, query: str, limit: int) -> Envelope:
+    async def do_search(self, query: str, limit: int, *, allowed_domains: list[str] | None = None) -> Envelope:
+        advanced: dict[str, Any] = {"max_results": bounded(limit, 20)}
+        if allowed_domains:
+            advanced["source_policy"] = {"include_domains": list(allowed_domains)}
         body = await self.post_json(
             "/v1/search",
             {
                 "search_queries": [query[:MAX_QUERY_CHARS]],
                 "objective": query[:MAX_OBJECTIVE_CHARS],
                 "mode": "basic",
-                "advanced_settings": {"max_results": bounded(limit, 20)},
+                "advanced_settings": advanced,
             },
         )
         items = require_list(body, "results", SERVICE)[: bounded(limit, 50)]

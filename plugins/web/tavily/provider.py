@@ -2,6 +2,12 @@
 
 Errors come as `{"detail": {"error": "..."}}`; 401 is a bad key, 432/433 are plan and usage
 limits, 429 is the rate limit. Extract reports unreadable URLs in `failed_results`.
+
+Crawl: Tavily crawls for up to its `timeout` (10-150 s, default 150) before answering, so the
+request says a few seconds less than the client waits: the pages come back instead of a client
+timeout. Country: Tavily takes lowercase English names from a fixed list (`TAVILY_COUNTRIES`, the
+API reference's enum; "hong kong" is not in it): any other country is left out, the search runs
+unlocalised.
 """
 
 from __future__ import annotations
@@ -17,6 +23,39 @@ from providers.web import Envelope, extract_result, page
 
 MAX_EXTRACT_URLS = 20  # Tavily's per-request cap on /extract
 MAX_DOMAINS = 300  # Tavily's cap on include_domains
+CRAWL_TIMEOUT_RANGE = (10, 150)  # what Tavily's /crawl accepts as `timeout`, in seconds
+CRAWL_MARGIN = 5.0  # seconds the client waits beyond Tavily's own crawl timeout
+#: The `country` values Tavily's /search accepts (API reference, tavily-python 0.8.5).
+TAVILY_COUNTRIES = frozenset({
+    "afghanistan", "albania", "algeria", "andorra", "angola", "argentina", "armenia", "australia",
+    "austria", "azerbaijan", "bahamas", "bahrain", "bangladesh", "barbados", "belarus", "belgium",
+    "belize", "benin", "bhutan", "bolivia", "bosnia and herzegovina", "botswana", "brazil", "brunei",
+    "bulgaria", "burkina faso", "burundi", "cambodia", "cameroon", "canada", "cape verde",
+    "central african republic", "chad", "chile", "china", "colombia", "comoros", "congo",
+    "costa rica", "croatia", "cuba", "cyprus", "czech republic", "denmark", "djibouti",
+    "dominican republic", "ecuador", "egypt", "el salvador", "equatorial guinea", "eritrea",
+    "estonia", "ethiopia", "fiji", "finland", "france", "gabon", "gambia", "georgia", "germany",
+    "ghana", "greece", "guatemala", "guinea", "haiti", "honduras", "hungary", "iceland", "india",
+    "indonesia", "iran", "iraq", "ireland", "israel", "italy", "jamaica", "japan", "jordan",
+    "kazakhstan", "kenya", "kuwait", "kyrgyzstan", "latvia", "lebanon", "lesotho", "liberia", "libya",
+    "liechtenstein", "lithuania", "luxembourg", "madagascar", "malawi", "malaysia", "maldives", "mali",
+    "malta", "mauritania", "mauritius", "mexico", "moldova", "monaco", "mongolia", "montenegro",
+    "morocco", "mozambique", "myanmar", "namibia", "nepal", "netherlands", "new zealand", "nicaragua",
+    "niger", "nigeria", "north korea", "north macedonia", "norway", "oman", "pakistan", "panama",
+    "papua new guinea", "paraguay", "peru", "philippines", "poland", "portugal", "qatar", "romania",
+    "russia", "rwanda", "saudi arabia", "senegal", "serbia", "singapore", "slovakia", "slovenia",
+    "somalia", "south africa", "south korea", "south sudan", "spain", "sri lanka", "sudan", "sweden",
+    "switzerland", "syria", "taiwan", "tajikistan", "tanzania", "thailand", "togo",
+    "trinidad and tobago", "tunisia", "turkey", "turkmenistan", "uganda", "ukraine",
+    "united arab emirates", "united kingdom", "united states", "uruguay", "uzbekistan", "venezuela",
+    "vietnam", "yemen", "zambia", "zimbabwe",
+})
+
+
+def tavily_country(country: str | None) -> str | None:
+    """"GB" -> "united kingdom"; None for a country Tavily does not list ("HK")."""
+    name = (country_name(country) or "").lower()
+    return name if name in TAVILY_COUNTRIES else None
 
 
 class TavilyProvider(ServiceProvider):
@@ -52,9 +91,9 @@ class TavilyProvider(ServiceProvider):
         }
         if allowed_domains:
             payload["include_domains"] = allowed_domains[:MAX_DOMAINS]
-        name = country_name(country)
+        name = tavily_country(country)
         if name:
-            payload["country"] = name.lower()  # Tavily boosts that country, on topic "general" only
+            payload["country"] = name  # Tavily boosts that country, on topic "general" only
         body = await self.post_json("/search", payload)
         items = require_list(body, "results", self.service)
         return search_hits(items, lambda item: text(item.get("content")), lambda item: item.get("published_date"))
@@ -94,9 +133,14 @@ class TavilyProvider(ServiceProvider):
         instructions = text(options.get("instructions"))
         if instructions:
             payload["instructions"] = instructions
+        low, high = CRAWL_TIMEOUT_RANGE
+        service_seconds = int(max(low, min(high, self._crawl_timeout - CRAWL_MARGIN)))
+        payload["timeout"] = service_seconds
         import httpx  # on first use, not at start-up (providers/http.py says why)
 
-        body = await self.post_json("/crawl", payload, timeout=httpx.Timeout(self._crawl_timeout, connect=10.0))
+        # The client outwaits Tavily's own deadline by the margin, so Tavily's answer arrives.
+        waited = max(self._crawl_timeout, service_seconds + CRAWL_MARGIN)
+        body = await self.post_json("/crawl", payload, timeout=httpx.Timeout(waited, connect=10.0))
         pages = []
         for item in require_list(body, "results", self.service)[:limit]:
             page_url = text(item.get("url"))

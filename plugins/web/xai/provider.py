@@ -5,21 +5,38 @@ for a JSON list of results and parse it from the `output_text`; when the model a
 we fall back to its `url_citation` annotations, then to the response's `citations` list. Every
 description says "model-written" so the agent knows these are not a search engine's snippets.
 `include: ["no_inline_citations"]` keeps `[[1]](url)` markup out of the JSON we parse.
+
+Model: XAI_MODEL (default `grok-4.3`, the replacement xAI named when it retired the grok-4-1/4-fast
+family on 2026-05-15). A model xAI does not serve (retired, misspelt, not on the team's plan) is a
+fallback-worthy failure of kind `model_retired`: the chain moves on and the sentence says to set
+XAI_MODEL. Allowed domains go to the web_search tool's own `allowed_domains` (at most 5).
+Time: agentic searches with a reasoning model often run past the gateway's 30 s tool timeout, so
+the plugin asks for `reasoning: {"effort": "low"}` (XAI_REASONING_EFFORT; `none` sends no
+reasoning field, for a model that refuses one); the HTTP client waits as long as the tool may run.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from providers.failures import MODEL_RETIRED
+from providers.http import HTTPStatusError, decoded_body
 from providers.payload import bounded, clip, env_value, require_object, text
 from providers.service import ServiceProvider
 from providers.web import Envelope, ProviderError, search_result
 
+if TYPE_CHECKING:
+    import httpx  # annotations only: httpx loads with the first request
+
 SERVICE = "xAI"
 MODEL_VAR = "XAI_MODEL"
-DEFAULT_MODEL = "grok-4-1-fast-reasoning"
+DEFAULT_MODEL = "grok-4.3"
+EFFORT_VAR = "XAI_REASONING_EFFORT"
+DEFAULT_EFFORT = "low"
+MAX_DOMAINS = 5  # the web_search tool's cap on allowed_domains
+_EFFORTS = {"low", "medium", "high"}
 
 INSTRUCTIONS = (
     "You are a web search backend. Use the web_search tool, then reply with JSON only: an array "
@@ -60,6 +77,16 @@ def _json_items(raw: str) -> list[Mapping[str, Any]] | None:
     return None
 
 
+def _names_a_missing_model(status: int, body: Any) -> bool:
+    """xAI answers a request naming a model it does not serve (retired on 2026-05-15, misspelt,
+    not on the team's plan) with 404, or 400 for a retired one, and a sentence about the model."""
+    if status not in (400, 404):
+        return False
+    words = json.dumps(body).lower() if not isinstance(body, str) else body.lower()
+    return "model" in words and any(
+        w in words for w in ("does not exist", "not found", "retired", "deprecated", "no longer available"))
+
+
 def _web_url(value: Any) -> str:
     url = text(value)
     return url if url.startswith(("http://", "https://")) else ""
@@ -92,6 +119,8 @@ class XaiProvider(ServiceProvider):
         # Agentic search runs several searches and reads pages before answering: allow minutes.
         super().__init__(env, timeout=timeout)
         self._model = env_value(env, MODEL_VAR) or DEFAULT_MODEL
+        effort = env_value(env, EFFORT_VAR).lower() or DEFAULT_EFFORT
+        self._effort = effort if effort in _EFFORTS else None  # "none" (or nonsense): send no field
 
     @property
     def display_name(self) -> str:
@@ -100,18 +129,35 @@ class XaiProvider(ServiceProvider):
     def auth_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._key}"}
 
-    async def do_search(self, query: str, limit: int) -> Envelope:
+    def http_error(self, response: httpx.Response) -> HTTPStatusError:
+        if _names_a_missing_model(response.status_code, decoded_body(response)):
+            # Not this request's fault: every search fails until XAI_MODEL changes, so the chain
+            # moves on (retryable) and the cool-down soon skips xAI.
+            return HTTPStatusError(
+                f"{SERVICE} does not serve the model {self._model!r} (retired or unknown; HTTP "
+                f"{response.status_code}): set {MODEL_VAR} to a current model, e.g. {DEFAULT_MODEL}",
+                response.status_code, retryable=True, kind=MODEL_RETIRED,
+            )
+        return super().http_error(response)
+
+    async def do_search(self, query: str, limit: int, *, allowed_domains: list[str] | None = None) -> Envelope:
         limit = bounded(limit, 20)
+        tool: dict[str, Any] = {"type": "web_search"}
+        if allowed_domains:
+            # Native filter, at most 5 domains; the gateway drops hits outside the full list.
+            tool["allowed_domains"] = list(allowed_domains[:MAX_DOMAINS])
         payload = {
             "model": self._model,
             "input": [
                 {"role": "system", "content": INSTRUCTIONS},
                 {"role": "user", "content": f"Find up to {limit} web pages for: {query}"},
             ],
-            "tools": [{"type": "web_search"}],
+            "tools": [tool],
             "include": ["no_inline_citations"],
             "store": False,
         }
+        if self._effort:
+            payload["reasoning"] = {"effort": self._effort}
         body = require_object(await self.post_json("/responses", payload), SERVICE)
         self._raise_for_failed_response(body)
         hits = self._hits(body, limit)
