@@ -166,3 +166,10 @@ class UpstreamTimeoutError(GatewayError):
     status = 504
     type = "timeout"
     code = "upstream_timeout"
+
+
+class InsufficientQuotaError(RateLimitError):
+    """A key's stored-bytes quota would be passed (as OpenAI's out-of-quota 429)."""
+
+    type = "insufficient_quota"
+    code = "insufficient_quota"

@@ -18,6 +18,7 @@ import time
 from aiohttp import web
 
 from gateway.http.batched_log import BatchingStreamHandler
+from gateway.http.keyring import CALLER
 from gateway.http.log_limits import printable
 
 HEADER = "X-Request-Id"
@@ -62,8 +63,9 @@ def log_access(request: web.Request, request_id: str, status: int | str, started
     record carries the id."""
     if access_log.isEnabledFor(logging.INFO):  # no record when it is off
         # the path is escaped here as well as by the serve formatter, for handlers configured elsewhere
-        access_log.info("%s %s %s %.0fms id=%s", printable(request.method), printable(request.path), status,
-                        (ended - started) * 1000, request_id)
+        caller = request.get(CALLER)  # the key's name, never the key
+        access_log.info("%s %s %s %.0fms id=%s key=%s", printable(request.method), printable(request.path), status,
+                        (ended - started) * 1000, request_id, caller.name if caller is not None else "-")
 
 
 def add_request_id_header(response: web.StreamResponse) -> None:

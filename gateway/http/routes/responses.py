@@ -18,6 +18,7 @@ from gateway.agent.events import AgentEvent
 from gateway.agent.loop import AgentRequest
 from gateway.errors import GatewayError, InvalidRequestError, NotFoundError
 from gateway.http import appkeys
+from gateway.http.auth import store_of
 from gateway.http.body import read_json_object
 from gateway.http.routes.conversations import include_values
 from gateway.http.runs import Messages, run_streamed, run_whole
@@ -99,7 +100,7 @@ async def _within_window(request: web.Request, parsed: ResponsesRequest) -> tupl
     instructions = [{"role": "system", "content": parsed.instructions}] if parsed.instructions else []
     fixed = context_budget.fixed_tokens([*instructions, *parsed.messages, *parsed.chat_tools],
                                         parsed.max_output_tokens)
-    continuation = await _continuation(app[appkeys.STORE], parsed, context_budget.history_bytes(window, fixed))
+    continuation = await _continuation(store_of(request), parsed, context_budget.history_bytes(window, fixed))
     history = context_budget.fit(continuation.transcript, complete=continuation.complete, window=window,
                                  fixed=fixed, truncation=parsed.truncation)
     return continuation, history
@@ -110,7 +111,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     parsed = parse_responses_request(await read_json_object(request))
     app = request.app
     settings = app[appkeys.SETTINGS]
-    store = app[appkeys.STORE]
+    store = store_of(request)
     continuation, history = await _within_window(request, parsed)
     agent_request = AgentRequest(
         messages=[*history, *parsed.messages], client_tools=parsed.chat_tools,
@@ -224,7 +225,7 @@ class _ResponsesStream(_Reply):
 @routes.get("/v1/responses/{response_id}")
 async def retrieve_response(request: web.Request) -> web.Response:
     response_id = request.match_info["response_id"]
-    record = await request.app[appkeys.STORE].get(response_id)
+    record = await store_of(request).get(response_id)
     if record is None:
         raise _not_found(response_id)
     return web.Response(body=json_out.dumps(record.response), content_type="application/json", charset="utf-8")
@@ -233,7 +234,7 @@ async def retrieve_response(request: web.Request) -> web.Response:
 @routes.delete("/v1/responses/{response_id}")
 async def delete_response(request: web.Request) -> web.Response:
     response_id = request.match_info["response_id"]
-    if not await request.app[appkeys.STORE].delete(response_id):
+    if not await store_of(request).delete(response_id):
         raise _not_found(response_id)
     return web.json_response({"id": response_id, "object": "response.deleted", "deleted": True})
 
@@ -242,7 +243,7 @@ async def delete_response(request: web.Request) -> web.Response:
 async def list_input_items(request: web.Request) -> web.Response:
     response_id = request.match_info["response_id"]
     query = parse_list_query(request.query, include_values(request))
-    record = await request.app[appkeys.STORE].get(response_id)
+    record = await store_of(request).get(response_id)
     if record is None:
         raise _not_found(response_id)
     items = record.input_items if query.order == "asc" else list(reversed(record.input_items))
