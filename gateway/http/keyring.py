@@ -63,6 +63,7 @@ class KeyRing:
         self.default = Caller(DEFAULT_KEY, owner_of(profile, DEFAULT_KEY))
         self._api_key_hash = key_hash(api_key) if api_key else None
         self._by_hash: dict[str, Caller] = {}
+        self._keys_made = False
         if self._api_key_hash is not None:
             self._by_hash[self._api_key_hash] = self.default
         self._counters: dict[str, _Counters] = {}
@@ -73,8 +74,10 @@ class KeyRing:
 
     @property
     def keyless(self) -> bool:
-        """No API_SERVER_KEY and no live key: today's loopback-only rules, every object `default`'s."""
-        return not self._by_hash
+        """No API_SERVER_KEY and no key ever made in the store: today's loopback-only rules, every
+        object `default`'s. Once a key was made, keys are required even when all are revoked or
+        expired (revoking the last key must not open the gateway)."""
+        return not self._by_hash and not self._keys_made
 
     def find(self, presented: str) -> Caller | None:
         caller = self._by_hash.get(key_hash(presented))
@@ -124,6 +127,7 @@ class KeyRing:
         if self._api_key_hash is not None:
             by_hash[self._api_key_hash] = self.default
         self._by_hash = by_hash  # swapped whole: a request sees the old ring or the new one
+        self._keys_made = self._keys_made or bool(keys)
 
     async def refresh(self) -> None:
         if self.store is None:
