@@ -156,12 +156,17 @@ class KeyRing:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
+        failing = False
         while True:
             await asyncio.sleep(REFRESH_SECONDS)
             try:
                 await self.refresh()
+                failing = False
             except StoreUnavailableError as exc:
-                log.warning("the API keys were not refreshed: %s", exc.message)
+                if not failing:  # once per outage, not every 2 s
+                    log.warning("the API keys are not being refreshed (the last ones read stay in use): %s",
+                                exc.message)
+                failing = True
             except Exception:  # the loop must outlive any one failure
                 log.exception("the API keys were not refreshed")
 

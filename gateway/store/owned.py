@@ -22,6 +22,7 @@ from collections.abc import Callable
 from gateway.store.api import (
     Chain,
     Conversation,
+    ConversationConflictError,
     ConversationItem,
     ItemPage,
     ItemTail,
@@ -82,7 +83,10 @@ class OwnedStore(ResponseStore):
 
     async def put(self, record: StoredResponse) -> None:
         self._check_room(lambda: _record_bytes(record))
-        await self.inner.put(self._written(record))
+        try:
+            await self.inner.put(self._written(record))
+        except ConversationConflictError:  # named by the client's name, not the owner-scoped one
+            raise ConversationConflictError.on(str(record.conversation)) from None
 
     async def get(self, response_id: str, *, touch: bool = True) -> StoredResponse | None:
         return self._read(await self.inner.get(response_id, touch=touch))
