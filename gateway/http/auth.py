@@ -26,6 +26,7 @@ from aiohttp import web
 from gateway.errors import AuthenticationError, InsufficientQuotaError, RateLimitError
 from gateway.http import appkeys
 from gateway.http.keyring import CALLER, Caller, KeyRing
+from gateway.store.keys import key_hash
 from gateway.store.owned import OwnedStore
 
 #: (limit, remaining, seconds until a slot frees) for a key with an rpm
@@ -84,10 +85,13 @@ def add_rate_headers(request: web.Request, response: web.StreamResponse) -> None
         response.headers["x-ratelimit-reset-requests"] = f"{max(0.0, reset):.3f}s"
 
 
-def owner_key(request: web.Request) -> str:
-    """Who an Idempotency-Key belongs to: the caller's owner (profile and key name)."""
+def owner_key(request: web.Request, presented: str | None) -> str:
+    """Who an Idempotency-Key belongs to: the caller's owner (profile and key name) and a hash of
+    the token presented (never the token): on a keyless gateway, where everyone is `default`,
+    two clients sending different tokens still keep their replies apart."""
     caller = request.get(CALLER)
-    return "owner:" + (caller.owner if caller is not None else request.app[appkeys.KEYRING].default.owner)
+    owner = caller.owner if caller is not None else request.app[appkeys.KEYRING].default.owner
+    return f"owner:{owner}:" + ("anonymous" if presented is None else key_hash(presented))
 
 
 def store_of(request: web.Request) -> OwnedStore:

@@ -32,6 +32,7 @@ log = logging.getLogger("agent_gateway.keys")
 #: A revoked key is refused by every replica within 5 s: the refresh runs well inside that.
 REFRESH_SECONDS = 2.0
 RATE_WINDOW = 60.0
+STORED_BYTES_EVERY = 15
 
 
 @dataclass
@@ -64,6 +65,8 @@ class KeyRing:
         self._api_key_hash = key_hash(api_key) if api_key else None
         self._by_hash: dict[str, Caller] = {}
         self._keys_made = False
+        self._quotas = False  # a live key has a stored-bytes quota
+        self._refreshes = 0
         if self._api_key_hash is not None:
             self._by_hash[self._api_key_hash] = self.default
         self._counters: dict[str, _Counters] = {}
@@ -128,6 +131,7 @@ class KeyRing:
             by_hash[self._api_key_hash] = self.default
         self._by_hash = by_hash  # swapped whole: a request sees the old ring or the new one
         self._keys_made = self._keys_made or bool(keys)
+        self._quotas = any(caller.max_stored_bytes is not None for caller in by_hash.values())
 
     async def refresh(self) -> None:
         if self.store is None:
@@ -140,9 +144,13 @@ class KeyRing:
                 self.usage_of(name).add(delta)
             raise
         self._load(await self.store.keys())
-        self.stored_bytes = {name: usage.stored_bytes for name, usage in (await self.store.usage()).items()}
-        if self.on_refresh is not None:
-            self.on_refresh()
+        self._refreshes += 1
+        # The stored bytes are a sum over every stored object: read at each refresh only while a
+        # live key has a quota to check; otherwise every STORED_BYTES_EVERY refreshes (the gauge).
+        if self._quotas or self._refreshes % STORED_BYTES_EVERY == 1:
+            self.stored_bytes = {name: usage.stored_bytes for name, usage in (await self.store.usage()).items()}
+            if self.on_refresh is not None:
+                self.on_refresh()
 
     async def start(self) -> None:
         if self.store is None:

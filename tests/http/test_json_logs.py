@@ -34,6 +34,7 @@ async def test_every_line_serve_writes_is_a_json_object(tmp_path, upstream):
     [access] = [line for line in lines if line.get("path") == "/v1/chat/completions"]
     assert access["request_id"] == request_id and access["logger"] == "agent_gateway.access"
     assert access["method"] == "POST" and access["status"] == 200 and isinstance(access["duration_ms"], float)
+    assert access["key"] == "default"  # the key's name, never the key
     [missing] = [line for line in lines if line.get("status") == 404]
     assert missing["path"] == "/no/such/path" and "secret" not in err
     assert any(line["message"].startswith("shutting down") for line in lines)
