@@ -7,6 +7,7 @@
     │   │   │   ├── UnknownConversationError (store) no conversation with this conv_ id
     │   │   │   └── UnknownItemError      (store) no item with this id in the conversation
     │   │   ├── DuplicateItemError    (store) an item id already in the conversation
+    │   │   ├── UnstorableValueError  a value the database refuses as data (a NUL, a size limit)
     │   │   ├── ConflictError         409
     │   │   │   ├── ConversationConflictError  (store) another turn of the conversation was stored first
     │   │   │   └── IdempotencyInProgressError (store/pg_idempotency) a duplicate waited its bound
@@ -34,7 +35,8 @@
     ├── SchemaVersionError            (store) the database has a newer schema than this gateway: exit 1
     └── UsageError                    (cli_config) a bad key or value on the command line: exit 2
 
-Every GatewayError carries `message`, `param` and `code`; the class fixes `status` and `type`.
+Every GatewayError carries `message`, `param` and `code`; the class fixes `status` and `type`. A
+`detail`, when set, goes to the log with the reply and never to the client (a store's file or host).
 The classes outside GatewayError never reach a client as such: the CLI prints them, the web tools
 turn them into failure envelopes, the app factory logs them.
 """
@@ -46,6 +48,16 @@ from typing import Any
 from providers.errors import AgentGatewayError as AgentGatewayError  # the root, re-exported
 
 _CLASS_DEFAULT: Any = object()
+
+#: How much of a value the client sent an error message repeats: enough to recognise it, never an
+#: 8 KB `after` or a 10,000-character type sent back whole.
+ECHO_CHARS = 200
+
+
+def echo(value: object) -> str:
+    """`value` as an error message quotes it: cut to ECHO_CHARS characters ("..." marks the cut)."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + "..."
 
 
 class GatewayError(AgentGatewayError):
@@ -61,9 +73,12 @@ class GatewayError(AgentGatewayError):
         code: str | None = _CLASS_DEFAULT,
         retry_after: float | None = None,
         should_retry: bool | None = None,
+        detail: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
+        # For the gateway's log only, never a client: where and why (a file path, a masked URL).
+        self.detail = detail
         self.param = param
         if code is not _CLASS_DEFAULT:
             self.code = code  # None is a real value here: OpenAI sends `code: null` for some errors
@@ -96,6 +111,17 @@ class NotFoundError(InvalidRequestError):
 class ConflictError(InvalidRequestError):
     status = 409
     code = "conflict"
+
+
+class UnstorableValueError(InvalidRequestError):
+    """A value the database refuses as data (PostgreSQL's DataError, a btree row over its size
+    limit): the client's request, not an outage, so a 400 that no SDK retries, never a 503."""
+
+    code = "invalid_value"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__("A value in this request cannot be stored (an id or name that is too long or holds a "
+                         "character the database refuses).", detail=detail)
 
 
 class UnprocessableError(InvalidRequestError):

@@ -67,3 +67,12 @@ def test_no_module_is_over_the_size_limit() -> None:
 def test_the_gateway_package_root_holds_only_the_layers() -> None:
     loose = sorted(p.name for p in (REPO / "gateway").glob("*.py"))
     assert loose == ["__init__.py", "__main__.py", "errors.py"]
+
+
+@pytest.mark.parametrize("module", ["gateway.common.json_in", "gateway.common.json_out", "gateway.common.redact"])
+def test_a_common_module_loads_no_layer_of_the_gateway(module: str) -> None:
+    """gateway/common/ sits below every layer, so every layer may import it."""
+    loaded = _modules_loaded_by(module)
+    layers = ("gateway.http", "gateway.wire", "gateway.agent", "gateway.upstream", "gateway.store", "gateway.config",
+              "gateway.cli")
+    assert sorted(m for m in loaded if m.startswith(layers)) == []

@@ -3,8 +3,9 @@
 Order within one run: for each round, `ReasoningDelta`s and `TextDelta`s as the model writes, then for each call to one
 of the agent's own tools a `ToolCallStarted` and later its `ToolCallFinished` (calls within a round
 run in parallel; finished events come in call order). Calls to tools the *client* supplied come as
-`ClientToolCall`s and end the run. Last come one `Usage` (summed over rounds) and one `Finished`,
-which carries the turn's transcript.
+`ClientToolCall`s and end the run. Last come one `Usage` (summed over rounds; none when a round's
+upstream reply reported no usage: unknown, which is not 0) and one `Finished`, which carries the
+turn's transcript.
 """
 
 from __future__ import annotations

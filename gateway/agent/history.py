@@ -1,4 +1,5 @@
-"""The client's history as the upstream gets it: markers out, roles it accepts, no reasoning.
+"""The client's history as the upstream gets it: one system message, markers out, roles it
+accepts, no reasoning.
 
 And which requests are a frontend's housekeeping (Open WebUI's `### Task:` prompts for titles,
 tags and follow-ups), which get no web tools.
@@ -13,6 +14,31 @@ from gateway.wire.markers import strip_markers
 
 BACKGROUND_TASK_PREFIX = "### Task:"
 _REASONING_KEYS = frozenset(REASONING_FIELDS)
+_SYSTEM_ROLES = frozenset({"system", "developer"})
+#: Between the parts of the one system message (the gateway's prompt, instructions, the client's).
+SYSTEM_BREAK = "\n\n"
+
+
+def upstream_conversation(prompt: str, instructions: str | None,
+                          messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What goes upstream for a turn: ONE leading system message (the gateway's `prompt`, then the
+    request's `instructions`, then the text of each client system/developer message, in order),
+    then the client's other messages, cleaned. Gemma's template, Mistral's, Qwen's and several
+    Llama fine-tunes refuse a second system message or one after the first user turn
+    ("Conversation roles must alternate ..."), so a client's later system message joins the
+    first too: its words reach the model, its position does not."""
+    system = [prompt]
+    if instructions:
+        system.append(instructions)
+    rest: list[dict[str, Any]] = []
+    for message in messages:
+        if message.get("role") in _SYSTEM_ROLES:
+            text = _text_of(message.get("content"))
+            if text:
+                system.append(text)
+        else:
+            rest.append(clean_message(message))
+    return [{"role": "system", "content": SYSTEM_BREAK.join(system)}, *rest]
 
 
 def is_background_task(messages: list[dict[str, Any]]) -> bool:
@@ -32,18 +58,19 @@ def _text_of(content: Any) -> str:
 
 
 def clean_message(message: dict[str, Any]) -> dict[str, Any]:
-    """What the upstream gets for one client message: markers stripped, `developer` as `system`
-    (many OpenAI-compatible servers reject the newer role), and no reasoning: a reasoning field
-    on an earlier turn's assistant message is the client's copy of what we relayed, and some
-    upstreams (DeepSeek) refuse it in a new turn's input."""
+    """What the upstream gets for one client message that is not a system/developer one (those
+    join the one system message, see upstream_conversation): markers stripped, an assistant's
+    null content as "", and no reasoning: a reasoning field on an earlier turn's assistant message
+    is the client's copy of what we relayed, and some upstreams (DeepSeek) refuse it in a new
+    turn's input."""
     role = message.get("role")
-    if role == "developer":
-        return {**message, "role": "system"}
     if role != "assistant":
         return message
     if not _REASONING_KEYS.isdisjoint(message):
         message = {k: v for k, v in message.items() if k not in _REASONING_KEYS}
     content = message.get("content")
+    if content is None:  # a round of calls without text: "" is what every server accepts (agent/loop.py)
+        return {**message, "content": ""}
     if isinstance(content, str):
         stripped = strip_markers(content)
         # most answers hold no marker: the message itself, not a copy per message per turn

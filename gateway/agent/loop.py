@@ -27,7 +27,7 @@ from gateway.agent.events import (
     ToolCallStarted,
     Usage,
 )
-from gateway.agent.history import clean_message, is_background_task
+from gateway.agent.history import SYSTEM_BREAK, is_background_task, upstream_conversation
 from gateway.agent.observer import CURRENT_TOOL_REPORT, AgentObserver, ToolReport, UpstreamCall, upstream_outcome
 from gateway.agent.toolbox import Toolbox, ToolContext, offer_tools
 from gateway.agent.web_options import WebSearchOptions
@@ -148,16 +148,16 @@ class Agent:
 
     async def _events(self, request: AgentRequest, turn: AgentRun) -> AsyncGenerator[AgentEvent, None]:
         offer = offer_tools(self.toolbox, request.client_tools, request.web, mode=self.web_tools,
-                            background=is_background_task(request.messages))
+                            background=is_background_task(request.messages),
+                            no_tools=request.params.get("tool_choice") == "none")
         use_agent_tools, tools, context = offer.agent_tools, offer.tools, offer.context
         client_names = {t["function"]["name"] for t in request.client_tools}
 
-        conversation: list[dict[str, Any]] = [{"role": "system", "content": self._system_prompt(use_agent_tools)}]
-        if request.instructions:
-            conversation.append({"role": "system", "content": request.instructions})
-        conversation.extend(clean_message(m) for m in request.messages)
+        conversation = upstream_conversation(self._system_prompt(use_agent_tools), request.instructions,
+                                             request.messages)
 
         prompt_tokens = completion_tokens = 0
+        usage_known = True  # until a round's upstream reply has no usage (some servers send none)
         reasoning_tokens: int | None = None
         cached_tokens: int | None = None
         finish = "stop"
@@ -169,11 +169,16 @@ class Agent:
                 payload["tools"] = tools
                 if offer.first_choice is not None and rounds == 0:
                     payload["tool_choice"] = offer.first_choice
+                elif "tool_choice" not in payload:
+                    # said, not left to the server: llama-cpp-python's function-calling formats read
+                    # a missing tool_choice as "no tools" and render the prompt without them
+                    payload["tool_choice"] = "auto"
             else:
                 payload.pop("tool_choice", None)
                 payload.pop("parallel_tool_calls", None)
-                if final_round:
-                    payload["messages"] = [*conversation, {"role": "system", "content": FINAL_ROUND_NOTE}]
+                if final_round:  # the note joins the one system message (see upstream_conversation)
+                    system = {"role": "system", "content": conversation[0]["content"] + SYSTEM_BREAK + FINAL_ROUND_NOTE}
+                    payload["messages"] = [system, *conversation[1:]]
 
             text_parts: list[str] = []
             reasoning_parts: list[str] = []
@@ -214,7 +219,9 @@ class Agent:
                 for i, p in sorted(partial.items())
                 if p.name
             ]
-            if round_usage is not None:
+            if round_usage is None:
+                usage_known = False
+            else:
                 prompt_tokens += round_usage.prompt_tokens
                 completion_tokens += round_usage.completion_tokens
                 if round_usage.reasoning_tokens is not None:  # unknown (None) until a round reports it
@@ -254,7 +261,8 @@ class Agent:
             rounds += 1
 
         self.observer.turn_finished(rounds, prompt_tokens, completion_tokens)
-        yield Usage(prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens)
+        if usage_known:  # unknown is not zero: no Usage, and the wire formats say none
+            yield Usage(prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens)
         yield Finished(finish, tuple(turn._messages))
 
     async def _run_tools(self, calls: list[_ToolCall], allowed: bool,
@@ -332,16 +340,20 @@ def _merge_call_part(partial: dict[int, _ToolCall], part: ToolCallPart) -> None:
     entry = partial.setdefault(index, _ToolCall("", "", ""))
     if part.id:
         entry.id = part.id
-    if part.name:
+    # Some servers (llama-cpp-python) repeat the whole name in every fragment of a call: a piece
+    # equal to the name so far is that repeat, not more of the name.
+    if part.name and part.name != entry.name:
         entry.name += part.name
     if part.arguments:
         entry.arguments += part.arguments
 
 
 def _assistant_with_calls(text: str, calls: list[_ToolCall]) -> dict[str, Any]:
+    # "" rather than null for a round of calls without text: Ollama, LM Studio, llama-cpp-python
+    # and older llama-server builds refuse a null content; every server checked accepts "".
     return {
         "role": "assistant",
-        "content": text or None,
+        "content": text,
         "tool_calls": [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments or "{}"}}
             for c in calls

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import IO, Any
 
-from gateway.config.envvars import redact_url
+from gateway.common.redact import redact_url
 from gateway.config.settings import Settings, load_settings
 from gateway.errors import AgentGatewayError
 from gateway.store.api import SchemaVersionError

@@ -12,7 +12,6 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from gateway.config.settings import OPTIONS
 from providers.loader import plugin_manifests
@@ -59,20 +58,6 @@ def is_secret_name(name: str) -> bool:
     """API keys, tokens and passwords, judged by name (`API_SERVER_KEY`, `llm.api_key`, ...)."""
     upper = name.upper().replace(".", "_")
     return any(word in upper.split("_") for word in _SECRET_WORDS)
-
-
-def redact_url(url: str) -> str:
-    """The URL with the password of its userinfo masked (`http://user:***@host/v1`), else unchanged."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return url
-    if password is None:
-        return url
-    userinfo, _, hostport = parts.netloc.rpartition("@")
-    user = userinfo.split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{hostport}"))
 
 
 def mask(value: str) -> str:

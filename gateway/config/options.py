@@ -192,7 +192,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("database_url", "API_SERVER_DATABASE_URL", "api_server.database_url", _parse_database_url, None,
            "postgresql://user:password@host:port/db: a store shared by replicas (unset: SQLite in the profile)"),
     Option("max_concurrent_runs", "API_SERVER_MAX_CONCURRENT_RUNS", "api_server.max_concurrent_runs",
-           _parse_int, 32, "agent runs at once; beyond it 429 with Retry-After", minimum=1),
+           _parse_int, 32, "agent runs at once; beyond it 429 with Retry-After, before the body is read", minimum=1),
     Option("max_body_bytes", "API_SERVER_MAX_BODY_BYTES", "api_server.max_body_bytes", _parse_int,
            10_000_000, "request body limit in bytes (413 beyond it)", minimum=1),
     Option("body_timeout", "API_SERVER_BODY_TIMEOUT", "api_server.body_timeout", _parse_float, 30.0,

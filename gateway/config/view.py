@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gateway.common.redact import redact_url
 from gateway.config.envvars import (
     is_secret_name,
     known_names,
     mask,
     nearest,
     plugin_variables,
-    redact_url,
 )
 from gateway.config.settings import (
     OPTIONS,
@@ -77,7 +77,8 @@ def shown(name: str, value: str, secret: bool, reveal: bool = False) -> str:
     if not value or reveal:
         return value
     if not (secret or is_secret_name(name)):
-        return redact_url(value) if "@" in value else value  # http://user:PASSWORD@host/v1
+        # http://user:PASSWORD@host/v1, postgresql://host/db?password=PASSWORD, ...
+        return redact_url(value) if "@" in value or "://" in value else value
     return mask(value)
 
 

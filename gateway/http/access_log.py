@@ -114,12 +114,23 @@ class LogFormatter(logging.Formatter):
         return f"{text},{int(record.msecs):03d}"  # logging's default_msec_format, "%s,%03d"
 
 
+#: Libraries whose INFO (and DEBUG) lines name request URLs, queries or connection details: httpx
+#: writes `HTTP Request: GET http://user:password@searx/search?q=<the user's query>` for every web
+#: search, aiohttp its access and client lines, asyncpg its connections. Only their warnings and
+#: errors reach `serve`'s log; the gateway's own lines say which provider failed and how, never what
+#: was asked.
+QUIET_LIBRARIES = ("httpx", "httpcore", "hpack", "h2", "urllib3", "aiohttp.access", "aiohttp.client",
+                   "aiohttp.server", "aiohttp.web", "asyncpg", "aiosqlite", "primp", "ddgs", "trafilatura")
+
+
 def configure_logging(level: int = logging.INFO, formatter: logging.Formatter | None = None) -> None:
     """Root logging for `serve`: one stderr handler whose lines carry the request id, written in
     batches off the request path (gateway/batched_log.py); `formatter` replaces the text format."""
     handler = BatchingStreamHandler()
     handler.setFormatter(formatter or LogFormatter(LOG_FORMAT))
     logging.basicConfig(level=level, handlers=[handler])  # as before, a no-op when root has handlers
+    for name in QUIET_LIBRARIES:
+        logging.getLogger(name).setLevel(max(level, logging.WARNING))
     # LOG_FORMAT prints no thread or process fields; not collecting them for every record (the
     # logging HOWTO's "Optimization" knobs) saves work on every access line
     logging.logThreads = False

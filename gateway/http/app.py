@@ -221,7 +221,7 @@ def _store_ctx(database: PostgresDatabase | None) -> Callable[[web.Application],
             await store.open()
         except StoreUnavailableError as exc:
             retrying = " Retrying in the background." if database is not None else ""
-            logging.getLogger("agent_gateway.store").warning("%s%s", exc.message, retrying)
+            logging.getLogger("agent_gateway.store").warning("%s%s", exc.detail, retrying)
         app[appkeys.STORE] = store
         yield
         await store.close()

@@ -12,9 +12,9 @@ from typing import Any
 
 from aiohttp import web
 
+from gateway.common import json_in
 from gateway.errors import InvalidRequestError, RequestTimeoutError, UndecodableBodyError, UnsupportedMediaTypeError
 from gateway.http import appkeys
-from gateway.wire import json_in
 
 
 async def read_body(request: web.Request) -> bytes:

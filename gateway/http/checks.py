@@ -8,7 +8,9 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from aiohttp.web_urldispatcher import _default_expect_handler  # the library's own 100 Continue
 
+from gateway.common import json_out
 from gateway.config.settings import Settings
 from gateway.errors import (
     AuthenticationError,
@@ -22,7 +24,6 @@ from gateway.errors import (
 from gateway.http import appkeys
 from gateway.http.lifecycle import Lifecycle
 from gateway.http.log_limits import printable
-from gateway.wire import json_out
 
 log = logging.getLogger("agent_gateway")
 
@@ -171,3 +172,14 @@ def add_security_headers(response: web.StreamResponse) -> None:
     """Part of the response-prepare hook (app.py): JSON, errors and streams alike."""
     response.headers.update(SECURITY_HEADERS)
 
+
+
+async def continue_if_a_run_slot_is_free(request: web.Request) -> None:
+    """`Expect: 100-continue` on a route that runs the agent (curl sends it for large bodies).
+    aiohttp answers it before any middleware runs, so by default such a client was told to send
+    its whole body only to get the 429 after it: with every run slot busy, no 100 is sent and the
+    front door's 429 is the client's first answer (it then never sends the body)."""
+    limiter = request.app[appkeys.LIMITER]
+    if limiter.active >= limiter.limit:
+        return None
+    return await _default_expect_handler(request)

@@ -7,30 +7,35 @@ from collections.abc import Callable
 
 from gateway.errors import RateLimitError
 
+#: The POSTs that run the agent: each holds a run slot from before its body is read to its end.
+RUN_PATHS = frozenset({"/v1/chat/completions", "/v1/responses"})
+
 
 class RunLimiter:
     """Caps concurrent agent runs; beyond the cap a request is refused at once (429), not queued,
-    so a client's own retry policy decides when to come back."""
+    so a client's own retry policy decides when to come back.
+
+    The front door takes the slot before the request's body is read (`take_for`): a request that
+    cannot run gets its 429 without the gateway waiting for, buffering or parsing a body of up to
+    API_SERVER_MAX_BODY_BYTES (64 such bodies at once while the slots were busy took 2 GiB)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.active = 0
 
-    def slot(self) -> RunLimiter:
-        """`with limiter.slot():` holds one run's place, or refuses it (429). The limiter is its own
-        context manager: a generator-based one costs a generator, its frames and a StopIteration
-        per run."""
+    def take_for(self, method: str, path: str) -> bool:
+        """Hold one run's place for a request that runs the agent (True; `release` when it ends),
+        refuse it (429), or False for any other request."""
+        if method != "POST" or path not in RUN_PATHS:
+            return False
         if self.active >= self.limit:
             raise RateLimitError(
                 f"too many agent runs in progress ({self.limit}); retry shortly", retry_after=1
             )
         self.active += 1
-        return self
+        return True
 
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc_info: object) -> None:
+    def release(self) -> None:
         self.active -= 1
 
 

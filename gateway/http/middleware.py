@@ -4,7 +4,8 @@
 2. any failure below leaves as the OpenAI error envelope, never a traceback or an HTML page;
 3. admission: not shutting down (503), declared body size (413), key (401) or, with no key, Host
    (403) (gateway/middlewares.py);
-   an admitted request counts as in flight until its handler returns;
+   an admitted request counts as in flight until its handler returns; one that runs the agent
+   takes its run slot (or its 429) before anything reads its body (gateway/http/lifecycle.py);
 4. browser preflights are answered here, needing no key (gateway/cors.py);
 5. Idempotency-Key, after auth, so only accepted credentials reach its cache (gateway/idempotency.py).
 
@@ -18,6 +19,7 @@ answered by gateway/http_server.py in the same envelope.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 
@@ -31,6 +33,10 @@ from gateway.http.checks import Handler, admit, error_response, from_http_except
 from gateway.http.cors import preflight_response
 from gateway.http.idempotency import run_idempotent, wants_idempotency
 from gateway.http.lifecycle import Lifecycle
+from gateway.http.log_limits import RateLimitedLog
+
+log = logging.getLogger("agent_gateway")
+_client_details = RateLimitedLog(log)
 
 
 @web.middleware
@@ -48,11 +54,23 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
             response: web.StreamResponse
             if preflight is not None:
                 response = preflight
-            elif wants_idempotency(request):
-                response = await run_idempotent(request, handler)
             else:
-                response = await handler(request)
+                # the run slot before the body: a request that cannot run is refused unread
+                limiter = request.app[appkeys.LIMITER]
+                running = limiter.take_for(request.method, request.path)
+                try:
+                    if wants_idempotency(request):
+                        response = await run_idempotent(request, handler)
+                    else:
+                        response = await handler(request)
+                finally:
+                    if running:
+                        limiter.release()
         except GatewayError as exc:
+            if exc.detail and exc.status >= 500:  # where and why, for whoever runs the gateway
+                log.warning("answered %d: %s", exc.status, exc.detail)
+            elif exc.detail:  # a 4xx (a value the database refused): the client's to cause at will
+                _client_details.log(logging.WARNING, "answered %d: %s", exc.status, exc.detail)
             response = error_response(exc)
         except web.HTTPException as exc:
             if exc.status < 400:

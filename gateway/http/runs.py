@@ -189,7 +189,7 @@ async def run_streamed(request: web.Request, agent_request: AgentRequest, reply:
             return await _finish(sse, opening() + tail + closing, log)
     if not sse.started:
         raise _no_retry_after_work(error, worked)
-    log.warning("agent run failed mid-stream: %s", error.message)
+    log.warning("agent run failed mid-stream: %s", error.detail or error.message)
     return await _finish(sse, tail + await reply.fail(error, agent_run.messages), log)
 
 

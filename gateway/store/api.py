@@ -26,8 +26,9 @@ What every backend guarantees:
 - **Named conversations**: a `put` with `conversation` set makes the record that conversation's
   head; deleting or evicting the head ends the name (the next turn starts fresh).
 - **Faults are 503**: any database fault (unreachable, read-only, full disk, locked, corrupt)
-  is raised as `StoreUnavailableError`, whose message says what is wrong and where (never a
-  password) and which carries `retry_after`; the error middleware renders it as 503 with
+  is raised as `StoreUnavailableError`, whose client message says only that the store is
+  unavailable, whose `detail` says what is wrong and where for the log (never a password), and
+  which carries `retry_after`; the error middleware renders it as 503 with
   `Retry-After`. A backend that failed to open tries again on the next operation, so a fixed
   fault heals without a restart.
 - **Conversation turns never lost**: a record naming a conversation with `expected_head` set
@@ -67,11 +68,24 @@ from gateway.errors import (
     InvalidRequestError,
     NotFoundError,
     ServiceUnavailableError,
+    echo,
 )
 
 
 class StoreUnavailableError(ServiceUnavailableError):
-    """The store cannot read or write (read-only file, disk full, locked, corrupt): 503."""
+    """The store cannot read or write (read-only file, disk full, locked, corrupt): 503.
+
+    The client reads only that the store is unavailable: `detail` (what and where: the SQLite path,
+    the PostgreSQL URL with its secrets masked, the driver's words) is for the log. A client that
+    could read it would learn the database's user, host and file path; /health/ready needs no key."""
+
+    CLIENT_MESSAGE = "The response store is unavailable; retry shortly."
+
+    def __init__(self, detail: str, *, retry_after: float | None = None) -> None:
+        super().__init__(self.CLIENT_MESSAGE, retry_after=retry_after, detail=detail)
+
+    def __str__(self) -> str:
+        return self.detail or self.message
 
 
 class ConversationConflictError(ConflictError):
@@ -81,7 +95,7 @@ class ConversationConflictError(ConflictError):
 
     @classmethod
     def on(cls, name: str) -> ConversationConflictError:
-        return cls(f"Another turn of conversation '{name}' was stored while this one ran; nothing of "
+        return cls(f"Another turn of conversation '{echo(name)}' was stored while this one ran; nothing of "
                    "this turn was kept. Send it again to continue from the new head.", param="conversation")
 
 
@@ -90,7 +104,7 @@ class UnknownConversationError(NotFoundError):
 
     @classmethod
     def on(cls, conversation_id: str, param: str = "conversation_id") -> UnknownConversationError:
-        return cls(f"No conversation found with id '{conversation_id}'.", param=param)
+        return cls(f"No conversation found with id '{echo(conversation_id)}'.", param=param)
 
 
 class UnknownItemError(NotFoundError):
@@ -98,7 +112,7 @@ class UnknownItemError(NotFoundError):
 
     @classmethod
     def on(cls, item_id: str, conversation_id: str, param: str = "item_id") -> UnknownItemError:
-        return cls(f"No item with id '{item_id}' in conversation '{conversation_id}'.", param=param)
+        return cls(f"No item with id '{echo(item_id)}' in conversation '{echo(conversation_id)}'.", param=param)
 
 
 class DuplicateItemError(InvalidRequestError):
@@ -106,7 +120,7 @@ class DuplicateItemError(InvalidRequestError):
 
     @classmethod
     def on(cls, item_id: str, conversation_id: str) -> DuplicateItemError:
-        return cls(f"An item with id '{item_id}' is already in conversation '{conversation_id}'; "
+        return cls(f"An item with id '{echo(item_id)}' is already in conversation '{echo(conversation_id)}'; "
                    "item ids are unique within a conversation.", param="items")
 
     @classmethod

@@ -9,6 +9,7 @@ while it ran fails alone with a 409, and cancellation (the loop closing) cancels
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
@@ -36,8 +37,7 @@ class GroupCommit(Generic[Row]):
             await written
         except GatewayError as exc:
             # raised afresh for each put: a shared exception object would gather every waiter's traceback
-            raise type(exc)(exc.message, param=exc.param, code=exc.code, retry_after=exc.retry_after,
-                           should_retry=exc.should_retry) from None
+            raise copy.copy(exc) from None
 
     async def drain(self) -> None:
         """Wait until the puts already accepted are written (or have failed)."""

@@ -16,6 +16,11 @@ from typing import Protocol
 
 from gateway.errors import UnprocessableError
 
+#: The bounds of the kept replies, in memory and in PostgreSQL alike: entries, and bytes of bodies
+#: and headers. A reply over MAX_BYTES on its own is not kept (a retry runs again).
+MAX_ENTRIES = 1000
+MAX_BYTES = 32 * 1024 * 1024
+
 
 class IdempotencyKeyReusedError(UnprocessableError):
     code = "idempotency_key_reused"
@@ -59,7 +64,7 @@ class _Entry:
 class InMemoryIdempotencyCache:
     """One process's cache: LRU-bounded by entries and bytes; expiry by the injected clock."""
 
-    def __init__(self, *, ttl: float = 300.0, max_entries: int = 1000, max_bytes: int = 32 * 1024 * 1024,
+    def __init__(self, *, ttl: float = 300.0, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.ttl = ttl
         self.max_entries = max_entries

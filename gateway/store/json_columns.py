@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.wire import json_in, json_out
+from gateway.common import json_in, json_out
 
 
 def to_text(value: Any) -> str:

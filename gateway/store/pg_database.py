@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 import asyncpg
 
-from gateway.config.envvars import redact_url
+from gateway.common.redact import redact_url, scrub
+from gateway.errors import UnstorableValueError
 from gateway.store.api import SchemaVersionError, StoreUnavailableError
 from gateway.store.keys import KEY_TABLES
 from gateway.store.owners import DEFAULT_OWNER
@@ -147,6 +148,10 @@ WRITE_LOCK = 0x6167_7702
 
 # InternalClientError: a connection broken mid-operation (a server restart) as asyncpg finds it
 FAULTS = (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError, TimeoutError)
+#: What PostgreSQL refuses as data, not as an outage: a NUL or a value its type rejects (SQLSTATE
+#: class 22), a key over the btree row limit (class 54). The client's doing: a 400, never a 503,
+#: which the SDKs would retry and a load balancer would count against the replica. Caught before FAULTS.
+REFUSED_DATA = (asyncpg.DataError, asyncpg.ProgramLimitExceededError)
 
 
 def describe_url(url: str) -> str:
@@ -177,10 +182,12 @@ class PostgresDatabase:
                                      retry_after=2)
 
     def fail(self, exc: BaseException) -> StoreUnavailableError:
-        text = str(exc).strip() or type(exc).__name__
-        if self.url in text:  # never the password, whatever the driver said
-            text = text.replace(self.url, self.where)
-        return self.unavailable(text)
+        # never the password, whatever the driver said: the URL masked, each of its secrets too
+        return self.unavailable(scrub(str(exc).strip() or type(exc).__name__, self.url))
+
+    def refused(self, exc: BaseException) -> UnstorableValueError:
+        said = scrub(str(exc).strip() or type(exc).__name__, self.url)
+        return UnstorableValueError(f"PostgreSQL refused a value: {said}")
 
     async def open(self) -> None:
         """Connect and migrate; raises StoreUnavailableError (then retried in the background) or
@@ -232,7 +239,7 @@ class PostgresDatabase:
             except (*FAULTS, ValueError) as exc:  # ValueError: a malformed URL
                 if pool is not None:
                     pool.terminate()
-                self.last_error = self.fail(exc).message
+                self.last_error = str(self.fail(exc))
                 raise self.fail(exc) from None
             self._pool = pool
             return pool
@@ -254,6 +261,8 @@ class PostgresDatabase:
         try:
             async with pool.acquire() as conn:
                 return await body(conn)
+        except REFUSED_DATA as exc:
+            raise self.refused(exc) from None
         except FAULTS as exc:
             raise self.fail(exc) from None
 
@@ -263,6 +272,8 @@ class PostgresDatabase:
         try:
             async with pool.acquire() as conn, conn.transaction():
                 yield conn
+        except REFUSED_DATA as exc:
+            raise self.refused(exc) from None
         except FAULTS as exc:
             raise self.fail(exc) from None
 

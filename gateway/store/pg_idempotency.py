@@ -7,6 +7,11 @@ replays it byte for byte) for at most `wait` seconds; past that it gets 409 with
 
 A claimed row carries a lease (`lease` seconds, the agent's run timeout and a margin): a replica
 killed mid-run leaves its claim behind, and that key runs again once the lease is over.
+
+Kept replies have the in-memory cache's bounds, for the whole cluster: at most `max_entries` of
+them and `max_bytes` of bodies and headers, the oldest dropped first after each keep; a reply over
+`max_bytes` on its own is not kept (its duplicates then run again). With only a TTL, ten 9 MB
+replies grew the table from 3.3 to 92 MB.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import logging
 
 from gateway.errors import ConflictError
 from gateway.store.api import StoreUnavailableError
-from gateway.store.idempotency import CachedReply, _check_same_body
+from gateway.store.idempotency import MAX_BYTES, MAX_ENTRIES, CachedReply, _check_same_body
 from gateway.store.pg_database import PostgresDatabase
 
 log = logging.getLogger("agent_gateway.idempotency")
@@ -35,6 +40,12 @@ _KEEP = ("UPDATE idempotency SET status = $2, body = $3, headers = $4,"
 _DROP = "DELETE FROM idempotency WHERE key = $1 AND status IS NULL"
 _SWEEP = ("DELETE FROM idempotency WHERE key IN"
           " (SELECT key FROM idempotency WHERE expires_at <= now() LIMIT 100)")
+# the kept replies, newest first, beyond $1 entries or $2 bytes in all: the oldest go
+_TRIM = ("DELETE FROM idempotency WHERE key IN (SELECT key FROM ("
+         " SELECT key, row_number() OVER newest AS n,"
+         " sum(octet_length(body) + octet_length(headers)) OVER newest AS bytes"
+         " FROM idempotency WHERE status IS NOT NULL"
+         " WINDOW newest AS (ORDER BY expires_at DESC, key DESC)) AS kept WHERE n > $1 OR bytes > $2)")
 
 
 class IdempotencyInProgressError(ConflictError):
@@ -45,9 +56,11 @@ class IdempotencyInProgressError(ConflictError):
 
 class PostgresIdempotencyCache:
     def __init__(self, database: PostgresDatabase, *, ttl: float = 300.0, lease: float = 630.0,
-                 wait: float = 60.0, poll: float = 0.1) -> None:
+                 wait: float = 60.0, poll: float = 0.1, max_entries: int = MAX_ENTRIES,
+                 max_bytes: int = MAX_BYTES) -> None:
         self.database = database
         self.ttl, self.lease, self.wait, self.poll = ttl, lease, wait, poll
+        self.max_entries, self.max_bytes = max_entries, max_bytes
 
     async def acquire(self, key: str, fingerprint: str) -> CachedReply | None:
         loop = asyncio.get_running_loop()
@@ -73,15 +86,16 @@ class PostgresIdempotencyCache:
             delay = min(delay * 1.5, 1.0)
 
     async def release(self, key: str, reply: CachedReply | None) -> None:
-        keep = reply is not None and self.ttl > 0
+        keep = reply is not None and self.ttl > 0 and reply.size <= self.max_bytes
         try:
             if reply is not None and keep:
                 headers = json.dumps([list(pair) for pair in reply.headers])
                 await self.database.run(lambda conn: conn.execute(
                     _KEEP, key, reply.status, reply.body, headers, self.ttl))
+                await self.database.run(lambda conn: conn.execute(_TRIM, self.max_entries, self.max_bytes))
             else:
                 await self.database.run(lambda conn: conn.execute(_DROP, key))
             await self.database.run(lambda conn: conn.execute(_SWEEP))
         except StoreUnavailableError as exc:
             # the reply itself was made; only its replay is lost (the claim ends with its lease)
-            log.warning("an Idempotency-Key reply was not kept: %s", exc.message)
+            log.warning("an Idempotency-Key reply was not kept: %s", exc.detail)

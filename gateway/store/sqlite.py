@@ -126,7 +126,7 @@ class SQLiteResponseStore(SQLiteSpace, SQLiteConversations, ResponseStore):
         except OSError as exc:
             raise StoreUnavailableError(
                 f"The response store at {self.path} is unavailable: cannot create its directory "
-                f"({exc.strerror})."
+                f"({exc.strerror}).", retry_after=5
             ) from exc
         opened: list[aiosqlite.Connection] = []
         try:

@@ -28,6 +28,7 @@ from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
 from gateway import __version__
+from gateway.common import json_in, json_out
 from gateway.errors import (
     GatewayError,
     InvalidRequestError,
@@ -35,10 +36,9 @@ from gateway.errors import (
     UpstreamError,
     UpstreamTimeoutError,
 )
-from gateway.upstream.deltas import Text, UpstreamDelta, deltas_of
+from gateway.upstream.deltas import Finish, Text, UpstreamDelta, deltas_of
 from gateway.upstream.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta, plain_text, sse_batches
 from gateway.upstream.text import error_message, relayed, without_credentials
-from gateway.wire import json_in, json_out
 
 #: After `[DONE]`, how long (and how much) to read for the end of the body, so that the connection
 #: goes back to the pool instead of being closed (a new TCP connection per stream otherwise).
@@ -254,6 +254,7 @@ class UpstreamClient:
                 for delta in _completion_deltas(await self._read_json(response)):
                     yield delta
                 return
+            finished = False  # a finish_reason came: a stream without [DONE] after it is whole
             # closed here, not left to the loop's finaliser hook, when the stream returns at [DONE]
             async with contextlib.aclosing(sse_batches(response.content.readany)) as batches:
                 async for frames in batches:
@@ -273,7 +274,11 @@ class UpstreamClient:
                             if chunk is None:
                                 continue
                         for delta in deltas_of(chunk, "delta"):
+                            finished = finished or type(delta) is Finish
                             yield delta
+            if not finished:  # llama-cpp-python's empty 200 when its template fails: no answer
+                raise UpstreamError(f"the upstream model at {self.base_url} ended its stream unfinished "
+                                    "(no finish_reason, no [DONE])", code="upstream_stream_cut")
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise self._fault(exc) from exc
         finally:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
+from gateway.common import json_in
 from gateway.errors import UpstreamError
-from gateway.wire import json_in
 
 try:  # a default dependency, but the gateway also runs without it (checked once here)
     import orjson as _orjson

@@ -22,7 +22,7 @@ from gateway.agent.events import (
 from gateway.agent.web_options import WebSearchOptions
 from gateway.errors import InvalidRequestError
 from gateway.wire import openwebui, web_search
-from gateway.wire.checks import expect, optional_int, optional_number
+from gateway.wire.checks import chat_tool_choice, expect, optional_int, optional_number
 from gateway.wire.citations import citations
 from gateway.wire.markers import format_marker
 
@@ -133,10 +133,12 @@ def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
         for name in ("response_format", "logit_bias"):
             if body.get(name) is not None:
                 expect(body[name], dict, name, "an object")
+        if body.get("tool_choice") is not None:
+            chat_tool_choice(body["tool_choice"])
 
     tools = _check_tools(body.get("tools"))
     params = {name: body[name] for name in PASSTHROUGH if body.get(name) is not None} if named else {}
-    if "tool_choice" in params and not tools:
+    if "tool_choice" in params and not tools and params["tool_choice"] != "none":  # "none" also binds our tools
         params.pop("tool_choice")
         params.pop("parallel_tool_calls", None)
     user = body.get("user")
@@ -234,7 +236,7 @@ class ChatCompletionBuilder:
         self._rounds = ReasoningRounds()
         self._calls: list[dict[str, Any]] = []
         self._sources: list[Source] = []
-        self.usage = Usage(0, 0)
+        self.usage: Usage | None = None  # unknown until the agent reports it (some upstreams never do)
         self.finish = "stop"
 
     def add(self, event: object) -> None:
@@ -265,13 +267,14 @@ class ChatCompletionBuilder:
             message["content"] = ""
         message["refusal"] = None
         message["annotations"] = [c.chat() for c in citations(text, self._sources)] if self._sources else []
+        usage = {} if self.usage is None else {"usage": usage_object(self.usage)}  # optional: unknown is no 0s
         return {
             "id": self.id,
             "object": "chat.completion",
             "created": self.created,
             "model": self.model,
             "choices": [{"index": 0, "message": message, "finish_reason": self.finish, "logprobs": None}],
-            "usage": usage_object(self.usage),
+            **usage,
             "system_fingerprint": None,
         }
 
@@ -297,7 +300,7 @@ class ChatChunkEncoder:
         self.reasoning = reasoning
         self._rounds = ReasoningRounds()
         self._call_index = 0
-        self._usage = Usage(0, 0)
+        self._usage: Usage | None = None
         self._sources: list[Source] = []
         self._markers: dict[str, str] = {}  # call id -> the marker text sent for it
         self._started: dict[str, ToolCallStarted] = {}  # for Open WebUI's "done" status
@@ -368,7 +371,7 @@ class ChatChunkEncoder:
                 # `_chunk({}, event.reason)` without building and dumping the dicts: the same bytes
                 frames = [self._prefix + '[{"index":0,"delta":{},"logprobs":null,"finish_reason":'
                           + encode_basestring(event.reason) + "}]}"]
-            if self.include_usage:
+            if self.include_usage and self._usage is not None:  # unknown usage: no usage chunk
                 frames.append(self._prefix + '[],"usage":' + json.dumps(usage_object(self._usage)) + "}")
             return frames
         return []

@@ -5,7 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gateway.errors import InvalidRequestError
+from gateway.errors import InvalidRequestError, echo
+
+#: `tool_choice` as a string, in both APIs.
+TOOL_CHOICE_MODES = ("none", "auto", "required")
 
 
 def expect(value: Any, kinds: type | tuple[type, ...], param: str, what: str) -> Any:
@@ -42,3 +45,21 @@ def optional_int(body: dict[str, Any], name: str, low: int = 1) -> None:
     expect(value, int, name, "an integer")
     if value < low:
         raise InvalidRequestError(f"'{name}' must be at least {low}", param=name)
+
+
+def chat_tool_choice(value: Any) -> None:
+    """Chat Completions' `tool_choice`: a mode or `{"type": "function", "function": {"name": ...}}`.
+    Any other type (`file_search`, `mcp`, ...) is a 400, as OpenAI answers, not passed upstream."""
+    if isinstance(value, str):
+        if value not in TOOL_CHOICE_MODES:
+            raise InvalidRequestError(f"'tool_choice' must be none, auto, required or a function; "
+                                      f"got {echo(repr(value))}", param="tool_choice")
+        return
+    if not isinstance(value, dict) or value.get("type") != "function":
+        kind = value.get("type") if isinstance(value, dict) else value
+        raise InvalidRequestError(f"'tool_choice' must be none, auto, required or "
+                                  f"{{\"type\": \"function\", \"function\": {{\"name\": ...}}}}; got type "
+                                  f"{echo(repr(kind))}", param="tool_choice")
+    function = value.get("function")
+    if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+        raise InvalidRequestError("'tool_choice.function.name' must be a string", param="tool_choice.function.name")

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.common import json_out
 from gateway.errors import InvalidRequestError
-from gateway.wire import json_out
 
 BYTES_PER_TOKEN = 3
 MESSAGE_OVERHEAD = 4

@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.errors import InvalidRequestError
+from gateway.errors import InvalidRequestError, echo
+from gateway.wire import ids
 from gateway.wire.responses_input import input_to_messages, normalize_input
 from gateway.wire.responses_request import INCLUDABLE, parse_metadata
 from gateway.wire.web_search_items import SOURCES
@@ -65,7 +66,7 @@ def _check_unique_ids(items: list[dict[str, Any]], param: str) -> None:
     seen: set[str] = set()
     for index, item in enumerate(items):
         if item["id"] in seen:
-            raise _bad(f"item id '{item['id']}' appears twice; item ids are unique within a conversation.",
+            raise _bad(f"item id '{echo(item['id'])}' appears twice; item ids are unique within a conversation.",
                        f"{param}[{index}].id")
         seen.add(item["id"])
 
@@ -108,14 +109,17 @@ def parse_list_query(query: Mapping[str, str], include: list[str] | None = None)
     order = query.get("order", "desc")
     if order not in ("asc", "desc"):
         raise _bad("'order' must be asc or desc.", "order")
-    return ListQuery(limit=limit, order=order, after=query.get("after"), include=parse_include(include or []))
+    after = query.get("after")
+    if after is not None:
+        ids.check(after, "after", item_id=True)
+    return ListQuery(limit=limit, order=order, after=after, include=parse_include(include or []))
 
 
 def parse_include(values: list[str]) -> tuple[str, ...]:
     """The values of a repeated `include` query parameter, each one OpenAI knows (else a 400)."""
     for value in values:
         if value not in INCLUDABLE:
-            raise _bad(f"'include' must be one of {', '.join(INCLUDABLE)}; got {value!r}.", "include")
+            raise _bad(f"'include' must be one of {', '.join(INCLUDABLE)}; got {echo(repr(value))}.", "include")
     return tuple(values)
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from gateway.errors import InvalidRequestError
+from gateway.errors import InvalidRequestError, echo
+from gateway.wire import ids
 
 INPUT_ROLES = ("user", "assistant", "system", "developer")
 WEB_ACTIONS = ("search", "open_page", "find", "find_in_page")
@@ -58,7 +59,7 @@ def _normalize_parts(content: Any, role: str, param: str) -> list[dict[str, Any]
                 raise _bad("input_image needs an 'image_url' (file_id is not supported).", where)
             parts.append(dict(part))
         else:
-            raise _bad(f"unsupported content part type {kind!r}.", where)
+            raise _bad(f"unsupported content part type {echo(repr(kind))}.", where)
     return parts
 
 
@@ -83,6 +84,8 @@ def _normalize_item(item: Any, param: str) -> dict[str, Any]:
         raise _bad("each input item must be an object.", param)
     kind = item.get("type", "message" if "role" in item else None)
     given_id = item.get("id") if isinstance(item.get("id"), str) and item["id"] else None  # "" is no id
+    if given_id is not None:
+        ids.check(given_id, f"{param}.id", item_id=True)
     if kind == "message":
         role = item.get("role")
         if role not in INPUT_ROLES:
@@ -122,7 +125,7 @@ def _normalize_item(item: Any, param: str) -> dict[str, Any]:
     if kind == "web_search_call":
         return _web_search_call(item, given_id, param)
     raise _bad(
-        f"unsupported input item type {kind!r}: use messages, function_call, function_call_output, reasoning "
+        f"unsupported input item type {echo(repr(kind))}: use messages, function_call, function_call_output, reasoning "
         "or web_search_call.",
         f"{param}.type",
     )
@@ -219,7 +222,7 @@ def input_to_messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if last is not None and last["role"] == "assistant":
                 last.setdefault("tool_calls", []).append(call)
             else:
-                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+                messages.append({"role": "assistant", "content": "", "tool_calls": [call]})  # "": see agent/loop.py
         elif item["type"] == "function_call_output":
             messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
     return messages

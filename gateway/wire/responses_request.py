@@ -23,16 +23,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gateway.agent.web_options import WebSearchOptions
-from gateway.errors import InvalidRequestError
-from gateway.wire import web_search
-from gateway.wire.checks import in_range
+from gateway.errors import InvalidRequestError, echo
+from gateway.wire import ids, web_search
+from gateway.wire.checks import TOOL_CHOICE_MODES, in_range
 from gateway.wire.responses_input import input_to_messages, normalize_input
 
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_METADATA_PAIRS = 16
 MAX_METADATA_KEY = 64
 MAX_METADATA_VALUE = 512
-TOOL_CHOICE_MODES = ("none", "auto", "required")
 #: OpenAI's `include` values (its SDK's ResponseIncludable). All are accepted, as OpenAI accepts
 #: them; `web_search_call.action.sources` is honoured, the others have nothing to add here.
 INCLUDABLE = (
@@ -95,6 +94,8 @@ class ResponsesRequest:
             chat_choice = _chat_tool_choice(self.tool_choice)
             if chat_choice is not None:
                 params["tool_choice"] = chat_choice
+        elif self.tool_choice == "none":  # no function tools, but "none" binds the agent's own too
+            params["tool_choice"] = "none"
         fmt = self.text.get("format") or {}
         if fmt.get("type") == "json_object":
             params["response_format"] = {"type": "json_object"}
@@ -185,7 +186,7 @@ def _conversation(body: dict[str, Any]) -> str | None:
         value = value.get("id")
     if not isinstance(value, str) or not value.strip():
         raise _bad("'conversation' must be a name or an object with an 'id'.", "conversation")
-    return value
+    return ids.check(value, "conversation")
 
 
 def _include(body: dict[str, Any]) -> tuple[str, ...]:
@@ -197,7 +198,7 @@ def _include(body: dict[str, Any]) -> tuple[str, ...]:
     for index, entry in enumerate(value):
         if entry not in INCLUDABLE:
             # a 400, as OpenAI gives: a misspelt value silently ignored would look like a gateway fault
-            raise _bad(f"'include[{index}]' must be one of {', '.join(INCLUDABLE)}; got {entry!r}.",
+            raise _bad(f"'include[{index}]' must be one of {', '.join(INCLUDABLE)}; got {echo(repr(entry))}.",
                        f"include[{index}]")
     return tuple(dict.fromkeys(value))
 
@@ -241,7 +242,7 @@ def _tools(body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, A
             continue
         if tool["type"] != "function":
             raise _bad(
-                f"the hosted tool type '{tool['type']}' is not supported by this gateway; it runs "
+                f"the hosted tool type {echo(repr(tool['type']))} is not supported by this gateway; it runs "
                 "'web_search' (and its dated and preview variants) and your own 'function' tools.",
                 f"{param}.type",
             )
@@ -297,8 +298,12 @@ def _tool_choice(body: dict[str, Any], chat_tools: list[dict[str, Any]],
         names = {tool["function"]["name"] for tool in chat_tools}
         if not isinstance(value.get("name"), str) or value["name"] not in names:
             raise _bad("'tool_choice' names a function that is not in 'tools'.", "tool_choice")
-    elif value["type"] in web_search.HOSTED_WEB_SEARCH and web is None:
-        raise _bad(f"'tool_choice' asks for {value['type']}, but 'tools' has no web search tool.", "tool_choice")
+    elif value["type"] not in web_search.HOSTED_WEB_SEARCH:  # file_search, mcp, ...: tools this gateway lacks
+        known = ", ".join(sorted(web_search.HOSTED_WEB_SEARCH))
+        raise _bad(f"'tool_choice' type must be function or a web search type ({known}); "
+                   f"got {echo(repr(value['type']))}.", "tool_choice")
+    elif web is None:
+        raise _bad(f"'tool_choice' asks for {echo(value['type'])}, but 'tools' has no web search tool.", "tool_choice")
     return value
 
 
@@ -312,6 +317,8 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
     if body.get("background"):
         raise _bad("background responses are not supported by this gateway.", "background")
     previous = _optional_str(body, "previous_response_id")
+    if previous is not None:
+        ids.check(previous, "previous_response_id")
     conversation = _conversation(body)
     if previous is not None and conversation is not None:
         raise _bad(

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from gateway.agent.web_options import CONTEXT_SIZES, WebSearchOptions
-from gateway.errors import InvalidRequestError
+from gateway.errors import InvalidRequestError, echo
 
 WEB_SEARCH_TYPES = frozenset({"web_search", "web_search_2025_08_26"})
 PREVIEW_TYPES = frozenset({"web_search_preview", "web_search_preview_2025_03_11"})
@@ -53,7 +53,7 @@ def domain(raw: Any, param: str) -> str:
     if text.startswith("www."):
         text = text[4:]  # www.example.com allows example.com's other hosts too, as people mean it
     if not DOMAIN_RE.match(text):
-        raise _bad(f"'{param}' must be a domain name such as 'example.com', got {raw!r}.", param)
+        raise _bad(f"'{param}' must be a domain name such as 'example.com', got {echo(repr(raw))}.", param)
     return text
 
 

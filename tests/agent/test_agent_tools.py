@@ -100,7 +100,9 @@ async def test_after_max_rounds_the_model_must_answer_without_tools(make_client,
     assert (await resp.json())["choices"][0]["message"]["content"] == "final"
     assert len(upstream.requests) == 3
     assert "tools" not in upstream.requests[2]
-    assert "tool rounds" in upstream.requests[2]["messages"][-1]["content"]
+    # the note joins the one system message: templates such as Gemma's refuse a second one
+    assert [m["role"] for m in upstream.requests[2]["messages"]].count("system") == 1
+    assert "tool rounds" in upstream.requests[2]["messages"][0]["content"]
 
 
 async def test_background_task_runs_without_agent_tools(client, upstream):

@@ -134,14 +134,14 @@ async def test_tool_choice_web_search_forces_a_first_round_search(
 
     assert resp.status == 200, await resp.text()
     assert upstream.requests[0]["tool_choice"] == {"type": "function", "function": {"name": "web_search"}}
-    assert "tool_choice" not in upstream.requests[1]  # the model answers freely afterwards
+    assert upstream.requests[1]["tool_choice"] == "auto"  # the model answers freely afterwards
 
 
 async def test_without_a_web_search_tool_choice_the_model_decides(searxng_client, upstream: FakeUpstream):
     upstream.queue(text("No search needed."))
     resp = await searxng_client.post("/v1/responses", json=responses_body({"type": "web_search"}))
     assert resp.status == 200
-    assert "tool_choice" not in upstream.requests[0]
+    assert upstream.requests[0]["tool_choice"] == "auto"  # said, not left to the server
 
 
 async def test_on_request_offers_web_tools_only_to_requests_that_ask_for_web_search(

@@ -78,16 +78,23 @@ async def test_open_webui_user_object_is_not_forwarded(client, upstream):
     assert "user" not in upstream.requests[-1]
 
 
-async def test_agent_system_prompt_comes_first_and_client_system_is_layered_on_top(client, upstream):
+async def test_agent_system_prompt_comes_first_and_client_system_joins_it_in_one_message(client, upstream):
     await client.post("/v1/chat/completions", json={"messages": [
         {"role": "system", "content": "Answer in French."},
-        {"role": "developer", "content": "Be brief."},
-        {"role": "user", "content": "hi"}]})
+        {"role": "developer", "content": [{"type": "text", "text": "Be brief."}]},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "Salut."},
+        {"role": "system", "content": "Now in German."},
+        {"role": "user", "content": "again"}]})
     messages = upstream.requests[-1]["messages"]
-    assert messages[0]["role"] == "system" and "web" in messages[0]["content"]
-    assert messages[1] == {"role": "system", "content": "Answer in French."}
-    assert messages[2] == {"role": "system", "content": "Be brief."}
-    assert messages[3] == {"role": "user", "content": "hi"}
+    # one leading system message (Gemma's, Mistral's and Qwen's templates refuse any other):
+    # the gateway's prompt first, then the client's system/developer texts in their order
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    prompt, *client_parts = messages[0]["content"].split("\n\n")
+    assert "web" in prompt and prompt.startswith("You are a helpful assistant")
+    assert client_parts[-3:] == ["Answer in French.", "Be brief.", "Now in German."]
+    assert messages[1:] == [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Salut."},
+                            {"role": "user", "content": "again"}]
 
 
 async def test_agent_system_prompt_states_todays_utc_date(client, upstream):

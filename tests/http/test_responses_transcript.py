@@ -59,7 +59,7 @@ async def test_a_tool_round_is_kept_as_the_call_its_result_and_the_answer(
     response_id = await create(client, {"input": "news?"}, stream)
     assert await sent_when_continued(client, upstream, response_id) == [
         {"role": "user", "content": "news?"},
-        {"role": "assistant", "content": None, "tool_calls": [call("call_0", "lookup", {"term": "news"})]},
+        {"role": "assistant", "content": "", "tool_calls": [call("call_0", "lookup", {"term": "news"})]},
         {"role": "tool", "tool_call_id": "call_0", "content": lookup_output("news")},
         {"role": "assistant", "content": "Nothing new."},
         NEXT,
@@ -93,7 +93,7 @@ async def test_a_client_tool_call_is_kept_for_the_client_s_result_to_follow(
     result = [{"type": "function_call_output", "call_id": "call_0", "output": "sunny"}]
     assert await sent_when_continued(client, upstream, response_id, result) == [
         {"role": "user", "content": "weather?"},
-        {"role": "assistant", "content": None, "tool_calls": [call("call_0", "get_weather", {"city": "Oslo"})]},
+        {"role": "assistant", "content": "", "tool_calls": [call("call_0", "get_weather", {"city": "Oslo"})]},
         {"role": "tool", "tool_call_id": "call_0", "content": "sunny"},
     ]
 
@@ -122,7 +122,7 @@ async def test_a_stream_that_failed_after_a_tool_ran_keeps_the_call_and_its_resu
     response_id = await create(client, {"input": "q"}, True)
     assert await sent_when_continued(client, upstream, response_id) == [
         {"role": "user", "content": "q"},
-        {"role": "assistant", "content": None, "tool_calls": [call("call_0", "lookup", {"term": "x"})]},
+        {"role": "assistant", "content": "", "tool_calls": [call("call_0", "lookup", {"term": "x"})]},
         {"role": "tool", "tool_call_id": "call_0", "content": lookup_output("x")},
         NEXT,
     ]

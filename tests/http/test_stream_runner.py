@@ -112,7 +112,7 @@ async def test_a_store_failing_after_a_responses_stream_started_is_response_fail
     assert sequence == list(range(len(frames)))
     failed = json.loads(frames[-1][1])["response"]
     assert failed["status"] == "failed"
-    assert "not a SQLite database" in failed["error"]["message"]
+    assert failed["error"]["message"] == "The response store is unavailable; retry shortly."
     # the gateway is still serving on the same connection pool
     chat = await client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]})
     assert chat.status == 200

@@ -75,7 +75,7 @@ def _chattr(path: Path, flag: str) -> bool:
     return subprocess.run(["chattr", flag, str(path)], capture_output=True).returncode == 0
 
 
-async def test_a_read_only_database_is_a_clear_503_and_chat_still_works(tmp_path, upstream, make_client):
+async def test_a_read_only_database_is_a_clear_503_and_chat_still_works(tmp_path, upstream, make_client, caplog):
     client = await make_client()
     assert (await client.post("/v1/responses", json={"input": "first"})).status == 200
     db = tmp_path / "responses.db"
@@ -90,7 +90,10 @@ async def test_a_read_only_database_is_a_clear_503_and_chat_still_works(tmp_path
         assert resp.headers["Retry-After"]
         body = await resp.json()
         assert_error_envelope(body, code="service_unavailable")
-        assert "read-only" in body["error"]["message"] or "cannot be opened" in body["error"]["message"]
+        # the client learns that the store is unavailable, the log what and where
+        assert body["error"]["message"] == "The response store is unavailable; retry shortly."
+        logged = "\n".join(r.getMessage() for r in caplog.records)
+        assert ("read-only" in logged or "cannot be opened" in logged) and str(db) in logged
         chat = await client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]})
         assert chat.status == 200
     finally:

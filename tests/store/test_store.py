@@ -168,8 +168,9 @@ async def test_read_only_database_file_is_a_503_store_unavailable(tmp_path: Path
     finally:
         _make_writable(path)
     assert caught.value.status == 503
-    assert "read-only" in caught.value.message
-    assert str(path) in caught.value.message
+    # the log's detail says what and where; the client's message names no file
+    assert "read-only" in caught.value.detail and str(path) in caught.value.detail
+    assert caught.value.message == "The response store is unavailable; retry shortly."
 
 
 async def test_a_database_locked_by_another_process_is_a_503(tmp_path: Path) -> None:
@@ -177,7 +178,7 @@ async def test_a_database_locked_by_another_process_is_a_503(tmp_path: Path) -> 
     async with SQLiteResponseStore(path, max_responses=10, busy_timeout=0.1) as store:
         with locked_by_another_connection(path), pytest.raises(StoreUnavailableError) as caught:
             await store.put(record("resp_1"))
-        assert "locked" in caught.value.message
+        assert "locked" in caught.value.detail
         await store.put(record("resp_1"))  # usable again once the lock is gone
         assert await store.count() == 1
 

@@ -205,7 +205,7 @@ def test_function_call_round_trip_items_become_assistant_tool_calls_and_tool_mes
         {"role": "tool", "tool_call_id": "call_2", "content": "21C"},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",  # not null: Ollama, LM Studio and llama-cpp-python refuse it
             "tool_calls": [
                 {"id": "call_3", "type": "function", "function": {"name": "get_time", "arguments": "{}"}},
             ],

@@ -10,19 +10,21 @@ from aiohttp import web
 
 from gateway.agent.events import AgentEvent
 from gateway.agent.loop import AgentRequest
+from gateway.common import json_out
 from gateway.errors import GatewayError
 from gateway.http import appkeys
 from gateway.http.body import read_json_object
+from gateway.http.checks import continue_if_a_run_slot_is_free
 from gateway.http.runs import Messages, run_streamed, run_whole
 from gateway.http.sse import frames
-from gateway.wire import context_budget, json_out
+from gateway.wire import context_budget
 from gateway.wire.chat import ChatChunkEncoder, ChatCompletionBuilder, parse_chat_request
 
 log = logging.getLogger("agent_gateway.chat")
 routes = web.RouteTableDef()
 
 
-@routes.post("/v1/chat/completions")
+@routes.post("/v1/chat/completions", expect_handler=continue_if_a_run_slot_is_free)
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     chat = parse_chat_request(await read_json_object(request))
     settings = request.app[appkeys.SETTINGS]
@@ -32,12 +34,11 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         web=chat.web,
     )
     model = chat.model or settings.model_name
-    with request.app[appkeys.LIMITER].slot():
-        if chat.stream:
-            encoder = ChatChunkEncoder(model, include_usage=chat.include_usage, progress=settings.tool_progress,
-                                       reasoning=settings.reasoning == "show")
-            return await _stream(request, agent_request, encoder)
-        return await _complete(request, agent_request, model, reasoning=settings.reasoning == "show")
+    if chat.stream:
+        encoder = ChatChunkEncoder(model, include_usage=chat.include_usage, progress=settings.tool_progress,
+                                   reasoning=settings.reasoning == "show")
+        return await _stream(request, agent_request, encoder)
+    return await _complete(request, agent_request, model, reasoning=settings.reasoning == "show")
 
 
 class _ChatWhole:

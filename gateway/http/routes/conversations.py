@@ -11,11 +11,12 @@ from typing import Any
 
 from aiohttp import web
 
+from gateway.common import json_out
 from gateway.http.auth import store_of
 from gateway.http.body import read_json_object
 from gateway.store.api import Conversation, ConversationItem, ResponseStore
 from gateway.wire import conversations as wire
-from gateway.wire import json_out
+from gateway.wire import ids
 from gateway.wire.responses_input import new_id
 
 routes = web.RouteTableDef()
@@ -35,7 +36,11 @@ def include_values(request: web.Request) -> list[str]:
 
 
 def _conversation_id(request: web.Request) -> str:
-    return request.match_info["conversation_id"]
+    return ids.check_path(request.match_info["conversation_id"], "conversation", "conversation_id")
+
+
+def _item_id(request: web.Request) -> str:
+    return ids.check_path(request.match_info["item_id"], "item", "item_id", item_id=True)
 
 
 @routes.post("/v1/conversations")
@@ -83,11 +88,11 @@ async def add_items(request: web.Request) -> web.Response:
 @routes.get("/v1/conversations/{conversation_id}/items/{item_id}")
 async def retrieve_item(request: web.Request) -> web.Response:
     include = wire.parse_include(include_values(request))
-    found = await _store(request).get_item(_conversation_id(request), request.match_info["item_id"])
+    found = await _store(request).get_item(_conversation_id(request), _item_id(request))
     return _json(wire.shown(found.item, include))
 
 
 @routes.delete("/v1/conversations/{conversation_id}/items/{item_id}")
 async def delete_item(request: web.Request) -> web.Response:
-    conversation = await _store(request).delete_item(_conversation_id(request), request.match_info["item_id"])
+    conversation = await _store(request).delete_item(_conversation_id(request), _item_id(request))
     return _json(conversation.object())

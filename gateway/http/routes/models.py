@@ -4,7 +4,7 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.errors import NotFoundError
+from gateway.errors import NotFoundError, echo
 from gateway.http import appkeys
 
 routes = web.RouteTableDef()
@@ -26,7 +26,7 @@ async def get_model(request: web.Request) -> web.Response:
     model = _model_object(request)
     if request.match_info["model_id"] != model["id"]:
         raise NotFoundError(
-            f"The model '{request.match_info['model_id']}' does not exist; this gateway serves '{model['id']}'.",
+            f"The model '{echo(request.match_info['model_id'])}' does not exist; this gateway serves '{model['id']}'.",
             param="model", code="model_not_found",
         )
     return web.json_response(model)

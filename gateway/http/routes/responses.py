@@ -16,15 +16,17 @@ from aiohttp import web
 
 from gateway.agent.events import AgentEvent
 from gateway.agent.loop import AgentRequest
-from gateway.errors import GatewayError, InvalidRequestError, NotFoundError
+from gateway.common import json_out
+from gateway.errors import GatewayError, InvalidRequestError, NotFoundError, echo
 from gateway.http import appkeys
 from gateway.http.auth import store_of
 from gateway.http.body import read_json_object
+from gateway.http.checks import continue_if_a_run_slot_is_free
 from gateway.http.routes.conversations import include_values
 from gateway.http.runs import Messages, run_streamed, run_whole
 from gateway.http.sse import named_frames
 from gateway.store.api import ConversationItem, ResponseStore, StoredResponse, UnknownConversationError
-from gateway.wire import context_budget, json_out
+from gateway.wire import context_budget, ids
 from gateway.wire.conversations import is_conversation_id, item_list, parse_list_query, transcript, turn_items
 from gateway.wire.responses_output import ResponseBuilder, event_json
 from gateway.wire.responses_request import ResponsesRequest, parse_responses_request
@@ -34,7 +36,11 @@ routes = web.RouteTableDef()
 
 
 def _not_found(response_id: str) -> NotFoundError:
-    return NotFoundError(f"No response found with id '{response_id}'.", param="response_id")
+    return NotFoundError(f"No response found with id '{echo(response_id)}'.", param="response_id")
+
+
+def _response_id(request: web.Request) -> str:
+    return ids.check_path(request.match_info["response_id"], "response", "response_id")
 
 
 @dataclass
@@ -62,7 +68,7 @@ async def _continuation(store: ResponseStore, parsed: ResponsesRequest, budget: 
         previous = await store.chain(parsed.previous_response_id, max_bytes=budget)
         if previous is None:
             raise NotFoundError(
-                f"Previous response with id '{parsed.previous_response_id}' not found.",
+                f"Previous response with id '{echo(parsed.previous_response_id)}' not found.",
                 param="previous_response_id", code="previous_response_not_found",
             )
         return _Continuation(previous.transcript(), previous.complete, parent_id=parsed.previous_response_id)
@@ -87,7 +93,7 @@ async def _conversation_object(store: ResponseStore, parsed: ResponsesRequest, c
     kept = {item.id for item in tail.items}
     for index, given in enumerate(parsed.input_items):
         if given["id"] in kept:  # refused now, not after the model ran: the append would be
-            raise InvalidRequestError(f"An item with id '{given['id']}' is already in conversation "
+            raise InvalidRequestError(f"An item with id '{echo(given['id'])}' is already in conversation "
                                       f"'{conversation_id}'; send only the new items.", param=f"input[{index}].id")
     return _Continuation(transcript([(item.item, item.model) for item in tail.items]), tail.complete,
                          conversation_id=conversation_id, expected_last=tail.last_id)
@@ -106,7 +112,7 @@ async def _within_window(request: web.Request, parsed: ResponsesRequest) -> tupl
     return continuation, history
 
 
-@routes.post("/v1/responses")
+@routes.post("/v1/responses", expect_handler=continue_if_a_run_slot_is_free)
 async def create_response(request: web.Request) -> web.StreamResponse:
     parsed = parse_responses_request(await read_json_object(request))
     app = request.app
@@ -120,12 +126,11 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     )
     builder = ResponseBuilder(parsed, model=parsed.model or settings.model_name, events=parsed.stream,
                               reasoning=settings.reasoning == "show")
-    with app[appkeys.LIMITER].slot():
-        if parsed.stream:
-            reply = _ResponsesStream(store, parsed, builder, continuation)
-            return await run_streamed(request, agent_request, reply, log=log)
-        builder.start()
-        return await run_whole(app, agent_request, _ResponsesWhole(store, parsed, builder, continuation))
+    if parsed.stream:
+        reply = _ResponsesStream(store, parsed, builder, continuation)
+        return await run_streamed(request, agent_request, reply, log=log)
+    builder.start()
+    return await run_whole(app, agent_request, _ResponsesWhole(store, parsed, builder, continuation))
 
 
 def _named(events: list[dict[str, Any]]) -> bytes:
@@ -205,7 +210,8 @@ class _ResponsesStream(_Reply):
         return _named(final)
 
     async def fail(self, error: GatewayError, messages: Messages) -> bytes:
-        code = "rate_limit_exceeded" if error.status == 429 else "server_error"
+        # a lost conversation race is the client's to retry, as the non-streamed 409 says
+        code = {429: "rate_limit_exceeded", 409: error.code}.get(error.status) or "server_error"
         final = [*self._closing, *self.builder.fail(error.message, code)]
         await self._save_quietly("failed", messages)
         return _named(final)
@@ -219,12 +225,12 @@ class _ResponsesStream(_Reply):
         try:
             await self.save(messages)
         except GatewayError as exc:
-            log.warning("the %s response %s was not stored: %s", what, self.builder.id, exc.message)
+            log.warning("the %s response %s was not stored: %s", what, self.builder.id, exc.detail or exc.message)
 
 
 @routes.get("/v1/responses/{response_id}")
 async def retrieve_response(request: web.Request) -> web.Response:
-    response_id = request.match_info["response_id"]
+    response_id = _response_id(request)
     record = await store_of(request).get(response_id)
     if record is None:
         raise _not_found(response_id)
@@ -233,7 +239,7 @@ async def retrieve_response(request: web.Request) -> web.Response:
 
 @routes.delete("/v1/responses/{response_id}")
 async def delete_response(request: web.Request) -> web.Response:
-    response_id = request.match_info["response_id"]
+    response_id = _response_id(request)
     if not await store_of(request).delete(response_id):
         raise _not_found(response_id)
     return web.json_response({"id": response_id, "object": "response.deleted", "deleted": True})
@@ -241,7 +247,7 @@ async def delete_response(request: web.Request) -> web.Response:
 
 @routes.get("/v1/responses/{response_id}/input_items")
 async def list_input_items(request: web.Request) -> web.Response:
-    response_id = request.match_info["response_id"]
+    response_id = _response_id(request)
     query = parse_list_query(request.query, include_values(request))
     record = await store_of(request).get(response_id)
     if record is None:
@@ -250,7 +256,7 @@ async def list_input_items(request: web.Request) -> web.Response:
     if query.after is not None:
         ids = [item["id"] for item in items]
         if query.after not in ids:
-            raise InvalidRequestError(f"No input item with id '{query.after}' in this response.", param="after")
+            raise InvalidRequestError(f"No input item with id '{echo(query.after)}' in this response.", param="after")
         items = items[ids.index(query.after) + 1:]
     return web.Response(body=json_out.dumps(item_list(items[:query.limit], len(items) > query.limit)),
                         content_type="application/json", charset="utf-8")

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from gateway.wire import json_in
+from gateway.common import json_in
 
 SAME_AS_STDLIB = [
     b'{"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.7}',

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gateway.wire.json_out import dumps
+from gateway.common.json_out import dumps
 from tests.fakes.upstream import text
 
 orjson = pytest.importorskip("orjson")

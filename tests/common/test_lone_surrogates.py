@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gateway.wire.json_in import loads, scrub_surrogates
+from gateway.common.json_in import loads, scrub_surrogates
 from tests.fakes.upstream import Reply
 from tests.support.helpers import chat_chunks, streamed_text
 

@@ -1,0 +1,74 @@
+"""The PostgreSQL Idempotency-Key table has the in-memory cache's bounds (entries and bytes, for
+the whole cluster; a reply too big on its own is not kept), where it had only a TTL."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from gateway.store.idempotency import CachedReply
+from gateway.store.pg_database import PostgresDatabase
+from gateway.store.pg_idempotency import PostgresIdempotencyCache
+
+HEADERS = (("Content-Type", "application/json"),)
+
+
+def reply(size: int) -> CachedReply:
+    return CachedReply(status=200, body=b"x" * size, headers=HEADERS, fingerprint="fp")
+
+
+@pytest.fixture
+async def database(postgres_url: str) -> AsyncIterator[PostgresDatabase]:
+    database = PostgresDatabase(postgres_url, max_size=4)
+    await database.open()
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
+async def _keep(cache: PostgresIdempotencyCache, key: str, kept: CachedReply) -> None:
+    assert await cache.acquire(key, "fp") is None
+    await cache.release(key, kept)
+
+
+async def _is_kept(cache: PostgresIdempotencyCache, key: str) -> bool:
+    found = await cache.acquire(key, "fp")
+    if found is None:  # claimed afresh: nothing was kept; give the claim back
+        await cache.release(key, None)
+    return found is not None
+
+
+async def test_at_most_max_entries_replies_are_kept_the_oldest_dropped_first(database: PostgresDatabase) -> None:
+    cache = PostgresIdempotencyCache(database, max_entries=3)
+    for n in range(5):
+        await _keep(cache, f"k{n}", reply(10))
+    assert [await _is_kept(cache, f"k{n}") for n in range(5)] == [False, False, True, True, True]
+
+
+async def test_the_kept_bytes_stay_within_max_bytes(database: PostgresDatabase) -> None:
+    cache = PostgresIdempotencyCache(database, max_bytes=10_000)
+    for n in range(4):
+        await _keep(cache, f"k{n}", reply(3_000))
+    assert [await _is_kept(cache, f"k{n}") for n in range(4)] == [False, True, True, True]
+
+
+async def test_a_reply_over_max_bytes_is_not_kept_and_its_retry_runs_again(database: PostgresDatabase) -> None:
+    cache = PostgresIdempotencyCache(database, max_bytes=1_000)
+    await _keep(cache, "small", reply(100))
+    await _keep(cache, "big", reply(5_000))
+    assert not await _is_kept(cache, "big")
+    assert await _is_kept(cache, "small")  # the big one evicted nothing
+
+
+async def test_the_default_bounds_hold_the_table_near_32_mib_not_the_sum_of_replies(
+        database: PostgresDatabase) -> None:
+    """Issue 25's reproduction: ten 9 MB replies grew the table by ~90 MB."""
+    cache = PostgresIdempotencyCache(database)
+    for n in range(10):
+        await _keep(cache, f"k{n}", CachedReply(200, bytes(range(256)) * (9 * 1024 * 1024 // 256), HEADERS, "fp"))
+    kept = await database.run(lambda conn: conn.fetchval(
+        "SELECT coalesce(sum(octet_length(body)), 0) FROM idempotency WHERE status IS NOT NULL"))
+    assert kept <= 32 * 1024 * 1024
+    assert [await _is_kept(cache, f"k{n}") for n in range(10)][-3:] == [True, True, True]
