@@ -82,7 +82,17 @@ def add_rate_headers(request: web.Request, response: web.StreamResponse) -> None
         limit, remaining, reset = rate
         response.headers["x-ratelimit-limit-requests"] = str(limit)
         response.headers["x-ratelimit-remaining-requests"] = str(max(0, remaining))
-        response.headers["x-ratelimit-reset-requests"] = f"{max(0.0, reset):.3f}s"
+        response.headers["x-ratelimit-reset-requests"] = _duration(reset)
+
+
+def _duration(seconds: float) -> str:
+    """As OpenAI writes it (Go's duration format): `17ms`, `8.64s`, `1m0s`."""
+    seconds = max(0.0, seconds)
+    if seconds < 1:
+        return f"{round(seconds * 1000)}ms"
+    minutes, rest = divmod(round(seconds, 2), 60)
+    text = f"{rest:.2f}".rstrip("0").rstrip(".") + "s"
+    return f"{int(minutes)}m{text}" if minutes else text
 
 
 def owner_key(request: web.Request, presented: str | None) -> str:

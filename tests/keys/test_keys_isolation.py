@@ -155,7 +155,7 @@ async def test_rpm_limit_with_openai_headers(tmp_path: Path, make_client: Callab
             seen.append((reply.status, reply.headers.get("x-ratelimit-limit-requests"),
                          reply.headers.get("x-ratelimit-remaining-requests")))
             reset = reply.headers.get("x-ratelimit-reset-requests", "")
-            assert re.fullmatch(r"\d+(\.\d+)?s", reset), reset
+            assert re.fullmatch(r"\d+ms|(\d+m)?\d+(\.\d+)?s", reset), reset  # as OpenAI: 17ms, 8.64s, 1m0s
             if reply.status == 429:
                 error = (await reply.json())["error"]
                 assert error["code"] == "rate_limit_exceeded" and "limited" in error["message"]
