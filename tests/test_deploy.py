@@ -1,4 +1,9 @@
-"""Docker cannot run in the test environment: check the image recipe and the compose wiring as text."""
+"""The image recipe and the compose wiring, read as text.
+
+The image and the compose `replicas` profile are also built and run, by scripts/container_smoke
+(podman), which .ci/run calls where the machine can run containers; these checks hold the files to
+what that run found, on every machine.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,10 @@ import shlex
 
 import yaml
 
+from gateway.config.options import OPTIONS_BY_ENV
 from tests.support.gateway_process import REPO
+
+NGINX_TEMPLATE = REPO / "deploy/nginx/replicas.conf.template"
 
 
 def dockerfile_instructions() -> list[tuple[str, str]]:
@@ -26,14 +34,43 @@ def compose() -> dict:
     return yaml.safe_load((REPO / "docker-compose.yml").read_text())
 
 
+def stages() -> list[list[tuple[str, str]]]:
+    """The Dockerfile's instructions, one list per FROM."""
+    result: list[list[tuple[str, str]]] = []
+    for keyword, rest in dockerfile_instructions():
+        if keyword == "FROM":
+            result.append([])
+        result[-1].append((keyword, rest))
+    return result
+
+
+def seconds(duration: str) -> float:
+    match = re.fullmatch(r"(\d+)(s|m)", duration)
+    assert match, duration
+    return int(match.group(1)) * (60 if match.group(2) == "m" else 1)
+
+
 def test_image_is_slim_python_run_by_a_non_root_user():
-    instructions = dockerfile_instructions()
-    assert instructions[0] == ("FROM", "python:3.12-slim")
-    users = [rest for keyword, rest in instructions if keyword == "USER"]
+    final = stages()[-1]
+    assert final[0] == ("FROM", "python:3.12-slim")
+    users = [rest for keyword, rest in final if keyword == "USER"]
     assert users and users[-1] not in ("root", "0")
-    runs = " ".join(rest for keyword, rest in instructions if keyword == "RUN")
-    assert "pip install --require-hashes -r requirements.lock" in runs and "pip install --no-deps ." in runs
+    runs = " ".join(rest for keyword, rest in final if keyword == "RUN")
+    assert "pip install --require-hashes -r requirements.lock" in runs
     assert "useradd" in runs
+
+
+def test_the_wheel_is_built_with_the_pinned_backend_and_the_image_holds_no_second_copy_of_the_code():
+    build, final = stages()
+    assert build[0] == ("FROM", "python:3.12-slim AS wheel")
+    build_runs = [rest for keyword, rest in build if keyword == "RUN"]
+    assert "pip install --require-hashes -r requirements-build.lock" in build_runs
+    # no isolation: pip must not fetch the newest setuptools for the build
+    assert any("pip wheel --no-deps --no-build-isolation" in run for run in build_runs)
+    copied = [rest for keyword, rest in final if keyword == "COPY"]
+    assert copied == ["requirements.lock ./", "--from=wheel /wheels /tmp/wheels"]
+    runs = " ".join(rest for keyword, rest in final if keyword == "RUN")
+    assert "pip install --no-deps /tmp/wheels/*.whl" in runs and "rm -rf /tmp/wheels" in runs
 
 
 def test_image_binds_all_interfaces_with_its_home_on_a_volume():
@@ -48,12 +85,13 @@ def test_image_binds_all_interfaces_with_its_home_on_a_volume():
     assert entrypoint[-1] + cmd[-1] == ["agent-gateway", "serve"]
 
 
-def test_healthcheck_asks_health_with_python_not_curl():
+def test_healthcheck_asks_readiness_with_python_not_curl():
     checks = [rest for keyword, rest in dockerfile_instructions() if keyword == "HEALTHCHECK"]
     assert len(checks) == 1
     command = json.loads(checks[0].split("CMD", 1)[1].strip())
     assert command[:2] == ["python", "-c"]
-    assert "urllib.request" in command[2] and "/health" in command[2]
+    # readiness: a store that cannot be written makes the container unhealthy
+    assert "urllib.request" in command[2] and "/health/ready'" in command[2]
     assert "curl" not in checks[0]
     compile(command[2], "<healthcheck>", "exec")
 
@@ -92,9 +130,66 @@ def test_the_replicas_profile_runs_two_gateways_on_postgres_behind_nginx_without
         assert "/health/ready" in " ".join(services[name]["healthcheck"]["test"])
     assert services["load-balancer"]["ports"] == ["127.0.0.1:8643:8642"]
     assert "ports" not in services["postgres"]
-    conf = (REPO / "deploy/nginx/replicas.conf").read_text()
-    assert "proxy_buffering off;" in conf
-    assert "server gateway-a:8642;" in conf and "server gateway-b:8642;" in conf
+    assert "proxy_buffering off;" in NGINX_TEMPLATE.read_text()
+
+
+def test_nginx_finds_the_replicas_by_name_at_request_time_through_the_networks_dns():
+    services = compose()["services"]
+    aliases = [services[name]["networks"]["default"]["aliases"] for name in ("gateway-a", "gateway-b")]
+    assert aliases == [["gateway-replicas"], ["gateway-replicas"]]
+    conf = NGINX_TEMPLATE.read_text()
+    # no upstream block: its server names are resolved once, when nginx starts
+    assert not re.search(r"^\s*upstream\b", conf, re.M)
+    assert re.search(r"^resolver \$\{NGINX_RESOLVER\} valid=\d+s", conf, re.M)
+    assert "set $replicas gateway-replicas;" in conf and "proxy_pass http://$replicas:8642;" in conf
+    balancer = services["load-balancer"]
+    assert balancer["environment"]["NGINX_ENVSUBST_FILTER"] == "^NGINX_RESOLVER$$"
+    mounts = balancer["volumes"]
+    assert "./deploy/nginx/replicas.conf.template:/etc/nginx/templates/default.conf.template:ro" in mounts
+    assert "./deploy/nginx/resolver.envsh:/docker-entrypoint.d/15-replicas-resolver.envsh:ro" in mounts
+    # the image's entrypoint sources only executable *.envsh files
+    assert (REPO / "deploy/nginx/resolver.envsh").stat().st_mode & 0o111
+
+
+def test_neither_a_slow_start_nor_a_clients_503_takes_a_replica_out_of_rotation():
+    services = compose()["services"]
+    assert services["load-balancer"]["depends_on"] == {
+        "gateway-a": {"condition": "service_healthy"}, "gateway-b": {"condition": "service_healthy"}}
+    conf = NGINX_TEMPLATE.read_text()
+    retries = re.findall(r"^\s*proxy_next_upstream (.+);", conf, re.M)
+    assert retries == ["error timeout"]  # a 503 is a replica's answer, passed on, never a failure
+    assert "max_fails" not in conf and "fail_timeout" not in conf
+
+
+def test_replicas_keep_their_home_on_named_volumes_not_anonymous_ones():
+    data = compose()
+    for name in ("agent-gateway", "gateway-a", "gateway-b"):
+        mounts = [mount for mount in data["services"][name]["volumes"] if mount.endswith(":/data")]
+        assert len(mounts) == 1 and mounts[0].split(":")[0] in data["volumes"], name
+    assert data["services"]["gateway-a"]["volumes"] != data["services"]["gateway-b"]["volumes"]
+
+
+def test_compose_stops_the_gateways_after_their_shutdown_grace_not_during_it():
+    grace = OPTIONS_BY_ENV["API_SERVER_SHUTDOWN_GRACE"].default
+    for name in ("agent-gateway", "gateway-a", "gateway-b"):
+        spec = compose()["services"][name]
+        assert "API_SERVER_SHUTDOWN_GRACE" not in spec["environment"]
+        assert seconds(spec["stop_grace_period"]) >= grace + 5, name
+
+
+def test_compose_reaches_the_host_through_host_gateway_that_podman_before_5_3_can_replace():
+    services = compose()["services"]
+    for name in ("agent-gateway", "gateway-a", "gateway-b"):
+        assert services[name]["extra_hosts"] == ["host.docker.internal:${HOST_GATEWAY:-host-gateway}"]
+        assert "host.docker.internal" in services[name]["environment"]["LLM_BASE_URL"]
+
+
+def test_compose_keeps_the_web_tools_local_searxng_and_no_third_party_fallback():
+    services = compose()["services"]
+    for name in ("agent-gateway", "gateway-a", "gateway-b"):
+        env = services[name]["environment"]
+        assert (env["WEB_SEARCH_BACKEND"], env["WEB_SEARCH_FALLBACK"]) == ("searxng", "none"), name
+        assert env["WEB_EXTRACT_FALLBACK"] == "none", name  # pages are read by the gateway itself
 
 
 def test_compose_publishes_only_on_the_host_loopback():

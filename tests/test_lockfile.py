@@ -1,4 +1,5 @@
-"""requirements.lock (the Docker image's pinned install) satisfies every range pyproject.toml declares."""
+"""requirements.lock and requirements-build.lock (the Docker image's pinned installs) satisfy every
+range pyproject.toml declares, for the runtime and for the build backend."""
 
 from __future__ import annotations
 
@@ -13,9 +14,13 @@ from tests.support.gateway_process import REPO
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)", re.M)
 
 
-def locked() -> dict[str, str]:
-    text = (REPO / "requirements.lock").read_text(encoding="utf-8")
+def locked(lock: str = "requirements.lock") -> dict[str, str]:
+    text = (REPO / lock).read_text(encoding="utf-8")
     return {canonicalize_name(name): version for name, version in PIN.findall(text)}
+
+
+def pyproject() -> dict:
+    return tomllib.loads((REPO / "pyproject.toml").read_text())
 
 
 def test_every_dependency_in_pyproject_is_pinned_in_the_lock_within_its_range():
@@ -38,4 +43,28 @@ def test_the_lock_pins_the_extractor_stack_that_imports():
 def test_the_image_installs_the_lock_with_hashes_then_the_project_without_resolving_again():
     dockerfile = (REPO / "Dockerfile").read_text()
     assert "pip install --require-hashes -r requirements.lock" in dockerfile
-    assert "pip install --no-deps ." in dockerfile
+    assert "pip install --no-deps /tmp/wheels/*.whl" in dockerfile
+
+
+def test_the_build_backend_is_pinned_with_hashes_within_the_range_pyproject_declares():
+    pins = locked("requirements-build.lock")
+    requires = pyproject()["build-system"]["requires"]
+    assert requires, "no build backend declared"
+    for line in requires:
+        requirement = Requirement(line)
+        name = canonicalize_name(requirement.name)
+        assert name in pins, f"{requirement.name} is not in requirements-build.lock: regenerate it (README, Docker)"
+        assert requirement.specifier.contains(pins[name]), f"requirements-build.lock pins {name}=={pins[name]}"
+    text = (REPO / "requirements-build.lock").read_text()
+    for block in re.split(r"\n(?=\S)", text.strip()):
+        if "==" in block and not block.startswith("#"):
+            assert "--hash=sha256:" in block, block
+    assert "pip install --require-hashes -r requirements-build.lock" in (REPO / "Dockerfile").read_text()
+
+
+def test_the_license_is_an_spdx_expression_which_the_backend_floor_reads():
+    project = pyproject()
+    # a table (`{ text = ... }`) stops building with setuptools from 2027-02-18
+    assert project["project"]["license"] == "MIT"
+    floor = Requirement(project["build-system"]["requires"][0])
+    assert floor.name == "setuptools" and not floor.specifier.contains("76.9"), "SPDX strings need setuptools >= 77"

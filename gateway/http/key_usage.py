@@ -13,6 +13,8 @@ from gateway.http.auth import CURRENT_CALLER
 from gateway.http.keyring import KeyRing
 from gateway.http.metrics import Metrics
 
+#: No turn has a trillion tokens; a figure past that is an upstream's nonsense, kept bounded.
+MAX_PER_CALL = 10**12
 _TOOL_COUNTERS = {"web_search": "web_searches", "web_extract": "web_extracts"}
 
 
@@ -26,6 +28,7 @@ class KeyUsageObserver(AgentObserver):
         caller = CURRENT_CALLER.get()
         if caller is None or amount <= 0:
             return
+        amount = min(amount, MAX_PER_CALL)  # an upstream's absurd count must not overflow a BIGINT
         delta = self.ring.usage_of(caller.name)
         setattr(delta, kind, getattr(delta, kind) + amount)
         if self.metrics is not None:

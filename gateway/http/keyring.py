@@ -184,7 +184,9 @@ class KeyRing:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         if self.store is not None:
-            with contextlib.suppress(StoreUnavailableError):
+            try:
                 await self.store.add_usage(self.pending)  # what was counted since the last refresh
+            except Exception as exc:  # a stop must finish: the counts are lost, said once
+                log.warning("the API keys' last usage was not written: %s", getattr(exc, "message", exc))
             self.pending = {}
             await self.store.close()

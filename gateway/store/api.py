@@ -59,6 +59,7 @@ What every backend guarantees:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -216,6 +217,8 @@ class ItemTail:
     complete: bool
     #: The id of the conversation's last item ("" for an empty conversation): `expected_last`.
     last_id: str
+    #: Those of the ids asked about (`check_ids`) that are in the conversation, read or not.
+    taken: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -304,9 +307,12 @@ class ResponseStore(ABC):
         """All its items, oldest first (what a turn continues from). Raises UnknownConversationError."""
 
     @abstractmethod
-    async def conversation_tail(self, conversation_id: str, *, max_bytes: int) -> ItemTail:
+    async def conversation_tail(self, conversation_id: str, *, max_bytes: int,
+                                check_ids: Collection[str] = ()) -> ItemTail:
         """Its newest items, read newest first until their sizes add up to `max_bytes` or more
-        (the one that crosses it included), returned oldest first. Raises UnknownConversationError."""
+        (the one that crosses it included), returned oldest first; and which of `check_ids` it
+        holds anywhere (a turn's input ids, refused before the model runs). Raises
+        UnknownConversationError."""
 
     @abstractmethod
     async def list_items(self, conversation_id: str, *, limit: int, order: str = "desc",

@@ -10,7 +10,7 @@ store's internals, so a backend can change (aiosqlite, PostgreSQL) without touch
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import TypeVar
 
 from gateway.errors import InvalidRequestError
@@ -87,9 +87,10 @@ class ObservedStore(ResponseStore):
     async def conversation_items(self, conversation_id: str) -> list[ConversationItem]:
         return await self._timed("conversation_items", self.inner.conversation_items(conversation_id))
 
-    async def conversation_tail(self, conversation_id: str, *, max_bytes: int) -> ItemTail:
-        return await self._timed("conversation_tail",
-                                 self.inner.conversation_tail(conversation_id, max_bytes=max_bytes))
+    async def conversation_tail(self, conversation_id: str, *, max_bytes: int,
+                                check_ids: Collection[str] = ()) -> ItemTail:
+        return await self._timed("conversation_tail", self.inner.conversation_tail(
+            conversation_id, max_bytes=max_bytes, check_ids=check_ids))
 
     async def list_items(self, conversation_id: str, *, limit: int, order: str = "desc",
                          after: str | None = None) -> ItemPage:

@@ -17,7 +17,7 @@ can still make room.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from gateway.store.api import (
     Chain,
@@ -136,9 +136,10 @@ class OwnedStore(ResponseStore):
         await self._own(conversation_id)
         return await self.inner.conversation_items(conversation_id)
 
-    async def conversation_tail(self, conversation_id: str, *, max_bytes: int) -> ItemTail:
+    async def conversation_tail(self, conversation_id: str, *, max_bytes: int,
+                                check_ids: Collection[str] = ()) -> ItemTail:
         await self._own(conversation_id)
-        return await self.inner.conversation_tail(conversation_id, max_bytes=max_bytes)
+        return await self.inner.conversation_tail(conversation_id, max_bytes=max_bytes, check_ids=check_ids)
 
     async def list_items(self, conversation_id: str, *, limit: int, order: str = "desc",
                          after: str | None = None) -> ItemPage:

@@ -10,12 +10,17 @@ Lock order, against the response puts (`_write_group`, which takes only the clus
 WRITE_LOCK and then `responses`/`conversations` rows): an append takes its conversation's row
 first and WRITE_LOCK last, only when it stores a response, after its checks and its items. No
 transaction takes a conversation row while holding WRITE_LOCK, so no cycle can form; and a put
-never waits behind an append that is itself waiting for a conversation row.
+never waits behind an append that is itself waiting for a conversation row. The byte bound keeps
+that order: an append or a create that must evict takes WRITE_LOCK last, after its own writes, and
+an eviction under WRITE_LOCK skips the rows another transaction holds (`FOR UPDATE SKIP LOCKED`)
+rather than wait for them; the store's size is kept as inserted size changes, never one shared
+row that every writer would lock (store/pg_database.py, version 3).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Collection
 from typing import Any
 
 from gateway.store.api import (
@@ -135,17 +140,20 @@ class PostgresConversations(ABC):
             raise UnknownConversationError.on(conversation_id)
         return [_item(row) for row in rows if row["item"] is not None]
 
-    async def conversation_tail(self, conversation_id: str, *, max_bytes: int) -> ItemTail:
+    async def conversation_tail(self, conversation_id: str, *, max_bytes: int,
+                                check_ids: Collection[str] = ()) -> ItemTail:
         async def body(conn: Conn) -> ItemTail:
             rows = await conn.fetch(_TAIL, conversation_id, max_bytes)
             if not rows:
                 raise UnknownConversationError.on(conversation_id)
             kept = [row for row in rows if row["id"] is not None]
+            taken = {row["id"] for row in await conn.fetch(_TAKEN_IDS, conversation_id, list(check_ids))} \
+                if check_ids else set()
             if not kept:
-                return ItemTail([], complete=True, last_id="")
+                return ItemTail([], complete=True, last_id="", taken=taken)
             first = await conn.fetchval(_FIRST_POSITION, conversation_id)
             return ItemTail([_item(row) for row in kept], complete=first == kept[0]["position"],
-                            last_id=str(kept[-1]["id"]))
+                            last_id=str(kept[-1]["id"]), taken=taken)
 
         return await self.database.run(body)
 

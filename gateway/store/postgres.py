@@ -78,7 +78,9 @@ _EVICT = {
     "conversation": "DELETE FROM conversation_objects WHERE id IN (SELECT id FROM conversation_objects"
                     " WHERE id = ANY($1::text[]) FOR UPDATE SKIP LOCKED)",
 }
-#: Size changes left unfolded after which a write that does not hold WRITE_LOCK takes it to fold them.
+#: Size changes left unfolded after which a write holding WRITE_LOCK folds them (a put group), and
+#: after which one that does not hold it takes it to fold them (an append without a response).
+_FOLD_LOCKED = 64
 _FOLD_AFTER = 512
 _HEAD_TOUCH = (f"UPDATE responses r SET last_access = nextval('responses_access') FROM conversations c"
                f" WHERE c.name = $1 AND r.id = c.response_id RETURNING {_R_COLUMNS}")
@@ -160,7 +162,7 @@ class PostgresResponseStore(PostgresConversations, ResponseStore):
         assert usage is not None  # an aggregate: always one row
         total, changes = usage[0], usage[1]
         over = self.max_bytes is not None and total > self.max_bytes
-        if not over and (changes <= _FOLD_AFTER if not locked else changes <= 1):
+        if not over and changes <= (_FOLD_AFTER if not locked else _FOLD_LOCKED):
             return
         if not locked:
             await conn.execute("SELECT pg_advisory_xact_lock($1)", WRITE_LOCK)

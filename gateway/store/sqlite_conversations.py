@@ -8,7 +8,7 @@ tables are created with the rest of the schema (sqlite_schema.py). Items keep th
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, TypeVar
 
 import aiosqlite
@@ -152,16 +152,23 @@ class SQLiteConversations:
             raise UnknownConversationError.on(conversation_id)
         return [_item(row[0], row[1]) for row in rows if row[0] is not None]
 
-    async def conversation_tail(self, conversation_id: str, *, max_bytes: int) -> ItemTail:
+    async def conversation_tail(self, conversation_id: str, *, max_bytes: int,
+                                check_ids: Collection[str] = ()) -> ItemTail:
         rows = await self._read(_TAIL, (conversation_id, max_bytes, conversation_id))
         if not rows:
             raise UnknownConversationError.on(conversation_id)
         kept = [row for row in rows if row[1] is not None]
+        taken: set[str] = set()
+        if check_ids:
+            marks = ",".join("?" * len(check_ids))
+            found = await self._read(f"SELECT id FROM conversation_items WHERE conversation_id = ? AND id IN ({marks})",
+                                     (conversation_id, *check_ids))
+            taken = {str(row[0]) for row in found}
         if not kept:
-            return ItemTail([], complete=True, last_id="")
+            return ItemTail([], complete=True, last_id="", taken=taken)
         first = await self._read(_FIRST_POSITION, (conversation_id,))
         return ItemTail([_item(row[2], row[3]) for row in kept], complete=first[0][0] == kept[0][4],
-                        last_id=str(kept[-1][1]))
+                        last_id=str(kept[-1][1]), taken=taken)
 
     async def list_items(self, conversation_id: str, *, limit: int, order: str = "desc",
                          after: str | None = None) -> ItemPage:

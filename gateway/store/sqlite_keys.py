@@ -43,6 +43,10 @@ class SQLiteKeyStore(KeyStore):
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreUnavailableError(f"The key store at {self.path} is unavailable: cannot create its "
+                                        f"directory ({exc.strerror}).") from exc
+        try:
             db = await aiosqlite.connect(self.path, isolation_level=None)
             try:
                 await db.execute("PRAGMA busy_timeout = 5000")

@@ -21,6 +21,8 @@ _OLDEST = (
     " FROM (SELECT id, last_access, bytes FROM conversation_objects ORDER BY last_access, id LIMIT ?) o"
     " ORDER BY 3, 2"
 )
+_SPACE = ("SELECT (SELECT bytes FROM store_usage),"
+          " (SELECT freelist_count FROM pragma_freelist_count()) * (SELECT page_size FROM pragma_page_size())")
 #: Freed bytes after which the file hands its free pages back (PRAGMA incremental_vacuum).
 RECLAIM_AFTER = 1 << 20
 
@@ -34,7 +36,7 @@ class SQLiteSpace:
         """The byte bound, at the end of a write: the least recently used objects go, oldest first,
         until the stored bytes fit (never one of `keep`, what this write wrote: an object larger than
         the bound alone stays until the next write). Then notes the file's free space, for `_reclaim`."""
-        total = await self._usage(db)
+        total, self._free_bytes = await self._space(db)
         while self.max_bytes is not None and total > self.max_bytes:
             evict: dict[str, list[str]] = {"response": [], "conversation": []}
             over = total - self.max_bytes
@@ -49,15 +51,15 @@ class SQLiteSpace:
             for table, ids in (("responses", evict["response"]), ("conversation_objects", evict["conversation"])):
                 if ids:
                     await db.execute(f"DELETE FROM {table} WHERE id IN ({','.join('?' * len(ids))})", tuple(ids))
-            total = await self._usage(db)
-        # the file's free pages (deletes, evictions, this write's included): _reclaim's cue
-        rows = await db.execute_fetchall("SELECT freelist_count * (SELECT page_size FROM pragma_page_size())"
-                                         " FROM pragma_freelist_count()")
-        self._free_bytes = int(next(iter(rows))[0])
+            total, self._free_bytes = await self._space(db)
 
     @staticmethod
-    async def _usage(db: aiosqlite.Connection) -> int:
-        return int(next(iter(await db.execute_fetchall("SELECT bytes FROM store_usage")))[0])
+    async def _space(db: aiosqlite.Connection) -> tuple[int, int]:
+        """The stored bytes, and the file's free pages in bytes (this write's deletes included):
+        one statement, so one hand-over to aiosqlite's thread per write."""
+        rows = await db.execute_fetchall(_SPACE)
+        total, free = next(iter(rows))
+        return int(total), int(free)
 
     async def _reclaim(self, db: aiosqlite.Connection) -> None:
         """After a write: once a MiB or more of the file is free (deletes, evictions), the free pages go

@@ -8,7 +8,9 @@ What upstreams report: vLLM's `/v1/models` entries carry `max_model_len`; OpenRo
 (`default_generation_settings.n_ctx`; its `/v1/models` entry's `meta.n_ctx_train` is what the model
 was trained on, an upper bound, used only without `/props`). Ollama reports nothing usable through
 its OpenAI API (it serves with its own `num_ctx`): the default applies there, or the setting.
-Looked up once per model and kept; a failed lookup is not retried until the next start.
+Looked up once per model, when a turn first needs it (one that fits any model's context needs no
+lookup, context_budget.SMALLEST_WINDOW), and kept; an upstream that fails to answer the lookup
+gets the default for that turn and is asked again on the next.
 """
 
 from __future__ import annotations
@@ -66,10 +68,13 @@ class ContextWindows:
             return self._known[model]
         async with self._lock:
             if model not in self._known:
-                self._known[model] = await self._look_up(model)
+                found = await self._look_up(model)
+                if found is None:  # the upstream failed to answer: the default, and ask again next time
+                    return DEFAULT_CONTEXT_WINDOW
+                self._known[model] = found
         return self._known[model]
 
-    async def _look_up(self, model: str) -> int:
+    async def _look_up(self, model: str) -> int | None:
         stated: int | None = None
         try:
             listing = await self._get_json("models")
@@ -84,9 +89,9 @@ class ContextWindows:
                 with contextlib.suppress(GatewayError):
                     stated = from_props(await self._get_json("props", at_root=True)) or stated
         except GatewayError as exc:
-            log.info("the upstream did not say how large model %s's context is (%s); assuming %d tokens",
-                     model, exc.message, DEFAULT_CONTEXT_WINDOW)
-            return DEFAULT_CONTEXT_WINDOW
+            log.info("the upstream did not say how large model %s's context is (%s); assuming %d tokens "
+                     "for now", model, exc.message, DEFAULT_CONTEXT_WINDOW)
+            return None
         if stated is None:
             log.info("the upstream does not say how large model %s's context is; assuming %d tokens "
                      "(LLM_CONTEXT_WINDOW sets it)", model, DEFAULT_CONTEXT_WINDOW)

@@ -26,6 +26,9 @@ BYTES_PER_TOKEN = 3
 MESSAGE_OVERHEAD = 4
 #: Tokens kept for the agent's system prompt and the schemas of its web tools.
 AGENT_RESERVE = 1024
+#: No model the gateway fronts has a smaller context: a turn with no history whose `fixed` tokens
+#: are within it fits whatever the window, so it is not checked (and the window not looked up).
+SMALLEST_WINDOW = 2048
 
 
 class ContextLengthExceededError(InvalidRequestError):

@@ -49,7 +49,7 @@ async def test_truncation_auto_drops_the_oldest_turns_never_the_instructions_nor
     assert resp.status == 200
     assert (await resp.json())["truncation"] == "auto"
     sent = _sent(upstream)
-    assert "Be brief." in sent and sent[-1] == "latest " + LONG
+    assert "Be brief." in sent[0] and sent[-1] == "latest " + LONG  # the instructions ride the system prompt
     questions = [c for c in sent if isinstance(c, str) and c.startswith("Q")]
     assert questions and questions[-1].startswith("Q5") and not any(q.startswith("Q0 ") for q in questions)
 
@@ -105,3 +105,25 @@ async def test_each_record_keeps_its_own_turn_so_a_chain_grows_linearly(make_cli
     sizes = [row[0] for row in db.execute("SELECT length(transcript) FROM responses ORDER BY created_at, rowid")]
     db.close()
     assert len(sizes) == 20 and max(sizes) < 2 * min(sizes)  # a whole-history copy would grow 20-fold
+
+
+async def test_an_input_id_already_far_back_in_the_conversation_is_refused_before_the_model_runs(
+        make_client: Any, upstream: Any) -> None:
+    client = await make_client(tools=[], llm_context_window=6000)
+    created = await client.post("/v1/conversations", json={"items": [
+        {"id": f"msg_old{n}", "type": "message", "role": "user", "content": f"old {n} {LONG}"} for n in range(20)]})
+    conversation = (await created.json())["id"]
+    resp = await client.post("/v1/responses", json={
+        "conversation": conversation, "truncation": "auto",
+        "input": [{"id": "msg_old0", "type": "message", "role": "user", "content": "again"}]})
+    assert resp.status == 400
+    assert_error_envelope(await resp.json(), param="input[0].id")
+    assert upstream.requests == []
+
+
+async def test_a_streamed_turn_over_the_window_is_a_plain_400_before_any_event(make_client: Any, upstream: Any) -> None:
+    client = await make_client(tools=[], llm_context_window=3000)
+    resp = await client.post("/v1/responses", json={"input": LONG * 3, "stream": True})
+    assert resp.status == 400 and resp.content_type == "application/json"
+    assert_error_envelope(await resp.json(), code="context_length_exceeded", param="input")
+    assert upstream.requests == []

@@ -83,6 +83,8 @@ async def test_a_conversation_tail_is_its_newest_items_within_the_budget(make_bo
         assert tail.last_id == "msg_9"
         whole = await store.conversation_tail("conv_1", max_bytes=10**9)
         assert len(whole.items) == 10 and whole.complete
+        checked = await store.conversation_tail("conv_1", max_bytes=100, check_ids=["msg_0", "msg_9", "msg_new"])
+        assert checked.taken == {"msg_0", "msg_9"}  # wherever they are, read or not
         await store.create_conversation(Conversation(id="conv_empty", created_at=1), [])
         empty = await store.conversation_tail("conv_empty", max_bytes=100)
         assert empty.items == [] and empty.complete and empty.last_id == ""

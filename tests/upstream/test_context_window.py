@@ -53,3 +53,24 @@ async def test_the_setting_wins_over_the_upstream(aiohttp_server: Any) -> None:
         assert await windows.tokens("the-model") == 1000
     finally:
         await client.close()
+
+
+async def test_a_failed_lookup_is_asked_again_on_the_next_turn(aiohttp_server: Any) -> None:
+    answers = iter([web.json_response({"error": "starting"}, status=503),
+                    web.json_response({"data": [{"id": "the-model", "max_model_len": 4096}]})])
+    app = web.Application()
+
+    async def models(request: web.Request) -> web.Response:
+        return next(answers)
+
+    app.router.add_get("/v1/models", models)
+    server = await aiohttp_server(app)
+    client = UpstreamClient(str(server.make_url("/v1")), api_key=None, model="the-model",
+                            connect_timeout=5, read_timeout=5)
+    await client.start()
+    try:
+        windows = ContextWindows(client.get_json, None)
+        assert await windows.tokens("the-model") == DEFAULT_CONTEXT_WINDOW
+        assert await windows.tokens("the-model") == 4096
+    finally:
+        await client.close()

@@ -81,9 +81,11 @@ async def _check_window(request: web.Request, messages: Messages, tools: list[An
     """The client sends its whole history, so only `disabled` applies: a 400 before anything goes
     upstream, rather than the upstream's own error (or a silent cut) for a history over the window."""
     app = request.app
-    window = await app[appkeys.CONTEXT_WINDOWS].tokens(await app[appkeys.UPSTREAM].model())
     output = params.get("max_completion_tokens", params.get("max_tokens"))
     fixed = context_budget.fixed_tokens([*messages, *tools], output if isinstance(output, int) else None)
+    if fixed <= context_budget.SMALLEST_WINDOW:
+        return
+    window = await app[appkeys.CONTEXT_WINDOWS].tokens(await app[appkeys.UPSTREAM].model())
     context_budget.fit([], complete=True, window=window, fixed=fixed, truncation="disabled", api="chat")
 
 

@@ -86,13 +86,12 @@ async def _continuation(store: ResponseStore, parsed: ResponsesRequest, budget: 
 async def _conversation_object(store: ResponseStore, parsed: ResponsesRequest, conversation_id: str,
                                budget: int) -> _Continuation:
     try:
-        tail = await store.conversation_tail(conversation_id, max_bytes=budget)
+        tail = await store.conversation_tail(conversation_id, max_bytes=budget,
+                                             check_ids=[given["id"] for given in parsed.input_items])
     except UnknownConversationError:
         raise UnknownConversationError.on(conversation_id, param="conversation") from None
-    # the items read: an id already further back is refused by the append (after the run)
-    kept = {item.id for item in tail.items}
     for index, given in enumerate(parsed.input_items):
-        if given["id"] in kept:  # refused now, not after the model ran: the append would be
+        if given["id"] in tail.taken:  # refused now, not after the model ran: the append would be
             raise InvalidRequestError(f"An item with id '{echo(given['id'])}' is already in conversation "
                                       f"'{conversation_id}'; send only the new items.", param=f"input[{index}].id")
     return _Continuation(transcript([(item.item, item.model) for item in tail.items]), tail.complete,
@@ -102,10 +101,13 @@ async def _conversation_object(store: ResponseStore, parsed: ResponsesRequest, c
 async def _within_window(request: web.Request, parsed: ResponsesRequest) -> tuple[_Continuation, list[Any]]:
     """The continuation, its history cut to the context window (or a 400, see context_budget.py)."""
     app = request.app
-    window = await app[appkeys.CONTEXT_WINDOWS].tokens(await app[appkeys.UPSTREAM].model())
     instructions = [{"role": "system", "content": parsed.instructions}] if parsed.instructions else []
     fixed = context_budget.fixed_tokens([*instructions, *parsed.messages, *parsed.chat_tools],
                                         parsed.max_output_tokens)
+    if parsed.previous_response_id is None and parsed.conversation is None \
+            and fixed <= context_budget.SMALLEST_WINDOW:
+        return _Continuation(), []  # fits any model: no window to look up
+    window = await app[appkeys.CONTEXT_WINDOWS].tokens(await app[appkeys.UPSTREAM].model())
     continuation = await _continuation(store_of(request), parsed, context_budget.history_bytes(window, fixed))
     history = context_budget.fit(continuation.transcript, complete=continuation.complete, window=window,
                                  fixed=fixed, truncation=parsed.truncation)
