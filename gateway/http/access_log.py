@@ -18,7 +18,7 @@ import time
 from aiohttp import web
 
 from gateway.http.batched_log import BatchingStreamHandler
-from gateway.http.keyring import CALLER
+from gateway.http.keyring import CURRENT_CALLER
 from gateway.http.log_limits import printable
 
 HEADER = "X-Request-Id"
@@ -63,7 +63,7 @@ def log_access(request: web.Request, request_id: str, status: int | str, started
     record carries the id."""
     if access_log.isEnabledFor(logging.INFO):  # no record when it is off
         # the path is escaped here as well as by the serve formatter, for handlers configured elsewhere
-        caller = request.get(CALLER)  # the key's name, never the key
+        caller = CURRENT_CALLER.get()  # the key's name, never the key (this runs in the request's context)
         access_log.info("%s %s %s %.0fms id=%s key=%s", printable(request.method), printable(request.path), status,
                         (ended - started) * 1000, request_id, caller.name if caller is not None else "-")
 

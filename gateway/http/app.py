@@ -30,7 +30,7 @@ from gateway.http.observe import GatewayObserver
 from gateway.http.routes import chat, conversations, health, metrics, models, openapi, responses, web_status
 from gateway.store.api import ResponseStore, StoreUnavailableError
 from gateway.store.idempotency import IdempotencyCache, InMemoryIdempotencyCache
-from gateway.store.keys import KeyStore
+from gateway.store.keys import COUNTERS, KeyStore, UsageDelta
 from gateway.store.observed import ObservedStore
 from gateway.store.owners import DEFAULT_KEY, owner_of, profile_label
 from gateway.store.sqlite import SQLiteResponseStore
@@ -87,7 +87,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
         app.router.add_routes(metrics.routes)
     observer = KeyUsageObserver(GatewayObserver(app.get(appkeys.METRICS), tracer)
                                 if settings.metrics_enabled or tracer is not None else None,
-                                app[appkeys.KEYRING], app.get(appkeys.METRICS))
+                                app[appkeys.KEYRING])
     app.on_response_prepare.append(_response_headers)
     app.cleanup_ctx.append(_upstream_ctx)
     app.cleanup_ctx.append(_agent_ctx(tools, observer))
@@ -133,9 +133,17 @@ async def _keyring_ctx(app: web.Application) -> AsyncIterator[None]:
     if (metrics_ := app.get(appkeys.METRICS)) is not None:
         metrics_.key_stored_bytes.clear()
         ring.on_refresh = lambda: _stored_bytes_gauge(metrics_, ring)
+        ring.on_counted = lambda batch: _key_usage_counters(metrics_, batch)
         _stored_bytes_gauge(metrics_, ring)
     yield
     await ring.stop()
+
+
+def _key_usage_counters(metrics_: Metrics, batch: dict[str, UsageDelta]) -> None:
+    for name, delta in batch.items():
+        for kind in COUNTERS:
+            if amount := getattr(delta, kind):
+                metrics_.key_used(name, kind, amount)
 
 
 def _stored_bytes_gauge(metrics_: Metrics, ring: KeyRing) -> None:

@@ -19,27 +19,24 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from contextvars import ContextVar
 
 from aiohttp import web
 
 from gateway.errors import AuthenticationError, InsufficientQuotaError, RateLimitError
 from gateway.http import appkeys
-from gateway.http.keyring import CALLER, Caller, KeyRing
+from gateway.http.keyring import CURRENT_CALLER, CURRENT_RATE, KeyRing
 from gateway.store.keys import key_hash
 from gateway.store.owned import OwnedStore
 
-#: (limit, remaining, seconds until a slot frees) for a key with an rpm
-RATE = web.RequestKey("rate", tuple)
-#: The caller of the request this task serves, for the agent's usage counts (http/key_usage.py).
-CURRENT_CALLER: ContextVar[Caller | None] = ContextVar("current_caller", default=None)
 RUN_PATHS = frozenset({"/v1/chat/completions", "/v1/responses"})
 
 
 def authenticate(request: web.Request, presented: str | None, open_path: bool) -> KeyRing:
     """Sets the request's caller, or raises 401/429. `open_path`: a route that needs no key."""
     ring = request.app[appkeys.KEYRING]
+    CURRENT_RATE.set(None)
     if open_path:
+        CURRENT_CALLER.set(None)
         return ring
     if ring.keyless:
         caller = ring.default
@@ -51,12 +48,11 @@ def authenticate(request: web.Request, presented: str | None, open_path: bool) -
         if found is None:
             raise AuthenticationError("Incorrect API key provided.")
         caller = found
-    request[CALLER] = caller
     CURRENT_CALLER.set(caller)
     ring.usage_of(caller.name).last_used_at = int(time.time())
     if caller.rpm is not None:
         remaining, reset, admitted = ring.rate(caller, time.monotonic())
-        request[RATE] = (caller.rpm, remaining, reset)
+        CURRENT_RATE.set((caller.rpm, remaining, reset))
         if not admitted:
             raise RateLimitError(f"Rate limit reached for key '{caller.name}': {caller.rpm} requests per minute. "
                                  f"Try again in {math.ceil(reset)} s.", retry_after=max(1.0, reset))
@@ -65,7 +61,7 @@ def authenticate(request: web.Request, presented: str | None, open_path: bool) -
 
 def enter_run(request: web.Request) -> Callable[[], None] | None:
     """For a key with a concurrent-runs limit, a run's slot (the returned call gives it back)."""
-    caller = request.get(CALLER)
+    caller = CURRENT_CALLER.get()
     if caller is None or caller.max_concurrent is None or request.method != "POST" or request.path not in RUN_PATHS:
         return None
     ring = request.app[appkeys.KEYRING]
@@ -77,7 +73,7 @@ def enter_run(request: web.Request) -> Callable[[], None] | None:
 
 def add_rate_headers(request: web.Request, response: web.StreamResponse) -> None:
     """Part of the response-prepare hook: every response of a key with an rpm, errors and streams alike."""
-    rate = request.get(RATE)
+    rate = CURRENT_RATE.get()
     if rate is not None:
         limit, remaining, reset = rate
         response.headers["x-ratelimit-limit-requests"] = str(limit)
@@ -99,7 +95,7 @@ def owner_key(request: web.Request, presented: str | None) -> str:
     """Who an Idempotency-Key belongs to: the caller's owner (profile and key name) and a hash of
     the token presented (never the token): on a keyless gateway, where everyone is `default`,
     two clients sending different tokens still keep their replies apart."""
-    caller = request.get(CALLER)
+    caller = CURRENT_CALLER.get()
     owner = caller.owner if caller is not None else request.app[appkeys.KEYRING].default.owner
     return f"owner:{owner}:" + ("anonymous" if presented is None else key_hash(presented))
 
@@ -107,7 +103,7 @@ def owner_key(request: web.Request, presented: str | None) -> str:
 def store_of(request: web.Request) -> OwnedStore:
     """The request's view of the store: its caller's objects only."""
     ring = request.app[appkeys.KEYRING]
-    caller = request.get(CALLER) or ring.default
+    caller = CURRENT_CALLER.get() or ring.default
     room = None
     if caller.max_stored_bytes is not None:
         limit = caller.max_stored_bytes

@@ -1,17 +1,16 @@
 """The agent's usage counted per key: tokens, model calls, web searches and extracts.
 
 Wraps the gateway's observer (metrics, tracing): each figure goes into the key ring's pending
-usage (written to the store in batches, http/keyring.py) and, with metrics on, into
-`agent_gateway_key_usage_total{key,kind}`. The key is the one of the request whose task runs the
-agent (`auth.CURRENT_CALLER`, copied into a stream's producer task with the context).
+usage, written to the store in batches (http/keyring.py) and, with metrics on, added to
+`agent_gateway_key_usage_total{key,kind}` with each batch (at most 2 s late; no counter per call).
+The key is the one of the request whose task runs the agent (`keyring.CURRENT_CALLER`, copied into
+a stream's producer task with the context).
 """
 
 from __future__ import annotations
 
 from gateway.agent.observer import AgentObserver, ToolCall, UpstreamCall
-from gateway.http.auth import CURRENT_CALLER
-from gateway.http.keyring import KeyRing
-from gateway.http.metrics import Metrics
+from gateway.http.keyring import CURRENT_CALLER, KeyRing
 
 #: No turn has a trillion tokens; a figure past that is an upstream's nonsense, kept bounded.
 MAX_PER_CALL = 10**12
@@ -19,10 +18,9 @@ _TOOL_COUNTERS = {"web_search": "web_searches", "web_extract": "web_extracts"}
 
 
 class KeyUsageObserver(AgentObserver):
-    def __init__(self, inner: AgentObserver | None, ring: KeyRing, metrics: Metrics | None) -> None:
+    def __init__(self, inner: AgentObserver | None, ring: KeyRing) -> None:
         self.inner = inner or AgentObserver()
         self.ring = ring
-        self.metrics = metrics
 
     def _count(self, kind: str, amount: int) -> None:
         caller = CURRENT_CALLER.get()
@@ -30,9 +28,7 @@ class KeyUsageObserver(AgentObserver):
             return
         amount = min(amount, MAX_PER_CALL)  # an upstream's absurd count must not overflow a BIGINT
         delta = self.ring.usage_of(caller.name)
-        setattr(delta, kind, getattr(delta, kind) + amount)
-        if self.metrics is not None:
-            self.metrics.key_used(caller.name, kind, amount)
+        setattr(delta, kind, getattr(delta, kind) + amount)  # the metrics get it with the batch (app.py)
 
     def upstream_call(self, stream: bool) -> UpstreamCall:
         self._count("model_calls", 1)

@@ -19,9 +19,8 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-
-from aiohttp import web
 
 from gateway.store.api import StoreUnavailableError
 from gateway.store.keys import ApiKey, KeyStore, UsageDelta, key_hash
@@ -47,8 +46,14 @@ class Caller:
     max_stored_bytes: int | None = None
 
 
-#: The request's caller (set by http/auth.py; the access log names it).
-CALLER = web.RequestKey("caller", Caller)
+#: The caller of the request this task serves (None: an open route), and its rate state for a key
+#: with an rpm: (limit, remaining, seconds until a slot frees). Set by http/auth.py on every
+#: request, open ones too (a keep-alive connection serves its requests in one task, so nothing of
+#: the previous request's is left); read by the prepare hook, the access log (which runs in a copy
+#: of the request's context), the store's view and the agent's usage counts. A context variable
+#: rather than a request key: a read is one C call on the hot path.
+CURRENT_CALLER: ContextVar[Caller | None] = ContextVar("current_caller", default=None)
+CURRENT_RATE: ContextVar[tuple[int, int, float] | None] = ContextVar("current_rate", default=None)
 
 
 @dataclass
@@ -74,6 +79,8 @@ class KeyRing:
         self.stored_bytes: dict[str, int] = {}  # per key name, as of the last refresh
         self._task: asyncio.Task[None] | None = None
         self.on_refresh: Callable[[], None] | None = None  # after each refresh (the metrics' gauge)
+        #: with each batch of usage, before it is written (the metrics' per-key counters)
+        self.on_counted: Callable[[dict[str, UsageDelta]], None] | None = None
 
     @property
     def keyless(self) -> bool:
@@ -137,6 +144,8 @@ class KeyRing:
         if self.store is None:
             return
         pending, self.pending = self.pending, {}
+        if self.on_counted is not None and pending:
+            self.on_counted(pending)
         try:
             await self.store.add_usage(pending)
         except StoreUnavailableError:

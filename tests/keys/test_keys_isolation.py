@@ -224,8 +224,12 @@ async def test_usage_per_key_in_the_store_the_metrics_and_the_access_log(
     lines = [r.getMessage() for r in caplog.records if r.name == "agent_gateway.access"]
     assert any("key=alice" in line for line in lines), lines
     assert not any(alice in line or bob in line for line in lines)
-    async with client.get("/metrics", headers=bearer(bob)) as reply:
-        scraped = await reply.text()
+    for _ in range(100):  # the per-key counters are added with each usage batch (every 2 s)
+        async with client.get("/metrics", headers=bearer(bob)) as reply:
+            scraped = await reply.text()
+        if 'key="alice",kind="model_calls"' in scraped:
+            break
+        await asyncio.sleep(0.1)
     assert 'agent_gateway_key_usage_total{key="alice",kind="model_calls"} 2.0' in scraped
     assert f'agent_gateway_key_usage_total{{key="alice",kind="input_tokens"}} {2.0 * usage["prompt_tokens"]}' \
         in scraped
