@@ -10,7 +10,9 @@ CI or pytest). All on 127.0.0.1, all started here and stopped here (try/finally,
 3. Open WebUI, offline, with the gateway as its only OpenAI connection and no login;
 4. bench/openwebui_chat.mjs under Node with playwright-core, driving Debian's Chromium: picks the
    model `agent-gateway`, asks "What do otters eat?", waits for the answer, opens the reasoning, the
-   status line and the Sources, and writes the PNG.
+   status line and the Sources, and writes the PNG. With `--second-model NAME` the gateway has two
+   model routes (`models:`, both on the fake) and a second chat, in a fresh browser, picks NAME
+   (its picture next to --out, named after it); the gateway's access lines say which route served.
 
 What it needs is installed when missing, outside the project's venv: Open WebUI (and the CPU torch
 wheel from this machine's pip find-links, first, so that pip does not fetch a CUDA build) in a venv
@@ -224,6 +226,9 @@ def screenshot(args: argparse.Namespace, work: Path, children: list[Child]) -> i
 
     home = work / "gateway-home"
     home.mkdir()
+    if args.second_model:  # two model routes to the same fake: two entries in Open WebUI's menu
+        (home / "config.yaml").write_text(
+            f"models:\n  {args.model}:\n    model: fake-reasoner\n  {args.second_model}:\n    model: fake-reasoner\n")
     gateway = start("gateway", [sys.executable, "-m", "gateway", "serve", "--port", str(gw_port)], clean_env({
         "PYTHONPATH": str(src), "AGENT_GATEWAY_HOME": str(home), "API_SERVER_HOST": "127.0.0.1",
         "API_SERVER_KEY": API_KEY, "API_SERVER_MODEL_NAME": args.model,
@@ -244,26 +249,34 @@ def screenshot(args: argparse.Namespace, work: Path, children: list[Child]) -> i
     wait_http(webui, f"{owui_url}/health", args.start_timeout)
     log(f"Open WebUI at {owui_url}")
 
-    profile = work / "chromium-profile"
-    profile.mkdir()
-    browser = start("chat", ["node", str(script)], {
-        **os.environ, "OWUI_URL": owui_url, "OWUI_MODEL": args.model, "OWUI_PROMPT": PROMPT,
-        "OWUI_OUT": str(work / "shot.png"), "OWUI_PROFILE": str(profile), "OWUI_DIAG": str(work / "page"),
-        "OWUI_TIMEOUT": str(args.chat_timeout), "CHROMIUM": str(CHROMIUM),
-    }, work, cwd=script.parent)
-    children.append(browser)
-    try:
-        code = browser.proc.wait(args.chat_timeout + 180)
-    except subprocess.TimeoutExpired:
-        log("the browser run took too long")
-        code = 1
-    log("browser run:\n" + browser.tail(20))
+    code = 0
+    for index, model in enumerate([args.model, *([args.second_model] if args.second_model else [])]):
+        name = "shot" if index == 0 else f"shot-{model}"
+        profile = work / f"chromium-profile-{index}"
+        profile.mkdir()
+        browser = start(f"chat-{index}", ["node", str(script)], {
+            **os.environ, "OWUI_URL": owui_url, "OWUI_MODEL": model, "OWUI_PROMPT": PROMPT,
+            "OWUI_OUT": str(work / f"{name}.png"), "OWUI_PROFILE": str(profile),
+            "OWUI_DIAG": str(work / f"page-{index}"), "OWUI_TIMEOUT": str(args.chat_timeout),
+            "CHROMIUM": str(CHROMIUM),
+        }, work, cwd=script.parent)
+        children.append(browser)
+        try:
+            code = code or browser.proc.wait(args.chat_timeout + 180)
+        except subprocess.TimeoutExpired:
+            log("the browser run took too long")
+            code = 1
+        log(f"browser run on {model}:\n" + browser.tail(20))
+        target = out if index == 0 else out.with_name(f"{out.stem}-{model}{out.suffix}")
+        if code == 0:  # only a finished chat replaces --out; a failed run's picture stays in the temp folder
+            shutil.copyfile(work / f"{name}.png", target)
+            log(f"screenshot written: {target}")
     for child in (gateway, webui):
         if child.proc.poll() is not None:
             log(f"{child.name} exited early ({child.proc.returncode}):\n{child.tail()}")
-    if code == 0:  # only a finished chat replaces --out; a failed run's picture stays in the temp folder
-        shutil.copyfile(work / "shot.png", out)
-        log(f"screenshot written: {out}")
+    if args.second_model:  # which route served each chat: the access lines say
+        served = [line for line in gateway.log_path.read_text(errors="replace").splitlines() if " model=" in line]
+        log("gateway access lines with a model route:\n" + "\n".join(served[-12:]))
     return code
 
 
@@ -275,6 +288,8 @@ def main() -> None:
                         help="where Open WebUI's venv and playwright-core are installed")
     parser.add_argument("--owui-version", default=OWUI_VERSION, help="Open WebUI release to install")
     parser.add_argument("--model", default="agent-gateway", help="the gateway's model name, picked in the UI")
+    parser.add_argument("--second-model", default="",
+                        help="a second model route (both on the fake): two models in the menu, a chat on each")
     parser.add_argument("--progress", default="openwebui",
                         help="AGENT_TOOL_PROGRESS for the gateway (`inline` for a checkout without `openwebui`)")
     parser.add_argument("--start-timeout", type=float, default=420, help="seconds for Open WebUI to start")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gateway.config.settings import OPTIONS
+from gateway.config.settings import OPTIONS, OPTIONS_BY_KEY, parse_option
 from tests.support.gateway_process import REPO, gateway_env, run_cli, start_gateway
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -107,3 +107,12 @@ async def test_readme_profile_and_config_commands_run_on_a_fresh_home(tmp_path: 
     assert sorted(p.name for p in profiles.iterdir()) == ["alice", "bob"]
     assert "LLM_MODEL=qwen3:8b" in (profiles / "alice" / ".env").read_text()
     assert yaml.safe_load((profiles / "bob" / "config.yaml").read_text()) == {"web": {"search_backend": "ddgs"}}
+
+
+def test_the_model_routes_example_is_a_valid_models_setting():
+    (snippet,) = [block for block in code_blocks("yaml") if block.startswith("models:")]
+    routes = parse_option(OPTIONS_BY_KEY["models"], yaml.safe_load(snippet)["models"], "README")
+    by_id = {route.id: route for route in routes.routes}
+    assert by_id["qwen3"].fallbacks == ("openrouter-qwen",)
+    assert by_id["openrouter-qwen"].api_key_env == "OPENROUTER_API_KEY"
+    assert by_id["fast-relay"].web_tools == "off" and by_id["fast-relay"].reasoning == "hide"

@@ -31,7 +31,7 @@ from gateway.agent.history import SYSTEM_BREAK, is_background_task, upstream_con
 from gateway.agent.observer import CURRENT_TOOL_REPORT, AgentObserver, ToolReport, UpstreamCall, upstream_outcome
 from gateway.agent.toolbox import Toolbox, ToolContext, offer_tools
 from gateway.agent.web_options import WebSearchOptions
-from gateway.upstream.client import UpstreamClient
+from gateway.upstream.client import Opener, UpstreamClient
 from gateway.upstream.deltas import Finish, Reasoning, Text, TokenUsage, ToolCallPart
 
 FINAL_ROUND_NOTE = (
@@ -55,6 +55,11 @@ class AgentRequest:
     #: The request's web search options (a hosted web_search tool, `web_search_options`); None
     #: when it asked for none (then `API_SERVER_WEB_TOOLS=on_request` offers no web tools).
     web: WebSearchOptions | None = None
+    #: The request's model route (gateway/upstream/routes.py): sends each model call, fallbacks
+    #: included; None: the agent's own upstream, as configured.
+    opener: Opener | None = None
+    #: The route's API_SERVER_WEB_TOOLS (always, on_request, off); None: the agent's own.
+    web_tools: str | None = None
 
 
 class AgentRun:
@@ -147,7 +152,8 @@ class Agent:
         return turn
 
     async def _events(self, request: AgentRequest, turn: AgentRun) -> AsyncGenerator[AgentEvent, None]:
-        offer = offer_tools(self.toolbox, request.client_tools, request.web, mode=self.web_tools,
+        offer = offer_tools(self.toolbox, request.client_tools, request.web,
+                            mode=request.web_tools or self.web_tools,
                             background=is_background_task(request.messages),
                             no_tools=request.params.get("tool_choice") == "none")
         use_agent_tools, tools, context = offer.agent_tools, offer.tools, offer.context
@@ -188,7 +194,8 @@ class Agent:
             round_usage: TokenUsage | None = None
             partial: dict[int, _ToolCall] = {}
             model_call = self.observer.upstream_call(request.stream)
-            deltas = self.upstream.deltas(payload, stream=request.stream, headers=model_call.headers)
+            deltas = self.upstream.deltas(payload, stream=request.stream, headers=model_call.headers,
+                                          opener=request.opener)
             waiting = request.stream  # time to first token: a streamed reply's measure
             async with _observed(model_call, deltas):
                 async for delta in deltas:

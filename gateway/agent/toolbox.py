@@ -92,9 +92,9 @@ def offer_tools(toolbox: Toolbox, client_tools: list[dict[str, Any]], web: WebSe
                 mode: str, background: bool, no_tools: bool = False) -> ToolOffer:
     """The agent's tools for one request: none for a background task, none when the client said
     `tool_choice: "none"` (`no_tools`: "the model will not call any tool", so no search runs and
-    no query leaves for a provider), none under `mode` `on_request` unless the request asked for
-    web search (`web` not None)."""
-    agent_tools = (len(toolbox) > 0 and not background and not no_tools
+    no query leaves for a provider), none under `mode` `off` (a model route that is a plain relay),
+    none under `on_request` unless the request asked for web search (`web` not None)."""
+    agent_tools = (len(toolbox) > 0 and not background and not no_tools and mode != "off"
                    and (mode != "on_request" or web is not None))
     client_names = {t["function"]["name"] for t in client_tools}
     # A client tool with the same name as one of ours wins: the client asked for it explicitly.

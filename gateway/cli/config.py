@@ -144,7 +144,9 @@ def run_set(args: argparse.Namespace) -> int:
                   + " (written anyway: plugins may read it)")
     else:
         stored = _yaml_value(option, value)
-        if option is None:
+        if option is None and key.split(".")[0] == "models":
+            stored = _route_part(directory, key, value)
+        elif option is None:
             hint = nearest(key, OPTIONS_BY_KEY)
             _warn(f"{key} is not a setting agent-gateway knows" + (f"; did you mean {hint}?" if hint else "")
                   + " (written anyway: plugins may read it)")
@@ -160,6 +162,29 @@ def run_set(args: argparse.Namespace) -> int:
     print(f"set {key} in {path}" + ("" if secret else f" = {value.strip()}"))
     _note_shadowing(key, kind, option, directory)
     return 0
+
+
+def _route_part(directory: Path, key: str, value: str) -> Any:
+    """`models.ID.FIELD`: what to store (text stays text: `off` is not YAML's false), once the routes
+    as they would be after the write are valid."""
+    parts = key.split(".")
+    if len(parts) != 3:
+        raise UsageError(f"{key!r}: a route's field is set as models.ID.FIELD (e.g. models.qwen3.base_url)")
+    stored: Any = value.strip()
+    if parts[2] == "context_window":
+        stored = _yaml_value(None, value)
+    elif parts[2] == "fallbacks":
+        stored = [item.strip() for item in value.split(",") if item.strip()]
+    config = read_config_yaml(directory / "config.yaml")
+    routes = config.get("models")
+    routes = dict(routes) if isinstance(routes, dict) else {}
+    route = routes.get(parts[1])
+    routes[parts[1]] = {**(route if isinstance(route, dict) else {}), parts[2]: stored}
+    try:
+        parse_option(OPTIONS_BY_KEY["models"], routes, "config.yaml")
+    except SettingsError as exc:
+        raise UsageError(f"not set: {exc}") from exc
+    return stored
 
 
 def _note_shadowing(key: str, kind: str, option: Option | None, directory: Path) -> None:

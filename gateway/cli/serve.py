@@ -155,6 +155,7 @@ async def serve(settings: Settings, warnings: Sequence[str] = ()) -> None:
     from gateway.http.app import create_app
     from gateway.http.server import raise_fd_limit, start_site
     from gateway.http.tracing import tracer_provider_from_env
+    from gateway.upstream.route_report import report as route_report
 
     # Binding comes after the app's start-up (plugins, store, upstream pool), which logs; a port
     # that is taken is found first, so that its one line is all a failed start prints.
@@ -179,6 +180,11 @@ async def serve(settings: Settings, warnings: Sequence[str] = ()) -> None:
         host = f"[{settings.host}]" if ":" in settings.host else settings.host
         say(settings, f"agent-gateway listening on http://{host}:{port}/v1 (model {settings.model_name}, "
             f"upstream {redact_url(settings.llm_base_url)})", stream=sys.stdout)
+        route_lines, route_warnings = route_report(app[appkeys.ROUTES])  # with `models:` only
+        for line in route_lines:
+            say(settings, line)
+        for warning in route_warnings:
+            say(settings, f"agent-gateway: warning: {warning}", level="WARNING")
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

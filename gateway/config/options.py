@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from gateway.config.routes import ModelRoutes, parse_models
 from gateway.errors import AgentGatewayError
 
 PROFILE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -117,6 +118,10 @@ def _parse_database_url(raw: Any) -> str:
     return url
 
 
+def _parse_models(raw: Any) -> ModelRoutes | None:
+    return parse_models(raw, url=_parse_http_url)
+
+
 #: The fallback value that means "the other available providers, in automatic order".
 AUTO_FALLBACK = ("auto",)
 MAX_RESULTS_CAP = 50
@@ -214,6 +219,10 @@ OPTIONS: tuple[Option, ...] = (
            "upstream model name (default: the first model the upstream lists)"),
     Option("llm_context_window", "LLM_CONTEXT_WINDOW", "llm.context_window", _parse_optional_int, None,
            "the model's context in tokens (default: what the upstream says, else 32768)", minimum=256),
+    Option("llm_models", "LLM_MODELS", "models", _parse_models, None,
+           "the model ids served: auto (every model the upstream lists), a,b,c (those), or in "
+           "config.yaml a mapping of routes (id: model, base_url, api_key_env, reasoning, web_tools, "
+           "context_window, fallbacks); unset: one model, the id clients send is cosmetic"),
     Option("llm_connect_timeout", "LLM_CONNECT_TIMEOUT", "llm.connect_timeout", _parse_float, 10.0,
            "seconds to connect to the upstream", minimum=0.01),
     Option("llm_timeout", "LLM_TIMEOUT", "llm.timeout", _parse_float, 120.0,
@@ -230,9 +239,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("system_prompt", "AGENT_SYSTEM_PROMPT", "agent.system_prompt", _parse_str, None,
            "replaces the agent's built-in system prompt"),
     Option("web_tools", "API_SERVER_WEB_TOOLS", "api_server.web_tools", _parse_str, "always",
-           "when the agent offers its web tools: always, or on_request (only to requests that ask "
-           "for web search: a hosted web_search tool or web_search_options)",
-           choices=("always", "on_request")),
+           "when the agent offers its web tools: always, on_request (only to requests that ask "
+           "for web search: a hosted web_search tool or web_search_options), or off (a plain relay)",
+           choices=("always", "on_request", "off")),
     Option("web_backend", "WEB_BACKEND", "web.backend", _parse_str, None,
            "web provider for every capability unless overridden"),
     Option("web_search_backend", "WEB_SEARCH_BACKEND", "web.search_backend", _parse_str, None,

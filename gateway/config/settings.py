@@ -29,6 +29,7 @@ from gateway.config.options import (
     Option,
     SettingsError,
 )
+from gateway.config.routes import ModelRoutes
 from providers.plugin_settings import PluginSettings
 
 #: The options table lives in gateway/config/options.py; its names are re-exported here.
@@ -81,6 +82,7 @@ class Settings:
     llm_api_key: str | None = None
     llm_model: str | None = None
     llm_context_window: int | None = None
+    llm_models: ModelRoutes | None = None
     llm_connect_timeout: float = 10.0
     llm_timeout: float = 120.0
     max_rounds: int = 6
@@ -219,6 +221,8 @@ def parse_option(option: Option, raw: Any, source: str) -> Any:
     try:
         value = option.parse(raw)
     except (TypeError, ValueError) as exc:
+        if isinstance(raw, Mapping | list):  # a section of config.yaml: the message names the part that is wrong
+            raise SettingsError(f"{option.key or name} in {source}: {exc}") from exc
         shown = "(not shown: it may hold a password)" if option.attr == "database_url" else repr(raw)
         raise SettingsError(f"{name} has an invalid value {shown} (from {source}): {exc}") from exc
     if isinstance(value, str) and value == "" and option.default is None:

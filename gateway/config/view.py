@@ -99,7 +99,7 @@ def option_raw(option: Option, files: ProfileFiles) -> tuple[Any, str]:
 def _leaves(node: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
     for key, value in node.items():
         dotted = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value:
+        if isinstance(value, Mapping) and value and dotted not in OPTIONS_BY_KEY:  # `models:` is one value
             yield from _leaves(value, dotted + ".")
         else:
             yield dotted, value
@@ -215,6 +215,12 @@ def check(settings: Settings, files: ProfileFiles) -> CheckReport:
     report.lines.append(f"upstream: {redact_url(settings.llm_base_url)} (model "
                         f"{settings.llm_model or 'the first one the upstream lists'}"
                         f"{', with a key' if settings.llm_api_key else ''})")
+    if settings.llm_models is not None:
+        from gateway.upstream.route_report import probe_report  # the routes' upstreams, asked as serve asks them
+
+        lines, warnings = asyncio.run(probe_report(settings))
+        report.lines.extend(lines)
+        report.warnings.extend(warnings)
     try:
         lines, warnings = web_provider_lines(settings)
     except Exception as exc:  # noqa: BLE001 - check reports, it does not crash on a broken plugin

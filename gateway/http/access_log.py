@@ -14,12 +14,16 @@ import logging
 import os
 import re
 import time
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from gateway.http.batched_log import BatchingStreamHandler
 from gateway.http.keyring import CURRENT_CALLER
 from gateway.http.log_limits import printable
+
+if TYPE_CHECKING:
+    from gateway.upstream.routes import RouteTurn
 
 HEADER = "X-Request-Id"
 _SANE_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
@@ -40,6 +44,12 @@ def choose_request_id(presented: str | None) -> str:
     if presented is not None and _SANE_ID.fullmatch(presented):
         return presented
     return new_request_id()
+
+
+#: The request's model route, when routes are configured (set by gateway/http/model_routes.py). A
+#: context variable, like the request id: read in the request's own task, and a lookup that costs
+#: nothing when unset (a request key the request lacks would raise and catch a KeyError).
+MODEL_ROUTE: contextvars.ContextVar[RouteTurn | None] = contextvars.ContextVar("model_route", default=None)
 
 
 def current_request_id() -> str | None:
@@ -64,8 +74,15 @@ def log_access(request: web.Request, request_id: str, status: int | str, started
     if access_log.isEnabledFor(logging.INFO):  # no record when it is off
         # the path is escaped here as well as by the serve formatter, for handlers configured elsewhere
         caller = CURRENT_CALLER.get()  # the key's name, never the key (this runs in the request's context)
-        access_log.info("%s %s %s %.0fms id=%s key=%s", printable(request.method), printable(request.path), status,
-                        (ended - started) * 1000, request_id, caller.name if caller is not None else "-")
+        key_name = caller.name if caller is not None else "-"
+        turn = MODEL_ROUTE.get()
+        if turn is None:
+            access_log.info("%s %s %s %.0fms id=%s key=%s", printable(request.method), printable(request.path),
+                            status, (ended - started) * 1000, request_id, key_name)
+        else:  # with model routes: the one that served (a configured id, not the client's text)
+            access_log.info("%s %s %s %.0fms id=%s key=%s model=%s", printable(request.method),
+                            printable(request.path), status, (ended - started) * 1000, request_id, key_name,
+                            turn.served.id)
 
 
 def add_request_id_header(response: web.StreamResponse) -> None:

@@ -37,6 +37,7 @@ from gateway.store.sqlite import SQLiteResponseStore
 from gateway.store.sqlite_keys import SQLiteKeyStore
 from gateway.upstream.client import UpstreamClient
 from gateway.upstream.context_window import ContextWindows
+from gateway.upstream.routes import RouteTable
 from providers.loader import load_registry
 from providers.registry import ProviderRegistry
 
@@ -169,7 +170,13 @@ async def _upstream_ctx(app: web.Application) -> AsyncIterator[None]:
     await upstream.start()
     app[appkeys.UPSTREAM] = upstream
     app[appkeys.CONTEXT_WINDOWS] = ContextWindows(upstream.get_json, settings.llm_context_window)
+    routes = RouteTable(settings, upstream)  # model routes (`models:`); one default route without
+    if (metrics_ := app.get(appkeys.METRICS)) is not None:
+        routes.on_attempt, routes.on_fallback = metrics_.route_attempt, metrics_.route_fallback
+    await routes.start()
+    app[appkeys.ROUTES] = routes
     yield
+    await routes.close()
     await upstream.close()
 
 

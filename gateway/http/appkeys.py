@@ -17,6 +17,7 @@ from gateway.store.api import ResponseStore
 from gateway.store.idempotency import IdempotencyCache
 from gateway.upstream.client import UpstreamClient
 from gateway.upstream.context_window import ContextWindows
+from gateway.upstream.routes import RouteTable
 
 if TYPE_CHECKING:  # cors.py reads these keys, so it is imported for the type only
     from gateway.http.cors import CorsPolicy
@@ -25,6 +26,8 @@ SETTINGS = web.AppKey("settings", Settings)
 UPSTREAM = web.AppKey("upstream", UpstreamClient)
 #: model id -> its context window in tokens (the budget of a turn's input)
 CONTEXT_WINDOWS = web.AppKey("context_windows", ContextWindows)
+#: The model routes: what a request's `model` means (one default route without `models:`).
+ROUTES = web.AppKey("routes", RouteTable)
 TOOLBOX = web.AppKey("toolbox", Toolbox)
 AGENT = web.AppKey("agent", Agent)
 LIMITER = web.AppKey("limiter", RunLimiter)

@@ -45,11 +45,13 @@ class JsonFormatter(logging.Formatter):
             "request_id": None if request_id in (None, "-") else request_id,
             "message": record.getMessage(),
         }
-        if record.name == ACCESS_LOGGER and isinstance(record.args, tuple) and len(record.args) == 6:
-            # gateway/http/access_log.py log_access: method, path, status, milliseconds, id, key name
-            method, path, status, elapsed_ms, _, key_name = record.args
-            fields.update(method=method, path=path, status=status, key=key_name,
+        if record.name == ACCESS_LOGGER and isinstance(record.args, tuple) and len(record.args) in (6, 7):
+            # gateway/http/access_log.py log_access: method, path, status, milliseconds, id, key name[, model route]
+            method, path, status, elapsed_ms = record.args[:4]
+            fields.update(method=method, path=path, status=status, key=record.args[5],
                           duration_ms=round(elapsed_ms, 1) if isinstance(elapsed_ms, float) else elapsed_ms)
+            if len(record.args) == 7:
+                fields["model"] = record.args[6]
         if record.exc_info:
             fields["exception"] = self.formatException(record.exc_info)
         elif record.exc_text:

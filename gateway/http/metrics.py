@@ -68,6 +68,12 @@ class Metrics:
         self.upstream_first_token = Histogram(f"{PREFIX}_upstream_first_token_seconds",
                                               "Streamed model calls: time to the first text or tool-call delta",
                                               buckets=SECONDS, registry=r)
+        self.route_calls = Counter(f"{PREFIX}_model_route_calls", "Model calls per model route by outcome "
+                                   "(ok, unreachable, upstream_error, rate_limited, timeout)",
+                                   ("route", "outcome"), registry=r)
+        self.route_fallbacks = Counter(f"{PREFIX}_model_route_fallbacks", "Turns a model route passed to its "
+                                       "next fallback, by the route that failed and why", ("route", "reason"),
+                                       registry=r)
         self.tool_calls = Counter(f"{PREFIX}_tool_calls", "Agent tool calls by tool, provider and outcome",
                                   ("tool", "provider", "outcome"), registry=r)
         self.tool_seconds = Histogram(f"{PREFIX}_tool_call_duration_seconds", "Agent tool calls: duration",
@@ -134,6 +140,12 @@ class Metrics:
         self.upstream_seconds.observe(seconds)
         if first_token is not None:
             self.upstream_first_token.observe(first_token)
+
+    def route_attempt(self, route: str, outcome: str) -> None:
+        self._child(self.route_calls, route, outcome).inc()
+
+    def route_fallback(self, route: str, reason: str) -> None:
+        self._child(self.route_fallbacks, route, reason).inc()
 
     def tool_done(self, tool: str, provider: str, outcome: str, seconds: float) -> None:
         self._child(self.tool_calls, tool, provider, outcome).inc()

@@ -19,7 +19,7 @@ import os
 import socket
 import ssl
 import weakref
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
@@ -37,6 +37,7 @@ from gateway.errors import (
     UpstreamTimeoutError,
 )
 from gateway.upstream.deltas import Finish, Text, UpstreamDelta, deltas_of
+from gateway.upstream.shapes import completion_deltas, well_formed
 from gateway.upstream.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta, plain_text, sse_batches
 from gateway.upstream.text import error_message, relayed, without_credentials
 
@@ -48,6 +49,9 @@ MAX_BODY = 64 * 1024 * 1024  # a whole (non-streamed) reply larger than this is 
 KEEPALIVE = 30.0  # seconds an idle upstream connection is kept
 JSON = "application/json"
 _POST_HEADERS = {"Content-Type": JSON}
+#: Sends one chat request (payload, stream, headers) and returns its reply's head with the client it came from.
+Opener = Callable[[dict[str, Any], bool, "Mapping[str, str] | None"],
+                  Awaitable[tuple[aiohttp.ClientResponse, "UpstreamClient"]]]
 
 
 def _parse_retry_after(value: str | None) -> float | None:
@@ -195,11 +199,13 @@ class UpstreamClient:
                 response.release()  # back to the pool when read whole, closed otherwise
         return response
 
-    async def _post_chat(self, payload: dict[str, Any], *, stream: bool,
-                         headers: Mapping[str, str] | None = None) -> aiohttp.ClientResponse:
-        """POST /chat/completions. The encoded body lives only for the call: a stream's generator
-        frame would otherwise hold it until the stream ends."""
-        body: dict[str, Any] = {**payload, "model": await self.model(), "stream": stream}
+    async def post_chat(self, payload: dict[str, Any], *, stream: bool, headers: Mapping[str, str] | None = None,
+                        model: str | None = None) -> aiohttp.ClientResponse:
+        """POST /chat/completions for `model` (default: the configured one), up to the reply's
+        head: a fault or an error status raises here, before any byte of the reply is read. The
+        encoded body lives only for the call: a stream's generator frame would otherwise hold it
+        until the stream ends."""
+        body: dict[str, Any] = {**payload, "model": model or await self.model(), "stream": stream}
         if stream:
             body["stream_options"] = {"include_usage": True}
         return await self._request("POST", self._chat_url, json_out.dumps(body, ensure_ascii=True), headers)
@@ -231,27 +237,36 @@ class UpstreamClient:
         return self._model
 
     async def list_models(self) -> list[str]:
+        return [str(entry["id"]) for entry in await self.model_entries()]
+
+    async def model_entries(self) -> list[dict[str, Any]]:
+        """The upstream's `/models` list as it sent it (each entry an object with an `id`)."""
         response = await self._request("GET", self._models_url)
         data = await self._read_json(response, what=f"the upstream at {self.base_url}/models")
         items = data.get("data")
         if not isinstance(items, list):
             raise UpstreamError(f"the upstream at {self.base_url}/models did not return a model list")
-        return [str(item["id"]) for item in items if isinstance(item, dict) and "id" in item]
+        return [item for item in items if isinstance(item, dict) and "id" in item]
 
     async def get_json(self, path: str, *, at_root: bool = False) -> dict[str, Any]:
         """GET `path` under the base URL (or the server's root: llama.cpp's `/props`), as JSON."""
         response = await self._request("GET", (self._url.parent if at_root else self._url) / path)
         return await self._read_json(response, what=f"the upstream at {self.base_url}")
 
-    async def deltas(self, payload: dict[str, Any], *, stream: bool,
-                     headers: Mapping[str, str] | None = None) -> AsyncGenerator[UpstreamDelta, None]:
+    async def deltas(self, payload: dict[str, Any], *, stream: bool, headers: Mapping[str, str] | None = None,
+                     opener: Opener | None = None) -> AsyncGenerator[UpstreamDelta, None]:
         """One chat completion as typed deltas, streamed (`stream`) or asked for whole; `headers`
-        go with the request (a trace's `traceparent`)."""
-        response = await self._post_chat(payload, stream=stream, headers=headers)
+        go with the request (a trace's `traceparent`). `opener` (model routes,
+        gateway/upstream/routes.py) sends the request instead and names the client whose reply it
+        is (a fallback's); the reply is read the same way, in this generator."""
+        if opener is None:
+            response, client = await self.post_chat(payload, stream=stream, headers=headers), self
+        else:
+            response, client = await opener(payload, stream, headers)
         try:
             if not stream or not response.headers.get("Content-Type", "").startswith("text/event-stream"):
                 # Some servers ignore stream=true; a whole completion is the same deltas.
-                for delta in _completion_deltas(await self._read_json(response)):
+                for delta in completion_deltas(await client._read_json(response)):
                     yield delta
                 return
             finished = False  # a finish_reason came: a stream without [DONE] after it is whole
@@ -270,17 +285,17 @@ class UpstreamClient:
                                     yield Text(text)
                                 continue
                         else:
-                            chunk = self._checked_frame(frame)
+                            chunk = client._checked_frame(frame)
                             if chunk is None:
                                 continue
                         for delta in deltas_of(chunk, "delta"):
                             finished = finished or type(delta) is Finish
                             yield delta
             if not finished:  # llama-cpp-python's empty 200 when its template fails: no answer
-                raise UpstreamError(f"the upstream model at {self.base_url} ended its stream unfinished "
+                raise UpstreamError(f"the upstream model at {client.base_url} ended its stream unfinished "
                                     "(no finish_reason, no [DONE])", code="upstream_stream_cut")
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            raise self._fault(exc) from exc
+            raise client._fault(exc) from exc
         finally:
             response.close()  # a no-op once the reply was read whole and its connection released
 
@@ -312,7 +327,7 @@ class UpstreamClient:
             # the message read from the leniently decoded text, as the frame itself was
             lenient = payload.strip().decode("utf-8", "replace").encode()
             raise UpstreamError(f"upstream model error mid-stream: {error_message(lenient, self._secrets)}")
-        if not is_text_delta(chunk) and not _well_formed(chunk, "delta"):
+        if not is_text_delta(chunk) and not well_formed(chunk, "delta"):
             raise UpstreamError("the upstream model sent a malformed stream frame (unexpected shape)")
         return chunk
 
@@ -330,55 +345,6 @@ async def _read(response: aiohttp.ClientResponse, limit: int) -> bytes:
         if content.at_eof():  # the usual case, a reply that came whole: no second read to learn it ended
             break
     return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-def _completion_deltas(data: dict[str, Any]) -> list[UpstreamDelta]:
-    choices = data.get("choices")
-    if not isinstance(choices, list) or not choices:
-        raise UpstreamError("the upstream model returned a completion without choices")
-    if not _well_formed(data, "message"):
-        raise UpstreamError("the upstream model returned a completion of an unexpected shape")
-    # the first choice only (n=1 is all we ask for); the usual reply has no other to drop
-    return deltas_of(data if len(choices) == 1 else {**data, "choices": choices[:1]}, "message")
-
-
-# "this type, or null/absent": one isinstance each (a helper function per field cost a Python call)
-_DICT_OR_NULL = (dict, type(None))
-_LIST_OR_NULL = (list, type(None))
-_STR_OR_NULL = (str, type(None))
-_INT_OR_NULL = (int, type(None))
-
-
-def _well_formed(data: dict[str, Any], body_key: str) -> bool:
-    """Whether a completion (`body_key` "message") or chunk ("delta") has the shape the agent reads:
-    a well-formed JSON object of the wrong shape must be an upstream error, not a crash (500)."""
-    usage = data.get("usage")
-    choices = data.get("choices")
-    if not isinstance(usage, _DICT_OR_NULL) or not isinstance(choices, _LIST_OR_NULL):
-        return False
-    if usage is not None and not (isinstance(usage.get("prompt_tokens"), _INT_OR_NULL)
-                                  and isinstance(usage.get("completion_tokens"), _INT_OR_NULL)):
-        return False
-    for choice in choices or ():
-        if not isinstance(choice, dict) or not isinstance(choice.get("finish_reason"), _STR_OR_NULL):
-            return False
-        body = choice.get(body_key)
-        if not isinstance(body, _DICT_OR_NULL):
-            return False
-        body = body or {}
-        tool_calls = body.get("tool_calls")
-        if not isinstance(body.get("content"), _STR_OR_NULL) or not isinstance(tool_calls, _LIST_OR_NULL):
-            return False
-        for call in tool_calls or ():
-            if not isinstance(call, dict) or not isinstance(call.get("function"), _DICT_OR_NULL):
-                return False
-            function = call.get("function") or {}
-            if not isinstance(function.get("name"), _STR_OR_NULL) \
-                    or not isinstance(function.get("arguments"), _STR_OR_NULL):
-                return False
-            if not isinstance(call.get("id"), _STR_OR_NULL):
-                return False
-    return True
 
 
 async def _finish_body(response: aiohttp.ClientResponse) -> None:

@@ -41,8 +41,10 @@ def from_model_entry(entry: dict[str, Any]) -> int | None:
     for key in ("max_model_len", "context_length", "context_window"):
         if _positive(entry.get(key)) is not None:
             return int(entry[key])
-    meta = entry.get("meta")
-    return _positive(meta.get("n_ctx_train")) if isinstance(meta, dict) else None
+    meta = entry.get("meta")  # llama.cpp's: the context it serves (n_ctx), else what it was trained on
+    if not isinstance(meta, dict):
+        return None
+    return _positive(meta.get("n_ctx")) or _positive(meta.get("n_ctx_train"))
 
 
 def from_props(props: dict[str, Any]) -> int | None:

@@ -93,7 +93,7 @@ def token_usage(usage: dict[str, Any]) -> TokenUsage:
 
 def deltas_of(data: dict[str, Any], body_key: str) -> list[UpstreamDelta]:
     """The deltas in one well-formed chunk (`body_key` "delta") or whole completion ("message"),
-    in the order a stream sends them. The shape was checked before (`llm._well_formed`)."""
+    in the order a stream sends them. The shape was checked before (`shapes.well_formed`)."""
     out: list[UpstreamDelta] = []
     for choice in data.get("choices") or ():
         body = choice.get(body_key) or {}

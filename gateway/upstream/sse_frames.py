@@ -70,7 +70,7 @@ def plain_text(chunk: dict[str, Any]) -> str | None:
 
 def is_text_delta(chunk: Any) -> bool:
     """A well-formed chunk holding at most text and a finish reason: no usage, tool calls or error.
-    (A stricter, quicker `_well_formed(chunk, "delta")` for the frame a stream is made of.)"""
+    (A stricter, quicker `shapes.well_formed(chunk, "delta")` for the frame a stream is made of.)"""
     if type(chunk) is not dict or chunk.get("usage") is not None or "error" in chunk:
         return False
     choices = chunk.get("choices")

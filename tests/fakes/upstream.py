@@ -65,8 +65,9 @@ def error(status: int, message: str = "upstream exploded", **kw: Any) -> Reply:
 class FakeUpstream:
     def __init__(self, models: list[str] | None = None) -> None:
         self.models = models if models is not None else ["fake-model", "other-model"]
-        #: more fields for every /v1/models entry (what servers add: vLLM's `max_model_len` ...)
-        self.model_fields: dict[str, Any] = {}
+        #: more fields of a model's `/models` entry, by id (vLLM's max_model_len, llama.cpp's meta ...)
+        self.model_fields: dict[str, dict[str, Any]] = {}
+        self.model_list_headers: list[dict[str, str]] = []  # one per GET /v1/models
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.disconnects = 0
@@ -87,8 +88,9 @@ class FakeUpstream:
         return app
 
     async def _models(self, request: web.Request) -> web.Response:
+        self.model_list_headers.append(dict(request.headers))
         return web.json_response({"object": "list", "data": [
-            {"id": m, "object": "model", "created": 0, "owned_by": "fake", **self.model_fields}
+            {"id": m, "object": "model", "created": 0, "owned_by": "fake", **self.model_fields.get(m, {})}
             for m in self.models]})
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:

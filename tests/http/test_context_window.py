@@ -68,7 +68,7 @@ async def test_truncation_must_be_auto_or_disabled(client: Any) -> None:
 
 
 async def test_the_window_is_the_one_the_upstream_states(make_client: Any, upstream: Any) -> None:
-    upstream.model_fields = {"max_model_len": 2048}  # as vLLM lists its models
+    upstream.model_fields = {m: {"max_model_len": 2048} for m in upstream.models}  # as vLLM lists its models
     client = await make_client(tools=[])
     resp = await client.post("/v1/chat/completions",
                              json={"model": "m", "messages": [{"role": "user", "content": LONG * 3}]})

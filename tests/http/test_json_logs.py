@@ -55,3 +55,12 @@ def test_a_traceback_stays_inside_one_json_line():
     parsed = json.loads(line)
     assert parsed["message"] == "failed x" and parsed["level"] == "ERROR" and parsed["request_id"] is None
     assert "ValueError: bad\nthing" in parsed["exception"]
+
+
+def test_an_access_line_with_a_model_route_has_a_model_field():
+    record = logging.LogRecord("agent_gateway.access", logging.INFO, __file__, 1,
+                               "%s %s %s %.0fms id=%s key=%s model=%s",
+                               ("POST", "/v1/chat/completions", 200, 12.34, "req_1", "alice", "qwen3"), None)
+    parsed = json.loads(JsonFormatter().format(record))
+    assert parsed["model"] == "qwen3" and parsed["status"] == 200 and parsed["path"] == "/v1/chat/completions"
+    assert parsed["key"] == "alice" and parsed["message"].endswith("id=req_1 key=alice model=qwen3")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gateway.upstream.client import _well_formed
+from gateway.upstream.shapes import well_formed as _well_formed
 from gateway.upstream.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta
 from tests.fakes.upstream import Reply
 from tests.support.helpers import chat_chunks, streamed_text

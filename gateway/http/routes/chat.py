@@ -15,8 +15,10 @@ from gateway.errors import GatewayError
 from gateway.http import appkeys
 from gateway.http.body import read_json_object
 from gateway.http.checks import continue_if_a_run_slot_is_free
+from gateway.http.model_routes import context_window, route_turn
 from gateway.http.runs import Messages, run_streamed, run_whole
 from gateway.http.sse import frames
+from gateway.upstream.routes import RouteTurn
 from gateway.wire import context_budget
 from gateway.wire.chat import ChatChunkEncoder, ChatCompletionBuilder, parse_chat_request
 
@@ -28,25 +30,34 @@ routes = web.RouteTableDef()
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     chat = parse_chat_request(await read_json_object(request))
     settings = request.app[appkeys.SETTINGS]
-    await _check_window(request, chat.messages, [*chat.client_tools], chat.params)
+    # None without `models:` (checked here on the settings: no lookup, no coroutine per request for it)
+    turn = await route_turn(request, chat.model) if settings.llm_models is not None else None
+    await _check_window(request, turn, chat.messages, [*chat.client_tools], chat.params)
     agent_request = AgentRequest(
         messages=chat.messages, client_tools=chat.client_tools, params=chat.params, stream=chat.stream,
         web=chat.web,
     )
-    model = chat.model or settings.model_name
+    if turn is None:
+        model, reasoning = chat.model or settings.model_name, settings.reasoning == "show"
+    else:
+        agent_request.opener, agent_request.web_tools = turn.open, turn.route.web_tools
+        model, reasoning = turn.route.id, turn.route.reasoning == "show"
     if chat.stream:
         encoder = ChatChunkEncoder(model, include_usage=chat.include_usage, progress=settings.tool_progress,
-                                   reasoning=settings.reasoning == "show")
-        return await _stream(request, agent_request, encoder)
-    return await _complete(request, agent_request, model, reasoning=settings.reasoning == "show")
+                                   reasoning=reasoning)
+        return await _stream(request, agent_request, _ChatStream(encoder, turn))
+    return await _complete(request, agent_request, _ChatWhole(model, reasoning, turn))
 
 
 class _ChatWhole:
-    def __init__(self, model: str, reasoning: bool) -> None:
+    def __init__(self, model: str, reasoning: bool, turn: RouteTurn | None = None) -> None:
         self.builder = ChatCompletionBuilder(model, reasoning=reasoning)
         self.feed = self.builder.add
+        self.turn = turn
 
     async def end(self, messages: Messages) -> web.Response:
+        if self.turn is not None:  # the route that answered (a fallback's, perhaps)
+            self.builder.model = self.turn.served.id
         return web.Response(body=json_out.dumps(self.builder.result()), content_type="application/json")
 
 
@@ -54,10 +65,15 @@ class _ChatStream:
     """Chat chunks as `data:` frames; a failure is an error frame (what openai-python raises
     `APIError` on), and every stream ends with `[DONE]`."""
 
-    def __init__(self, encoder: ChatChunkEncoder) -> None:
+    def __init__(self, encoder: ChatChunkEncoder, turn: RouteTurn | None = None) -> None:
         self.encoder = encoder
+        self.turn = turn
 
     def begin(self) -> bytes:
+        turn, encoder = self.turn, self.encoder
+        if turn is not None and turn.served.id != encoder.model:  # a fallback answered
+            self.encoder = ChatChunkEncoder(turn.served.id, include_usage=encoder.include_usage,
+                                            progress=encoder.progress, reasoning=encoder.reasoning)
         return frames([self.encoder.start()])
 
     def encode(self, events: list[AgentEvent]) -> bytes:
@@ -77,22 +93,21 @@ class _ChatStream:
 DONE = frames(["[DONE]"])
 
 
-async def _check_window(request: web.Request, messages: Messages, tools: list[Any], params: dict[str, Any]) -> None:
+async def _check_window(request: web.Request, turn: RouteTurn | None, messages: Messages, tools: list[Any],
+                        params: dict[str, Any]) -> None:
     """The client sends its whole history, so only `disabled` applies: a 400 before anything goes
     upstream, rather than the upstream's own error (or a silent cut) for a history over the window."""
-    app = request.app
     output = params.get("max_completion_tokens", params.get("max_tokens"))
     fixed = context_budget.fixed_tokens([*messages, *tools], output if isinstance(output, int) else None)
     if fixed <= context_budget.SMALLEST_WINDOW:
         return
-    window = await app[appkeys.CONTEXT_WINDOWS].tokens(await app[appkeys.UPSTREAM].model())
+    window = await context_window(request, turn)
     context_budget.fit([], complete=True, window=window, fixed=fixed, truncation="disabled", api="chat")
 
 
-async def _complete(request: web.Request, agent_request: AgentRequest, model: str, *,
-                    reasoning: bool) -> web.Response:
-    return await run_whole(request.app, agent_request, _ChatWhole(model, reasoning))
+async def _complete(request: web.Request, agent_request: AgentRequest, reply: _ChatWhole) -> web.Response:
+    return await run_whole(request.app, agent_request, reply)
 
 
-async def _stream(request: web.Request, agent_request: AgentRequest, encoder: ChatChunkEncoder) -> web.StreamResponse:
-    return await run_streamed(request, agent_request, _ChatStream(encoder), log=log)
+async def _stream(request: web.Request, agent_request: AgentRequest, reply: _ChatStream) -> web.StreamResponse:
+    return await run_streamed(request, agent_request, reply, log=log)

@@ -1,3 +1,5 @@
+"""GET /v1/models and /v1/models/{id}: the one model id (no `models:`), or every model route."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -6,6 +8,7 @@ from aiohttp import web
 
 from gateway.errors import NotFoundError, echo
 from gateway.http import appkeys
+from gateway.http.model_routes import model_not_found
 
 routes = web.RouteTableDef()
 
@@ -18,15 +21,26 @@ def _model_object(request: web.Request) -> dict[str, Any]:
 
 @routes.get("/v1/models")
 async def list_models(request: web.Request) -> web.Response:
+    table = request.app[appkeys.ROUTES]
+    if table.configured:
+        data = await table.listing_now(request.app[appkeys.STARTED_AT])
+        return web.json_response({"object": "list", "data": data})
     return web.json_response({"object": "list", "data": [_model_object(request)]})
 
 
 @routes.get("/v1/models/{model_id:.+}")
 async def get_model(request: web.Request) -> web.Response:
+    model_id = request.match_info["model_id"]
+    table = request.app[appkeys.ROUTES]
+    if table.configured:
+        route = table.resolve(model_id) or await table.find(model_id)
+        if route is None:
+            raise model_not_found(model_id)
+        return web.json_response(route.card(request.app[appkeys.STARTED_AT]))
     model = _model_object(request)
-    if request.match_info["model_id"] != model["id"]:
+    if model_id != model["id"]:
         raise NotFoundError(
-            f"The model '{echo(request.match_info['model_id'])}' does not exist; this gateway serves '{model['id']}'.",
+            f"The model '{echo(model_id)}' does not exist; this gateway serves '{model['id']}'.",
             param="model", code="model_not_found",
         )
     return web.json_response(model)

@@ -22,10 +22,12 @@ from gateway.http import appkeys
 from gateway.http.auth import store_of
 from gateway.http.body import read_json_object
 from gateway.http.checks import continue_if_a_run_slot_is_free
+from gateway.http.model_routes import context_window, route_turn
 from gateway.http.routes.conversations import include_values
 from gateway.http.runs import Messages, run_streamed, run_whole
 from gateway.http.sse import named_frames
 from gateway.store.api import ConversationItem, ResponseStore, StoredResponse, UnknownConversationError
+from gateway.upstream.routes import RouteTurn
 from gateway.wire import context_budget, ids
 from gateway.wire.conversations import is_conversation_id, item_list, parse_list_query, transcript, turn_items
 from gateway.wire.responses_output import ResponseBuilder, event_json
@@ -98,16 +100,16 @@ async def _conversation_object(store: ResponseStore, parsed: ResponsesRequest, c
                          conversation_id=conversation_id, expected_last=tail.last_id)
 
 
-async def _within_window(request: web.Request, parsed: ResponsesRequest) -> tuple[_Continuation, list[Any]]:
+async def _within_window(request: web.Request, parsed: ResponsesRequest,
+                         turn: RouteTurn | None) -> tuple[_Continuation, list[Any]]:
     """The continuation, its history cut to the context window (or a 400, see context_budget.py)."""
-    app = request.app
     instructions = [{"role": "system", "content": parsed.instructions}] if parsed.instructions else []
     fixed = context_budget.fixed_tokens([*instructions, *parsed.messages, *parsed.chat_tools],
                                         parsed.max_output_tokens)
     if parsed.previous_response_id is None and parsed.conversation is None \
             and fixed <= context_budget.SMALLEST_WINDOW:
         return _Continuation(), []  # fits any model: no window to look up
-    window = await app[appkeys.CONTEXT_WINDOWS].tokens(await app[appkeys.UPSTREAM].model())
+    window = await context_window(request, turn)
     continuation = await _continuation(store_of(request), parsed, context_budget.history_bytes(window, fixed))
     history = context_budget.fit(continuation.transcript, complete=continuation.complete, window=window,
                                  fixed=fixed, truncation=parsed.truncation)
@@ -120,19 +122,25 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     app = request.app
     settings = app[appkeys.SETTINGS]
     store = store_of(request)
-    continuation, history = await _within_window(request, parsed)
+    # the model the client names now, whatever a previous response used (as OpenAI does)
+    turn = await route_turn(request, parsed.model) if settings.llm_models is not None else None
+    continuation, history = await _within_window(request, parsed, turn)
     agent_request = AgentRequest(
         messages=[*history, *parsed.messages], client_tools=parsed.chat_tools,
         params=parsed.upstream_params(), stream=parsed.stream, instructions=parsed.instructions,
         web=parsed.web,
     )
-    builder = ResponseBuilder(parsed, model=parsed.model or settings.model_name, events=parsed.stream,
-                              reasoning=settings.reasoning == "show")
+    if turn is None:
+        model, reasoning = parsed.model or settings.model_name, settings.reasoning
+    else:
+        agent_request.opener, agent_request.web_tools = turn.open, turn.route.web_tools
+        model, reasoning = turn.route.id, turn.route.reasoning
+    builder = ResponseBuilder(parsed, model=model, events=parsed.stream, reasoning=reasoning == "show")
     if parsed.stream:
-        reply = _ResponsesStream(store, parsed, builder, continuation)
+        reply = _ResponsesStream(store, parsed, builder, continuation, turn)
         return await run_streamed(request, agent_request, reply, log=log)
     builder.start()
-    return await run_whole(app, agent_request, _ResponsesWhole(store, parsed, builder, continuation))
+    return await run_whole(app, agent_request, _ResponsesWhole(store, parsed, builder, continuation, turn))
 
 
 def _named(events: list[dict[str, Any]]) -> bytes:
@@ -151,9 +159,15 @@ class _Reply:
     """What both kinds of Responses reply share: the builder, and storing the response."""
 
     def __init__(self, store: ResponseStore, parsed: ResponsesRequest, builder: ResponseBuilder,
-                 continuation: _Continuation) -> None:
+                 continuation: _Continuation, turn: RouteTurn | None = None) -> None:
         self.store, self.parsed, self.builder = store, parsed, builder
         self.continuation = continuation
+        self.turn = turn
+
+    def served(self) -> None:
+        """The response's `model` is the route that answered (a fallback's, perhaps)."""
+        if self.turn is not None:
+            self.builder.model = self.turn.served.id
 
     async def save(self, messages: Messages) -> None:
         """Store the response as the builder has it, with its own turn (its input and the
@@ -186,6 +200,7 @@ class _ResponsesWhole(_Reply):
         return self.builder.feed(event)
 
     async def end(self, messages: Messages) -> web.Response:
+        self.served()
         self.builder.finish()
         await self.save(_ending_on_assistant(messages))
         return web.Response(body=json_out.dumps(self.builder.response()), content_type="application/json")
@@ -199,6 +214,7 @@ class _ResponsesStream(_Reply):
     _closing: tuple[dict[str, Any], ...] = ()  # the end's events bar its last, if the store refuses it
 
     def begin(self) -> bytes:
+        self.served()
         return _named(self.builder.start())
 
     def encode(self, events: list[AgentEvent]) -> bytes:
@@ -206,6 +222,7 @@ class _ResponsesStream(_Reply):
         return _named([out for event in events for out in feed(event)])
 
     async def end(self, messages: Messages) -> bytes:
+        self.served()
         final = self.builder.finish()
         self._closing = tuple(final[:-1])
         await self.save(_ending_on_assistant(messages))

@@ -1,0 +1,60 @@
+"""Whether an upstream's completion or stream chunk has the shape the agent reads.
+
+A well-formed JSON object of the wrong shape must become an upstream error, not a crash (500).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.errors import UpstreamError
+from gateway.upstream.deltas import UpstreamDelta, deltas_of
+
+
+def completion_deltas(data: dict[str, Any]) -> list[UpstreamDelta]:
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise UpstreamError("the upstream model returned a completion without choices")
+    if not well_formed(data, "message"):
+        raise UpstreamError("the upstream model returned a completion of an unexpected shape")
+    # the first choice only (n=1 is all we ask for); the usual reply has no other to drop
+    return deltas_of(data if len(choices) == 1 else {**data, "choices": choices[:1]}, "message")
+
+
+# "this type, or null/absent": one isinstance each (a helper function per field cost a Python call)
+_DICT_OR_NULL = (dict, type(None))
+_LIST_OR_NULL = (list, type(None))
+_STR_OR_NULL = (str, type(None))
+_INT_OR_NULL = (int, type(None))
+
+
+def well_formed(data: dict[str, Any], body_key: str) -> bool:
+    """Whether a completion (`body_key` "message") or chunk ("delta") has the shape the agent reads:
+    a well-formed JSON object of the wrong shape must be an upstream error, not a crash (500)."""
+    usage = data.get("usage")
+    choices = data.get("choices")
+    if not isinstance(usage, _DICT_OR_NULL) or not isinstance(choices, _LIST_OR_NULL):
+        return False
+    if usage is not None and not (isinstance(usage.get("prompt_tokens"), _INT_OR_NULL)
+                                  and isinstance(usage.get("completion_tokens"), _INT_OR_NULL)):
+        return False
+    for choice in choices or ():
+        if not isinstance(choice, dict) or not isinstance(choice.get("finish_reason"), _STR_OR_NULL):
+            return False
+        body = choice.get(body_key)
+        if not isinstance(body, _DICT_OR_NULL):
+            return False
+        body = body or {}
+        tool_calls = body.get("tool_calls")
+        if not isinstance(body.get("content"), _STR_OR_NULL) or not isinstance(tool_calls, _LIST_OR_NULL):
+            return False
+        for call in tool_calls or ():
+            if not isinstance(call, dict) or not isinstance(call.get("function"), _DICT_OR_NULL):
+                return False
+            function = call.get("function") or {}
+            if not isinstance(function.get("name"), _STR_OR_NULL) \
+                    or not isinstance(function.get("arguments"), _STR_OR_NULL):
+                return False
+            if not isinstance(call.get("id"), _STR_OR_NULL):
+                return False
+    return True
