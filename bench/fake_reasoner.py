@@ -8,8 +8,8 @@ reasoning model's turn. For one chat it plays the part of a Qwen3/DeepSeek-R1-st
   `delta.reasoning_content`, slowly enough that "Thought for N seconds" has an N, then calls
   `web_search` with the query "what do otters eat";
 - round 2 (the last message is the tool result): a little more thinking, then an answer that
-  links the first URL found in the tool result as a markdown link (so the gateway can turn it
-  into a `url_citation`);
+  cites the hits by the numbers the gateway gave them in the tool result (`"id": 1` -> `[1]`),
+  as the gateway's system prompt asks (Open WebUI draws them as chips, SDKs get `url_citation`s);
 - anything else (a request without `web_search`, e.g. a title or tag task Open WebUI may send):
   one short plain answer.
 
@@ -31,7 +31,6 @@ MODEL = "fake-reasoner"
 QUERY = "what do otters eat"
 #: Pause between streamed pieces of thinking, in seconds: eight pieces give "Thought for 2 seconds".
 THINK_DELAY = 0.3
-URL_RE = re.compile(r"https?://[^\s\"'<>)\]\\]+")
 
 THINKING_1 = [
     "The user asks what otters eat. ", "There are thirteen otter species, ", "and their diets differ: ",
@@ -44,10 +43,10 @@ THINKING_2 = [
 ]
 ANSWER = (
     "Otters are carnivores. Most river otters live mainly on **fish**, and add crayfish, crabs, frogs, "
-    "birds' eggs and small mammals when they can catch them. Sea otters eat hard-shelled sea "
+    "birds' eggs and small mammals when they can catch them {a}{c}. Sea otters eat hard-shelled sea "
     "creatures instead: sea urchins, clams, mussels and crabs, which they crack open with a stone "
-    "while floating on their backs. An adult sea otter eats about a quarter of its body weight "
-    "every day.\n\nSource: [{title}]({url})"
+    "while floating on their backs {a}. An adult sea otter eats about a quarter of its body weight "
+    "every day {b}."
 )
 HITS = [
     {"url": "https://en.wikipedia.org/wiki/Otter", "title": "Otter - Wikipedia",
@@ -79,15 +78,16 @@ def _text(content: Any) -> str:
     return ""
 
 
-def _cited(messages: list[dict[str, Any]]) -> tuple[str, str]:
-    """The first URL the last tool result names, and its title when the result gives one."""
-    result = _text(messages[-1].get("content"))
-    match = URL_RE.search(result)
-    if match is None:
-        return HITS[0]["url"], HITS[0]["title"]
-    url = match.group(0).rstrip(".,;")
-    title = next((hit["title"] for hit in HITS if hit["url"] == url), url)
-    return url, title
+def _numbers(messages: list[dict[str, Any]]) -> dict[str, str]:
+    """`[n]` for the first three hits of the last tool result, by the `id` the gateway gave them
+    (`[1]`, `[2]`, `[3]` when the result has none)."""
+    try:
+        hits = json.loads(_text(messages[-1].get("content")))["data"]["web"]
+        ids = [f"[{hit['id']}]" for hit in hits[:3]]
+    except (ValueError, KeyError, TypeError):  # not the gateway's result (Open WebUI's own search)
+        ids = []
+    ids += [f"[{n}]" for n in range(len(ids) + 1, 4)]
+    return {"a": ids[0], "b": ids[1], "c": ids[2]}
 
 
 async def _stream(request: web.Request, pieces: list[tuple[dict[str, Any], float]],
@@ -115,12 +115,14 @@ def _whole(message: dict[str, Any], finish: str) -> web.Response:
 async def chat(request: web.Request) -> web.StreamResponse:
     body = await request.json()
     messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
-    offered = any((t.get("function") or {}).get("name") == "web_search" for t in body.get("tools") or ())
+    names = {(t.get("function") or {}).get("name") for t in body.get("tools") or ()}
+    # the gateway's search, or (Open WebUI talking to this model directly, its own search on) Open WebUI's
+    search_tool = "web_search" if "web_search" in names else "search_web" if "search_web" in names else None
+    offered = search_tool is not None
     last = messages[-1].get("role") if messages else None
     stream = bool(body.get("stream"))
     if last == "tool":
-        url, title = _cited(messages)
-        answer = ANSWER.format(url=url, title=title)
+        answer = ANSWER.format(**_numbers(messages))
         if not stream:
             return _whole({"role": "assistant", "content": answer,
                            "reasoning_content": "".join(THINKING_2)}, "stop")
@@ -131,12 +133,12 @@ async def chat(request: web.Request) -> web.StreamResponse:
     if offered and last == "user":
         args = json.dumps({"query": QUERY})
         call: dict[str, Any] = {"id": "call_otters", "type": "function",
-                                "function": {"name": "web_search", "arguments": args}}
+                                "function": {"name": search_tool, "arguments": args}}
         if not stream:
             return _whole({"role": "assistant", "content": None, "reasoning_content": "".join(THINKING_1),
                            "tool_calls": [call]}, "tool_calls")
         pieces = [({"reasoning_content": t}, THINK_DELAY) for t in THINKING_1]
-        pieces.append(({"tool_calls": [{"index": 0, **call, "function": {"name": "web_search",
+        pieces.append(({"tool_calls": [{"index": 0, **call, "function": {"name": search_tool,
                                                                         "arguments": ""}}]}, 0))
         pieces.append(({"tool_calls": [{"index": 0, "function": {"arguments": args}}]}, 0))
         return await _stream(request, pieces, "tool_calls")

@@ -8,6 +8,9 @@
 //   OWUI_TIMEOUT  seconds to wait for the answer (default 120)
 //   OWUI_DIAG     a path prefix for page.html (the DOM) and page.txt (what it saw and clicked), for
 //                 when the picture does not show what was expected
+//   OWUI_DONE     a regular expression the finished answer matches (default: "every day")
+//   OWUI_FILE     a file to attach to the message (optional)
+//   OWUI_PARAMS   more query parameters for the chat page, e.g. "web-search=true" (optional)
 //   CHROMIUM      the browser (default /usr/bin/chromium; never a downloaded one)
 // Exit code 0 once the PNG is written, 1 otherwise.
 import { chromium } from 'playwright-core';
@@ -72,8 +75,16 @@ let code = 1;
 try {
   const page = context.pages()[0] || await context.newPage();
   page.setDefaultTimeout(30000);
+  page.on('request', (request) => {
+    if (request.method() === 'POST' && request.url().endsWith('/api/chat/completions')) {
+      try { note(`page asked for features ${JSON.stringify(JSON.parse(request.postData() || '{}').features)}`); }
+      catch { /* not JSON */ }
+    }
+  });
   page.on('console', (msg) => { if (msg.type() === 'error') notes.push(`console error: ${msg.text()}`); });
-  await page.goto(`${url}/?models=${encodeURIComponent(model)}`, { waitUntil: 'domcontentloaded', timeout: 120000 });
+  const params = process.env.OWUI_PARAMS ? `&${process.env.OWUI_PARAMS}` : '';
+  await page.goto(`${url}/?models=${encodeURIComponent(model)}${params}`,
+    { waitUntil: 'domcontentloaded', timeout: 120000 });
   const input = page.locator('#chat-input');
   await input.waitFor({ state: 'visible', timeout: 120000 });
   await page.waitForTimeout(1500);
@@ -81,19 +92,25 @@ try {
   const selected = await page.locator('body').innerText();
   note(`model ${model} on the page before sending: ${selected.includes(model)}`);
 
+  if (process.env.OWUI_FILE) {
+    await page.locator('input[type="file"]').first().setInputFiles(process.env.OWUI_FILE);
+    note(`attached ${process.env.OWUI_FILE}`);
+    await page.waitForTimeout(4000); // the upload and its processing
+  }
   await input.click();
   await page.keyboard.type(prompt);
   await page.keyboard.press('Enter');
   note(`sent: ${prompt}`);
 
-  // Finished: the last line of bench/fake_reasoner.py's answer ("Source: [title](url)") is on the
-  // page and no stop button (shown while a reply streams) is left.
+  // Finished: the end of bench/fake_reasoner.py's answer is on the page and no stop button
+  // (shown while a reply streams) is left.
+  const finished = new RegExp(process.env.OWUI_DONE || 'every day');
   const deadline = Date.now() + timeoutMs;
   let done = false;
   while (Date.now() < deadline) {
     const text = await page.locator('body').innerText();
     const streaming = await page.locator('button[aria-label="Stop"], button.stop-button, #stop-response-button').count();
-    if (/Source:/.test(text) && streaming === 0) { done = true; break; }
+    if (finished.test(text) && streaming === 0) { done = true; break; }
     await page.waitForTimeout(500);
   }
   note(done ? 'answer finished' : `answer not finished after ${timeoutMs / 1000} s`);
@@ -104,6 +121,11 @@ try {
   // WebSearchResults and Citations components): the reasoning block, the search's URL list, the
   // Sources list.
   const answer = page.locator('.chat-assistant').last();
+  // 0.12 gathers a message's reasoning blocks (and tool calls) into one "Explored" group first
+  for (const group of await answer.locator('[aria-label="Toggle details"][aria-expanded="false"]').all()) {
+    await clickIfVisible(group, 'a details group');
+  }
+  await page.waitForTimeout(500);
   for (const button of await answer.locator('button[aria-expanded="false"]', { hasText: /Thought/ }).all()) {
     await clickIfVisible(button, '"Thought for ..."');
   }

@@ -29,7 +29,8 @@ def _py_files(*folders: str) -> list[Path]:
 
 @pytest.mark.parametrize(
     "module",
-    ["gateway.wire.chat", "gateway.wire.responses_request", "gateway.wire.responses_output", "gateway.wire.markers"],
+    ["gateway.wire.chat", "gateway.wire.chat_stream", "gateway.wire.chat_output", "gateway.wire.responses_request",
+     "gateway.wire.responses_output", "gateway.wire.markers"],
 )
 def test_a_wire_module_loads_no_server_store_or_upstream_code(module: str) -> None:
     loaded = _modules_loaded_by(module)
@@ -52,6 +53,22 @@ def test_providers_import_nothing_from_gateway() -> None:
             elif isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             offenders += [f"{path.relative_to(REPO)}: {n}" for n in names if n.split(".")[0] == "gateway"]
+    assert offenders == []
+
+
+def test_the_agent_imports_no_wire_format_nor_the_server() -> None:
+    """The agent is wire-agnostic: what a wire format wrote into a client's history (markers,
+    reasoning tags) is the wire's to take out (gateway/wire/frontends.py)."""
+    offenders = []
+    for path in _py_files("gateway/agent"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            offenders += [f"{path.relative_to(REPO)}: {n}" for n in names
+                          if n.startswith(("gateway.wire", "gateway.http"))]
     assert offenders == []
 
 

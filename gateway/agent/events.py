@@ -32,6 +32,10 @@ class Source:
 
     url: str
     title: str
+    #: Its number in this turn, what the model cites it by (`[3]`); 0 when it has none.
+    number: int = 0
+    #: What the tool returned of it: a search hit's snippet, the start of a page read.
+    text: str = ""
 
 
 @dataclass(frozen=True, slots=True)

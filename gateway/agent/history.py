@@ -1,8 +1,8 @@
-"""The client's history as the upstream gets it: one system message, markers out, roles it
-accepts, no reasoning.
+"""The client's history as the upstream gets it: one system message, roles it accepts, no reasoning.
 
-And which requests are a frontend's housekeeping (Open WebUI's `### Task:` prompts for titles,
-tags and follow-ups), which get no web tools.
+What the gateway itself wrote into an earlier answer's text (progress markers, reasoning tags)
+is the wire's to take out, and which requests are a frontend's housekeeping the wire's to tell
+(gateway/wire/frontends.py): the agent knows no wire format.
 """
 
 from __future__ import annotations
@@ -10,9 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.upstream.deltas import REASONING_FIELDS
-from gateway.wire.markers import strip_markers
 
-BACKGROUND_TASK_PREFIX = "### Task:"
 _REASONING_KEYS = frozenset(REASONING_FIELDS)
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 #: Between the parts of the one system message (the gateway's prompt, instructions, the client's).
@@ -41,14 +39,6 @@ def upstream_conversation(prompt: str, instructions: str | None,
     return [{"role": "system", "content": SYSTEM_BREAK.join(system)}, *rest]
 
 
-def is_background_task(messages: list[dict[str, Any]]) -> bool:
-    """A frontend's housekeeping prompt (Open WebUI's title/tags/follow-ups): no web tools for it."""
-    for message in reversed(messages):
-        if message.get("role") == "user":
-            return _text_of(message.get("content")).lstrip().startswith(BACKGROUND_TASK_PREFIX)
-    return False
-
-
 def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -59,26 +49,13 @@ def _text_of(content: Any) -> str:
 
 def clean_message(message: dict[str, Any]) -> dict[str, Any]:
     """What the upstream gets for one client message that is not a system/developer one (those
-    join the one system message, see upstream_conversation): markers stripped, an assistant's
-    null content as "", and no reasoning: a reasoning field on an earlier turn's assistant message
-    is the client's copy of what we relayed, and some upstreams (DeepSeek) refuse it in a new
-    turn's input."""
-    role = message.get("role")
-    if role != "assistant":
+    join the one system message, see upstream_conversation): an assistant's null content as "",
+    and no reasoning: a reasoning field on an earlier turn's assistant message is the client's
+    copy of what we relayed, and some upstreams (DeepSeek) refuse it in a new turn's input."""
+    if message.get("role") != "assistant":
         return message
     if not _REASONING_KEYS.isdisjoint(message):
         message = {k: v for k, v in message.items() if k not in _REASONING_KEYS}
-    content = message.get("content")
-    if content is None:  # a round of calls without text: "" is what every server accepts (agent/loop.py)
+    if message.get("content") is None:  # a round of calls without text: "" is what every server accepts
         return {**message, "content": ""}
-    if isinstance(content, str):
-        stripped = strip_markers(content)
-        # most answers hold no marker: the message itself, not a copy per message per turn
-        return message if stripped is content else {**message, "content": stripped}
-    if isinstance(content, list):
-        parts = [
-            {**p, "text": strip_markers(p["text"])} if isinstance(p, dict) and isinstance(p.get("text"), str) else p
-            for p in content
-        ]
-        return {**message, "content": parts}
     return message

@@ -27,7 +27,7 @@ from gateway.agent.events import (
     ToolCallStarted,
     Usage,
 )
-from gateway.agent.history import SYSTEM_BREAK, is_background_task, upstream_conversation
+from gateway.agent.history import SYSTEM_BREAK, upstream_conversation
 from gateway.agent.observer import CURRENT_TOOL_REPORT, AgentObserver, ToolReport, UpstreamCall, upstream_outcome
 from gateway.agent.toolbox import Toolbox, ToolContext, offer_tools
 from gateway.agent.web_options import WebSearchOptions
@@ -55,6 +55,10 @@ class AgentRequest:
     #: The request's web search options (a hosted web_search tool, `web_search_options`); None
     #: when it asked for none (then `API_SERVER_WEB_TOOLS=on_request` offers no web tools).
     web: WebSearchOptions | None = None
+    #: A frontend's housekeeping (a title, tags), told by the wire: no agent tools for it.
+    background: bool = False
+    #: The number of the turn's first web source (the request's own documents may hold the first).
+    first_source: int = 1
     #: The request's model route (gateway/upstream/routes.py): sends each model call, fallbacks
     #: included; None: the agent's own upstream, as configured.
     opener: Opener | None = None
@@ -111,6 +115,7 @@ class Agent:
         system_prompt: str | None = None,
         observer: AgentObserver | None = None,
         web_tools: str = "always",
+        client_web_tools: str = "drop",
     ) -> None:
         self.upstream = upstream
         self.observer = observer if observer is not None else AgentObserver()
@@ -119,6 +124,7 @@ class Agent:
         self.tool_timeout = tool_timeout
         self.system_prompt = system_prompt
         self.web_tools = web_tools  # always, or on_request: only when a request asks for web search
+        self.client_web_tools = client_web_tools  # drop (a client's own web tools) or keep
         # (UTC day number, prompt without tools, prompt with tools): rebuilt when the date changes,
         # not on every request (strftime and the f-strings cost every request; bench/README.md)
         self._dated_prompts: tuple[int, str, str] = (-1, "", "")
@@ -141,8 +147,9 @@ class Agent:
             f"You are a helpful assistant with live web access. Today is {today} (UTC).\n"
             "Use web_search for anything recent, factual or niche that you are not sure of, and "
             "web_extract to read a page in full (crawl=true to follow a site's pages). Prefer a few "
-            "precise searches over many vague ones. Base your answer on what you found and cite the "
-            "sources you used as markdown links. If the tools fail, say so and answer as best you can."
+            "precise searches over many vague ones. Base your answer on what you found. Every result "
+            "has an id: cite it in square brackets right after what it supports, like [1] or [2][3]. "
+            "If the tools fail, say so and answer as best you can."
         )
 
     def run(self, request: AgentRequest) -> AgentRun:
@@ -154,10 +161,11 @@ class Agent:
     async def _events(self, request: AgentRequest, turn: AgentRun) -> AsyncGenerator[AgentEvent, None]:
         offer = offer_tools(self.toolbox, request.client_tools, request.web,
                             mode=request.web_tools or self.web_tools,
-                            background=is_background_task(request.messages),
+                            background=request.background, client_web_tools=self.client_web_tools,
                             no_tools=request.params.get("tool_choice") == "none")
         use_agent_tools, tools, context = offer.agent_tools, offer.tools, offer.context
-        client_names = {t["function"]["name"] for t in request.client_tools}
+        client_names = offer.client_names
+        numbers = sources.SourceNumbers(request.first_source)
 
         conversation = upstream_conversation(self._system_prompt(use_agent_tools), request.instructions,
                                              request.messages)
@@ -259,7 +267,7 @@ class Agent:
             conversation.append({**assistant, reasoning_field: "".join(reasoning_parts)} if reasoning_parts
                                 else assistant)
             turn._add(assistant)
-            async for event in self._run_tools(calls, use_agent_tools, context):
+            async for event in self._run_tools(calls, use_agent_tools, context, numbers):
                 if isinstance(event, ToolCallFinished):
                     tool_message = {"role": "tool", "tool_call_id": event.call_id, "content": event.output}
                     conversation.append(tool_message)
@@ -272,8 +280,8 @@ class Agent:
             yield Usage(prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens)
         yield Finished(finish, tuple(turn._messages))
 
-    async def _run_tools(self, calls: list[_ToolCall], allowed: bool,
-                         context: ToolContext) -> AsyncGenerator[AgentEvent, None]:
+    async def _run_tools(self, calls: list[_ToolCall], allowed: bool, context: ToolContext,
+                         numbers: sources.SourceNumbers) -> AsyncGenerator[AgentEvent, None]:
         parsed: list[dict[str, Any] | str] = []
         for call in calls:
             arguments = _parse_arguments(call.arguments)
@@ -285,7 +293,7 @@ class Agent:
         outputs = await asyncio.gather(
             *(self._run_one(c, a, allowed, context) for c, a in zip(calls, parsed, strict=True)))
         for call, (output, ok) in zip(calls, outputs, strict=True):
-            worked, found = sources.outcome(call.name, output) if ok else (False, ())
+            worked, output, found = numbers.outcome(call.name, output) if ok else (False, output, ())
             yield ToolCallFinished(call.id, call.name, output, worked, found)
 
     async def _run_one(self, call: _ToolCall, arguments: dict[str, Any] | str, allowed: bool,

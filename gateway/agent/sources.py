@@ -4,6 +4,10 @@ The agent reads its own tools' arguments and result envelopes (providers/web.py'
 per call, so that wire code gets plain `queries`, `urls` and `Source`s on the events
 (ToolCallStarted, ToolCallFinished) and never parses tool JSON itself. Calls to any other tool give
 nothing.
+
+Every page a turn's web tools return gets a number, the same for the same URL all turn long, and
+the tool's output the model reads carries it (`"id": 3` on the hit or page): the model cites by
+number (`[3]`), which frontends draw as chips and the wire turns into `url_citation`s.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ SEARCH_TOOL = "web_search"
 EXTRACT_TOOL = "web_extract"
 #: Sources kept from one call at most: enough for any answer, bounded for a provider that floods.
 MAX_SOURCES = 50
+#: What a source keeps of a page's text (a snippet is shorter): enough to show what it says.
+MAX_SOURCE_TEXT = 2000
 
 
 def wanted(name: str, arguments: Mapping[str, Any] | str) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -36,41 +42,67 @@ def wanted(name: str, arguments: Mapping[str, Any] | str) -> tuple[tuple[str, ..
     return (), ()
 
 
+class SourceNumbers:
+    """One turn's numbering of the pages its web tools returned: 1, 2, ... in the order first
+    seen, a URL seen again keeps its number. `first` is the number of the first page (a request
+    whose documents already hold [1] and [2] numbers the web from 3)."""
+
+    def __init__(self, first: int = 1) -> None:
+        self._numbers: dict[str, int] = {}
+        self._next = first
+
+    def number(self, url: str) -> int:
+        if url not in self._numbers:
+            self._numbers[url] = self._next
+            self._next += 1
+        return self._numbers[url]
+
+    def outcome(self, name: str, output: str) -> tuple[bool, str, tuple[Source, ...]]:
+        """(whether it worked, the output with each page's number, the pages it returned) of a call
+        that ran: a web tool whose envelope says `success: false` (every provider failed, no page
+        could be read) did not work. Other tools' outputs are not read: they worked, and name no pages."""
+        if name not in (SEARCH_TOOL, EXTRACT_TOOL):
+            return True, output, ()
+        try:
+            envelope = json.loads(output)
+        except ValueError:
+            return False, output, ()
+        if not isinstance(envelope, dict) or envelope.get("success") is not True:
+            return False, output, ()
+        found = self._sources(name, envelope)
+        if not found:
+            return True, output, found
+        return True, json.dumps(envelope, ensure_ascii=False), found
+
+    def _sources(self, name: str, envelope: dict[str, Any]) -> tuple[Source, ...]:
+        """The pages of the envelope, each entry numbered in place (`id`)."""
+        data = envelope.get("data")
+        entries = data.get("web") if name == SEARCH_TOOL and isinstance(data, dict) else data
+        if not isinstance(entries, list):
+            return ()
+        sources: list[Source] = []
+        seen: set[str] = set()
+        for entry in entries:
+            if not isinstance(entry, dict) or entry.get("error"):
+                continue
+            url, title = entry.get("url"), entry.get("title")
+            if not isinstance(url, str) or not url or url in seen or len(sources) >= MAX_SOURCES:
+                continue
+            seen.add(url)
+            number = self.number(url)
+            entry["id"] = number
+            text = entry.get("description") if name == SEARCH_TOOL else entry.get("content")
+            sources.append(Source(url, title if isinstance(title, str) and title.strip() else url, number,
+                                  text[:MAX_SOURCE_TEXT].strip() if isinstance(text, str) else ""))
+        return tuple(sources)
+
+
 def outcome(name: str, output: str) -> tuple[bool, tuple[Source, ...]]:
-    """(whether it worked, the pages it returned) of a call that ran: a web tool whose envelope says
-    `success: false` (every provider failed, no page could be read) did not work. Other tools'
-    outputs are not read: they worked, and name no pages."""
-    if name not in (SEARCH_TOOL, EXTRACT_TOOL):
-        return True, ()
-    try:
-        envelope = json.loads(output)
-    except ValueError:
-        return False, ()
-    if not isinstance(envelope, dict) or envelope.get("success") is not True:
-        return False, ()
-    return True, _sources(name, envelope)
+    """(whether it worked, the pages it returned), numbered as the only call of a turn."""
+    worked, _, found = SourceNumbers().outcome(name, output)
+    return worked, found
 
 
 def found(name: str, output: str) -> tuple[Source, ...]:
     """The pages a successful web tool call returned: search hits, or pages read without error."""
     return outcome(name, output)[1]
-
-
-def _sources(name: str, envelope: dict[str, Any]) -> tuple[Source, ...]:
-    data = envelope.get("data")
-    entries = data.get("web") if name == SEARCH_TOOL and isinstance(data, dict) else data
-    if not isinstance(entries, list):
-        return ()
-    sources: list[Source] = []
-    seen: set[str] = set()
-    for entry in entries:
-        if not isinstance(entry, dict) or entry.get("error"):
-            continue
-        url, title = entry.get("url"), entry.get("title")
-        if not isinstance(url, str) or not url or url in seen:
-            continue
-        seen.add(url)
-        sources.append(Source(url, title if isinstance(title, str) and title.strip() else url))
-        if len(sources) >= MAX_SOURCES:
-            break
-    return tuple(sources)

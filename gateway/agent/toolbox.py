@@ -75,6 +75,22 @@ class Toolbox:
         return len(self._tools)
 
 
+#: A client's own web tools, by name (lower case, `-` as `_`): Open WebUI's `search_web` and
+#: `fetch_url`, and the names other frontends and agent kits give theirs. Left out of the upstream
+#: offer while the gateway's web tools are on (AGENT_CLIENT_WEB_TOOLS=drop): a model offered two
+#: searches calls both, and the user sees two. A client tool named exactly like one of the
+#: gateway's is not among them: it replaces the gateway's, as the client asked.
+CLIENT_WEB_TOOLS = frozenset({
+    "search_web", "fetch_url", "web_fetch", "fetch_web_page", "fetch_webpage", "read_url", "browse", "browse_web",
+    "google_search", "bing_search", "brave_search", "tavily_search", "duckduckgo_search", "ddg_search",
+    "internet_search", "search_internet", "search_the_web", "websearch", "web_browser",
+})
+
+
+def is_client_web_tool(name: str) -> bool:
+    return name.lower().replace("-", "_") in CLIENT_WEB_TOOLS
+
+
 @dataclass(frozen=True)
 class ToolOffer:
     """What one request is offered: the schemas for the model and the context for tool calls."""
@@ -86,23 +102,29 @@ class ToolOffer:
     context: ToolContext
     #: The tool_choice of the first round, when the request forces a web search.
     first_choice: dict[str, Any] | None
+    #: The client's tools on offer (a call to one goes back to the client).
+    client_names: frozenset[str] = frozenset()
 
 
 def offer_tools(toolbox: Toolbox, client_tools: list[dict[str, Any]], web: WebSearchOptions | None, *,
-                mode: str, background: bool, no_tools: bool = False) -> ToolOffer:
+                mode: str, background: bool, no_tools: bool = False, client_web_tools: str = "drop") -> ToolOffer:
     """The agent's tools for one request: none for a background task, none when the client said
     `tool_choice: "none"` (`no_tools`: "the model will not call any tool", so no search runs and
     no query leaves for a provider), none under `mode` `off` (a model route that is a plain relay),
-    none under `on_request` unless the request asked for web search (`web` not None)."""
+    none under `on_request` unless the request asked for web search (`web` not None). With the
+    agent's web search on offer and `client_web_tools` `drop`, the client's own web tools are left out."""
     agent_tools = (len(toolbox) > 0 and not background and not no_tools and mode != "off"
                    and (mode != "on_request" or web is not None))
     client_names = {t["function"]["name"] for t in client_tools}
     # A client tool with the same name as one of ours wins: the client asked for it explicitly.
     ours = [s for s in toolbox.schemas() if s["function"]["name"] not in client_names] if agent_tools else []
+    if client_web_tools == "drop" and any(s["function"]["name"] == "web_search" for s in ours):
+        client_tools = [t for t in client_tools if not is_client_web_tool(t["function"]["name"])]
+        client_names = {t["function"]["name"] for t in client_tools}
     forced = web is not None and web.force_search and any(s["function"]["name"] == "web_search" for s in ours)
     first = {"type": "function", "function": {"name": "web_search"}} if forced else None
-    return ToolOffer(agent_tools, ours + client_tools, ToolContext(web or _NO_WEB_OPTIONS), first)
+    return ToolOffer(agent_tools, ours + client_tools, ToolContext(web or _NO_WEB_OPTIONS), first,
+                     frozenset(client_names))
 
 
 _NO_WEB_OPTIONS = WebSearchOptions()  # frozen: one shared default rather than one built per request
-

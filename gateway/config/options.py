@@ -233,15 +233,21 @@ OPTIONS: tuple[Option, ...] = (
            "seconds one tool call may take", minimum=0.01),
     Option("run_timeout", "AGENT_RUN_TIMEOUT", "agent.run_timeout", _parse_float, 600.0,
            "seconds a whole agent run may take", minimum=0.01),
-    Option("tool_progress", "AGENT_TOOL_PROGRESS", "agent.tool_progress", _parse_str, "inline",
-           "tool progress in chat streams: inline (marker lines in the text), openwebui (Open WebUI's "
-           "status events; Open WebUI only) or off", choices=("inline", "openwebui", "off")),
+    Option("tool_progress", "AGENT_TOOL_PROGRESS", "agent.tool_progress", _parse_str, "auto",
+           "tool progress in chat streams: auto (openwebui for Open WebUI, recognised by its requests; "
+           "inline for every other client), inline (marker lines in the text), openwebui (Open WebUI's "
+           "status, source and reasoning events; Open WebUI only) or off",
+           choices=("auto", "inline", "openwebui", "off")),
     Option("system_prompt", "AGENT_SYSTEM_PROMPT", "agent.system_prompt", _parse_str, None,
            "replaces the agent's built-in system prompt"),
     Option("web_tools", "API_SERVER_WEB_TOOLS", "api_server.web_tools", _parse_str, "always",
            "when the agent offers its web tools: always, on_request (only to requests that ask "
            "for web search: a hosted web_search tool or web_search_options), or off (a plain relay)",
            choices=("always", "on_request", "off")),
+    Option("client_web_tools", "AGENT_CLIENT_WEB_TOOLS", "agent.client_web_tools", _parse_str, "drop",
+           "a client's own web tools (Open WebUI's search_web and fetch_url, and the like) while the "
+           "gateway's web search is on offer: drop (left out of what the model is offered) or keep",
+           choices=("drop", "keep")),
     Option("web_backend", "WEB_BACKEND", "web.backend", _parse_str, None,
            "web provider for every capability unless overridden"),
     Option("web_search_backend", "WEB_SEARCH_BACKEND", "web.search_backend", _parse_str, None,

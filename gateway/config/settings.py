@@ -88,9 +88,10 @@ class Settings:
     max_rounds: int = 6
     tool_timeout: float = 30.0
     run_timeout: float = 600.0
-    tool_progress: str = "inline"
+    tool_progress: str = "auto"
     system_prompt: str | None = None
     web_tools: str = "always"
+    client_web_tools: str = "drop"
     web_backend: str | None = None
     web_search_backend: str | None = None
     web_extract_backend: str | None = None

@@ -205,6 +205,7 @@ def _agent_ctx(tools: Iterable[AgentTool] | None,
             system_prompt=settings.system_prompt,
             observer=observer,
             web_tools=settings.web_tools,
+            client_web_tools=settings.client_web_tools,
         )
         yield
         await web_state.aclose()

@@ -15,8 +15,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import os
-import socket
 import ssl
 import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
@@ -34,12 +32,12 @@ from gateway.errors import (
     InvalidRequestError,
     RateLimitError,
     UpstreamError,
-    UpstreamTimeoutError,
 )
 from gateway.upstream.deltas import Finish, Text, UpstreamDelta, deltas_of
+from gateway.upstream.faults import fault
 from gateway.upstream.shapes import completion_deltas, well_formed
 from gateway.upstream.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta, plain_text, sse_batches
-from gateway.upstream.text import error_message, relayed, without_credentials
+from gateway.upstream.text import error_message, without_credentials
 
 #: After `[DONE]`, how long (and how much) to read for the end of the body, so that the connection
 #: goes back to the pool instead of being closed (a new TCP connection per stream otherwise).
@@ -61,18 +59,6 @@ def _parse_retry_after(value: str | None) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         return None
-
-
-def _reason(exc: aiohttp.ClientConnectorError) -> str:
-    """A connect failure in the OS's words: "Connection refused", "Name or service not known" ..."""
-    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-        return f"TLS: {getattr(exc.certificate_error, 'reason', None) or exc.certificate_error}"
-    error = exc.os_error
-    if isinstance(error, ssl.SSLError):
-        return f"TLS: {error.reason or error}"
-    if error.errno and error.errno > 0 and not isinstance(error, socket.gaierror):
-        return os.strerror(error.errno)  # asyncio words it "Connect call failed (...)"
-    return error.strerror or str(error) or type(error).__name__
 
 
 #: Whether the upstream request this task made last went out on a pooled connection. A context
@@ -119,7 +105,8 @@ class UpstreamClient:
         self._url = url.with_user(None)
         #: the URL as messages name it: never its credentials
         self.base_url = without_credentials(base_url.rstrip("/"))
-        self._secrets = (api_key, url.password)  # never relayed, whatever an upstream echoes
+        # never relayed, whatever an upstream echoes; nor the address, which only the log names
+        self._secrets = (api_key, url.password, str(self._url.origin()), url.host and f"{url.host}:{url.port}")
         self._model = model
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
@@ -162,15 +149,7 @@ class UpstreamClient:
         return self._session
 
     def _fault(self, exc: BaseException) -> GatewayError:
-        where = f"the upstream model at {self.base_url}"
-        if isinstance(exc, TimeoutError):
-            return UpstreamTimeoutError(f"{where} timed out")
-        if isinstance(exc, aiohttp.ClientConnectorError):
-            return UpstreamError(f"{where} is unreachable ({relayed(_reason(exc), self._secrets)})",
-                                 code="upstream_unreachable")
-        if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError | ConnectionError):
-            return UpstreamError(f"{where} closed the connection mid-reply")
-        return UpstreamError(f"{where} failed: {relayed(str(exc) or type(exc).__name__, self._secrets)}")
+        return fault(exc, self.base_url, self._secrets)
 
     async def _request(self, method: str, url: URL, body: bytes | None = None,
                        headers: Mapping[str, str] | None = None) -> aiohttp.ClientResponse:
@@ -231,7 +210,7 @@ class UpstreamClient:
                 models = await self.list_models()
                 if not models:
                     raise UpstreamError(
-                        f"the upstream at {self.base_url} lists no models; set LLM_MODEL", code="no_upstream_model"
+                        "the upstream lists no models; set LLM_MODEL", code="no_upstream_model"
                     )
                 self._model = models[0]
         return self._model
@@ -242,16 +221,16 @@ class UpstreamClient:
     async def model_entries(self) -> list[dict[str, Any]]:
         """The upstream's `/models` list as it sent it (each entry an object with an `id`)."""
         response = await self._request("GET", self._models_url)
-        data = await self._read_json(response, what=f"the upstream at {self.base_url}/models")
+        data = await self._read_json(response, what="the upstream's model list")
         items = data.get("data")
         if not isinstance(items, list):
-            raise UpstreamError(f"the upstream at {self.base_url}/models did not return a model list")
+            raise UpstreamError("the upstream's /models did not return a model list")
         return [item for item in items if isinstance(item, dict) and "id" in item]
 
     async def get_json(self, path: str, *, at_root: bool = False) -> dict[str, Any]:
         """GET `path` under the base URL (or the server's root: llama.cpp's `/props`), as JSON."""
         response = await self._request("GET", (self._url.parent if at_root else self._url) / path)
-        return await self._read_json(response, what=f"the upstream at {self.base_url}")
+        return await self._read_json(response, what="the upstream's model list")
 
     async def deltas(self, payload: dict[str, Any], *, stream: bool, headers: Mapping[str, str] | None = None,
                      opener: Opener | None = None) -> AsyncGenerator[UpstreamDelta, None]:
@@ -292,7 +271,7 @@ class UpstreamClient:
                             finished = finished or type(delta) is Finish
                             yield delta
             if not finished:  # llama-cpp-python's empty 200 when its template fails: no answer
-                raise UpstreamError(f"the upstream model at {client.base_url} ended its stream unfinished "
+                raise UpstreamError("the upstream model ended its stream unfinished "
                                     "(no finish_reason, no [DONE])", code="upstream_stream_cut")
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise client._fault(exc) from exc

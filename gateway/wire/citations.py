@@ -6,6 +6,10 @@ sources the agent's tools returned this turn; the citation's title is the tool's
 its span the link's span in the text the client receives, in code points (Python string indices,
 which is what OpenAI's offsets count). A span is checked against the text before it is handed out:
 one that does not hold its link is dropped, never sent with wrong offsets.
+
+A numbered citation `[3]` (how the agent's prompt asks the model to cite: every page its tools
+return has a number, gateway/agent/sources.py) becomes a citation of the source with that number,
+its span the `[3]`; `[2][3]` are two. A `[3]` that is a markdown link's label is the link's.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from gateway.agent.events import Source
 #: `[label](url)` or `[label](url "title")`; the label may hold brackets one level deep.
 _MARKDOWN_LINK = re.compile(r"\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\(\s*<?(https?://[^\s()<>]+(?:\([^\s()<>]*\)[^\s()<>]*)*)>?"
                             r"(?:\s+\"[^\"\n]*\")?\s*\)", re.IGNORECASE)
+_NUMBERED = re.compile(r"\[(\d{1,4})\](?!\()")
 _BARE_URL = re.compile(r"https?://[^\s<>\"'`\[\]{}|\\^]+", re.IGNORECASE)
 #: Characters that end a sentence rather than a URL when a bare URL ends on them.
 _TRAILING = ".,;:!?'\"*_~"
@@ -87,18 +92,27 @@ def _trim(url: str) -> str:
 def citations(text: str, sources: Iterable[Source]) -> list[Citation]:
     """The citations for the links in `text` whose URL one of `sources` has."""
     titles: dict[str, str] = {}
+    numbered: dict[int, Source] = {}
     for source in sources:
         titles.setdefault(normalize_url(source.url), source.title or source.url)
-    if not titles or "http" not in text.lower():
-        return []
+        if source.number:
+            numbered.setdefault(source.number, source)
     found = []
-    for start, end, url in find_links(text):
-        title = titles.get(normalize_url(url))
-        if title is not None:
-            found.append(Citation(start, end, url, title))
+    if titles and "http" in text.lower():
+        for start, end, url in find_links(text):
+            title = titles.get(normalize_url(url))
+            if title is not None:
+                found.append(Citation(start, end, url, title))
+    if numbered and "[" in text:
+        for match in _NUMBERED.finditer(text):
+            cited = numbered.get(int(match.group(1)))
+            if cited is not None and not any(c.start <= match.start() < c.end for c in found):
+                found.append(Citation(match.start(), match.end(), cited.url, cited.title or cited.url))
+        found.sort(key=lambda c: c.start)
     return checked(text, found)
 
 
 def checked(text: str, found: Iterable[Citation]) -> list[Citation]:
     """The citations whose span still holds their link in `text`; the others are dropped."""
-    return [c for c in found if 0 <= c.start < c.end <= len(text) and c.url in text[c.start:c.end]]
+    return [c for c in found if 0 <= c.start < c.end <= len(text)
+            and (c.url in text[c.start:c.end] or _NUMBERED.fullmatch(text[c.start:c.end]) is not None)]

@@ -1,4 +1,4 @@
-"""Open WebUI's own status events, for `AGENT_TOOL_PROGRESS=openwebui`. Pure.
+"""Open WebUI's own display, for `AGENT_TOOL_PROGRESS=openwebui` (or `auto` and Open WebUI). Pure.
 
 Open WebUI's middleware hands a streamed `data:` chunk that has a top-level `event` object to its
 event emitter, which drives the status line under the model's name; such a chunk has no `choices`,
@@ -7,16 +7,74 @@ so only Open WebUI may get them. The fields are the ones its own web search send
 (src/lib/components/chat/Messages/ResponseMessage/StatusHistory/StatusItem.svelte): `action:
 "web_search"` with `urls` (or `items`) renders the list of sites, a `description` holding
 `{{count}}` is filled with their number, `done: false` shimmers while the call runs.
+
+Sources: a chunk `{"event": {"type": "source", "data": {"source", "document", "metadata"}}}` is
+what its middleware emits itself for a cited URL, and what its source list
+(src/lib/components/chat/Messages/Citations.svelte) reads: one entry per `metadata[i].source` (the
+id; the URL here), named `metadata[i].name`, linked to `metadata[i].source_url`, the `document`
+text shown when opened. One event per page the turn's tools returned, in the order of their
+numbers, so that its inline chip `[n]` opens the n-th source. (A request with its own numbered
+documents starts the web's numbers after them: gateway/wire/frontends.py.)
+
+Reasoning: its stream handler opens a "Thinking" block at the first `reasoning_content` and closes
+it at the first answer text only, so a turn's rounds and the searches between them would count as
+one "Thought for N seconds"; and reasoning after some text is merged into the first block. A
+`<think>` tag in the content (DEFAULT_REASONING_TAGS in backend/open_webui/utils/middleware.py)
+instead opens a block of its own, closed at `</think>`: each round's reasoning is one block, closed
+at the round's first tool call or text.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from gateway.agent.events import ToolCallFinished, ToolCallStarted
+from gateway.agent.events import Source, ToolCallFinished, ToolCallStarted
 
 SEARCH_TOOL = "web_search"
 EXTRACT_TOOL = "web_extract"
+THINK_OPEN = "<think>\n"
+THINK_CLOSE = "\n</think>\n\n"
+
+
+class Display:
+    """What one stream has shown Open WebUI: whether a `<think>` block is open, which sources
+    (by number) it has had."""
+
+    __slots__ = ("thinking", "_shown")
+
+    def __init__(self) -> None:
+        self.thinking = False
+        self._shown: set[int] = set()
+
+    def thinking_text(self, text: str) -> str:
+        """The content for a piece of reasoning: a new block opens at the first piece after other things."""
+        if self.thinking:
+            return text
+        self.thinking = True
+        return THINK_OPEN + text
+
+    def end_thinking(self) -> str:
+        self.thinking = False
+        return THINK_CLOSE
+
+    def sources(self, found: Iterable[Source]) -> list[dict[str, Any]]:
+        """The source events for the pages not shown yet, by number."""
+        events = []
+        for source in sorted(found, key=lambda s: s.number):
+            if source.number in self._shown:
+                continue
+            self._shown.add(source.number)
+            events.append(source_event(source))
+        return events
+
+
+def source_event(source: Source) -> dict[str, Any]:
+    meta = {"source": source.url, "name": source.title, "title": source.title, "source_url": source.url,
+            "url": source.url}
+    return {"event": {"type": "source", "data": {
+        "source": {"id": source.url, "name": source.title, "url": source.url, "type": "web_search"},
+        "document": [source.text or source.title], "metadata": [meta]}}}
 
 
 def _event(data: dict[str, Any]) -> dict[str, Any]:

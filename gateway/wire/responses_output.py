@@ -36,9 +36,10 @@ from gateway.agent.events import (
     ToolCallStarted,
     Usage,
 )
-from gateway.wire.chat import split_text
+from gateway.wire.chat_stream import split_text
 from gateway.wire.citations import citations
 from gateway.wire.responses_input import new_id
+from gateway.wire.responses_reasoning import ReasoningItems
 from gateway.wire.responses_request import ResponsesRequest
 from gateway.wire.web_search_items import SOURCES, WebSearchCalls
 
@@ -93,8 +94,6 @@ class ResponseBuilder:
         self.request = request
         self._events = events
         self._relay_reasoning = reasoning
-        self._reasoning_index: int | None = None  # the open reasoning item, if any
-        self._reasoning_pending: list[str] = []
         self._sources: list[Source] = []
         self.model = model
         self.id = response_id or new_id("resp")
@@ -113,6 +112,8 @@ class ResponseBuilder:
         self._completed_at: int | None = None
         self._ending_seq: int | None = None  # the sequence number of the ending event, once made
         self._web = WebSearchCalls(self._output, self._event, self._snapshot, sources=SOURCES in request.include)
+        self._thinking = ReasoningItems(self._output, self._event, self._snapshot,
+                                        summary=request.reasoning["summary"] != "none")
 
     # ---- stream events ------------------------------------------------------------------------
 
@@ -204,10 +205,7 @@ class ResponseBuilder:
     def _sync(self) -> None:
         """Join the pending text into the open message (and reasoning) item; every reader and
         every change of item calls this first."""
-        if self._reasoning_pending:
-            assert self._reasoning_index is not None
-            self._output[self._reasoning_index]["content"][0]["text"] += "".join(self._reasoning_pending)
-            self._reasoning_pending.clear()
+        self._thinking.sync()
         if not self._pending:
             return
         text = "".join(self._pending)
@@ -218,7 +216,7 @@ class ResponseBuilder:
     def _text(self, text: str) -> list[dict[str, Any]]:
         if not text:
             return []
-        events: list[dict[str, Any]] = self._close_reasoning("completed") if self._reasoning_index is not None else []
+        events: list[dict[str, Any]] = self._thinking.close("completed") if self._thinking.is_open else []
         if self._message_index is None:
             events.extend(self._open_message())
         index = self._message_index
@@ -248,7 +246,7 @@ class ResponseBuilder:
         return events
 
     def _close_open(self, status: str) -> list[dict[str, Any]]:
-        return [*self._close_reasoning(status), *self._close_message(status)]
+        return [*self._thinking.close(status), *self._close_message(status)]
 
     def _close_message(self, status: str) -> list[dict[str, Any]]:
         self._sync()
@@ -278,41 +276,9 @@ class ResponseBuilder:
     def _reasoning(self, text: str) -> list[dict[str, Any]]:
         if not text:
             return []
-        events: list[dict[str, Any]] = []
-        if self._reasoning_index is None:
-            events = self._close_message("completed")  # reasoning after text: a new step begins
-            item: dict[str, Any] = {"id": new_id("rs"), "type": "reasoning", "summary": [], "content": [],
-                                    "status": "in_progress"}
-            self._reasoning_index = len(self._output)
-            self._output.append(item)
-            part = {"type": "reasoning_text", "text": ""}
-            events.append(self._event("response.output_item.added", output_index=self._reasoning_index,
-                                      item=self._snapshot(item)))
-            item["content"].append(part)
-            events.append(self._event("response.content_part.added", item_id=item["id"],
-                                      output_index=self._reasoning_index, content_index=0, part=self._snapshot(part)))
-        index = self._reasoning_index
-        item_id = self._output[index]["id"]
-        self._reasoning_pending.append(text)
-        events.extend(self._event("response.reasoning_text.delta", item_id=item_id, output_index=index,
-                                  content_index=0, delta=piece) for piece in split_text(text))
-        return events
-
-    def _close_reasoning(self, status: str) -> list[dict[str, Any]]:
-        self._sync()
-        index, self._reasoning_index = self._reasoning_index, None
-        if index is None:
-            return []
-        item = self._output[index]
-        item["status"] = status
-        part = item["content"][0]
-        return [
-            self._event("response.reasoning_text.done", item_id=item["id"], output_index=index, content_index=0,
-                        text=part["text"]),
-            self._event("response.content_part.done", item_id=item["id"], output_index=index, content_index=0,
-                        part=self._snapshot(part)),
-            self._event("response.output_item.done", output_index=index, item=self._snapshot(item)),
-        ]
+        # reasoning after text: a new step begins
+        events = [] if self._thinking.is_open else self._close_message("completed")
+        return [*events, *self._thinking.add(text)]
 
     def _function_call(self, call_id: str, name: str, arguments: str) -> list[dict[str, Any]]:
         events = self._close_open("completed")
@@ -383,7 +349,7 @@ class ResponseBuilder:
             "parallel_tool_calls": request.parallel_tool_calls,
             "previous_response_id": request.previous_response_id,
             "conversation": {"id": request.conversation} if request.conversation else None,
-            "reasoning": {"effort": None, "summary": None},
+            "reasoning": dict(request.reasoning),
             "service_tier": "default",
             "store": request.store,
             "temperature": request.temperature,

@@ -27,6 +27,7 @@ from gateway.errors import InvalidRequestError, echo
 from gateway.wire import ids, web_search
 from gateway.wire.checks import TOOL_CHOICE_MODES, in_range
 from gateway.wire.responses_input import input_to_messages, normalize_input
+from gateway.wire.responses_reasoning import reasoning_config
 
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_METADATA_PAIRS = 16
@@ -75,6 +76,8 @@ class ResponsesRequest:
     web: WebSearchOptions | None = None
     #: What the client asked to have added to the output (`include`), e.g. the search sources.
     include: tuple[str, ...] = ()
+    #: `reasoning` as asked (`effort`, `summary`: gateway/wire/responses_reasoning.py).
+    reasoning: dict[str, Any] = field(default_factory=lambda: {"effort": None, "summary": None})
     #: "disabled" (a turn over the context window is a 400) or "auto" (its oldest history dropped).
     truncation: str = "disabled"
 
@@ -353,6 +356,7 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
         text=_text_config(body),
         web=web,
         include=_include(body),
+        reasoning=reasoning_config(body),
         truncation=_truncation(body),
     )
 

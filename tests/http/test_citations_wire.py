@@ -131,3 +131,18 @@ async def test_no_tool_or_no_matching_link_gives_no_annotations(web_client, upst
     upstream.queue(tool_call(("web_search", {"query": "otters"})), text("No links at all."))
     body = await (await web_client.post("/v1/responses", json={"input": "otters?"})).json()
     assert body["output"][-1]["content"][0]["annotations"] == []
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_numbered_citations_are_url_citations_over_their_brackets_in_responses(web_client, upstream, stream):
+    search_then_answer(upstream, "Fish [1] and crabs [2][9].")
+    resp = await web_client.post("/v1/responses", json={"input": "What do otters eat?", "stream": stream})
+    if stream:
+        events = [json.loads(data) for _, data in sse_frames(await resp.text())]
+        body = next(e for e in events if e["type"] == "response.completed")["response"]
+        assert sum(e["type"] == "response.output_text.annotation.added" for e in events) == 2
+    else:
+        body = await resp.json()
+    part = body["output"][-1]["content"][0]
+    found = [(part["text"][a["start_index"]:a["end_index"]], a["url"]) for a in part["annotations"]]
+    assert found == [("[1]", "https://example.org/1"), ("[2]", "https://example.org/2")]

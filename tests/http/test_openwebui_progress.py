@@ -34,8 +34,8 @@ async def test_openwebui_mode_sends_search_status_events_and_no_markers(owui_cli
         "/v1/chat/completions", json={"messages": USER, "stream": True})).text())
     chunks = [f for f in frames if "choices" in f]
     assert streamed_text(chunks) == "Mostly fish."
-    statuses = [f for f in frames if "event" in f]
-    assert all(set(f) == {"event"} and f["event"]["type"] == "status" for f in statuses)
+    statuses = [f for f in frames if "event" in f and f["event"]["type"] == "status"]
+    assert all(set(f) == {"event"} for f in frames if "event" in f)
     running, done = (f["event"]["data"] for f in statuses)
     assert running == {"action": "web_search", "description": 'Searching the web for "otter diet"',
                        "queries": ["otter diet"], "done": False}
@@ -57,7 +57,7 @@ async def test_openwebui_mode_says_reading_for_an_extract(owui_client, upstream,
     upstream.queue(tool_call(("web_extract", {"urls": [url]})), text("Crayfish."))
     frames = stream_frames(await (await owui_client.post(
         "/v1/chat/completions", json={"messages": USER, "stream": True})).text())
-    running, done = (f["event"]["data"] for f in frames if "event" in f)
+    running, done = (f["event"]["data"] for f in frames if "event" in f and f["event"]["type"] == "status")
     assert running == {"description": f"Reading {url}", "done": False}
     assert done == {"description": f"Read {url}", "urls": [url], "done": True}
 
@@ -92,10 +92,12 @@ async def test_inline_and_off_modes_send_only_openai_chunks(make_client, upstrea
     assert streamed_text(frames) == content
 
 
-def test_the_setting_takes_the_three_modes_and_refuses_others(tmp_path):
+def test_the_setting_takes_the_four_modes_and_refuses_others(tmp_path):
     from gateway.config.settings import SettingsError, load_settings
 
-    for mode in ("inline", "openwebui", "off"):
+    assert load_settings(home=tmp_path, environ={}).tool_progress == "auto"
+    assert load_settings(home=tmp_path, environ={}).client_web_tools == "drop"
+    for mode in ("auto", "inline", "openwebui", "off"):
         assert load_settings(home=tmp_path, environ={"AGENT_TOOL_PROGRESS": mode}).tool_progress == mode
     with pytest.raises(SettingsError, match="AGENT_TOOL_PROGRESS"):
         load_settings(home=tmp_path, environ={"AGENT_TOOL_PROGRESS": "status"})

@@ -119,8 +119,12 @@ async def test_responses_whole_reply_has_a_reasoning_item_before_its_message_and
     body = await (await client.post("/v1/responses", json={"input": "6*7?"})).json()
     reasoning, message = body["output"]
     assert reasoning["id"].startswith("rs_")
-    assert reasoning == {"id": reasoning["id"], "type": "reasoning", "summary": [], "status": "completed",
+    # the summary as OpenAI's service sends it (what the Vercel AI SDK, langchain and pydantic-ai
+    # read), and the content (what the Agents SDK, openai-python and litellm read)
+    assert reasoning == {"id": reasoning["id"], "type": "reasoning", "status": "completed",
+                         "summary": [{"type": "summary_text", "text": "Six sevens."}],
                          "content": [{"type": "reasoning_text", "text": "Six sevens."}]}
+    assert body["reasoning"] == {"effort": None, "summary": None}
     assert message["content"][0]["text"] == "42."
     stored = await (await client.get(f"/v1/responses/{body['id']}")).json()
     assert stored["output"] == body["output"]
@@ -136,8 +140,10 @@ async def test_responses_stream_sends_the_reasoning_item_events_in_order_with_ri
     assert deltas == 3
     expected = [
         "response.created", "response.in_progress",
-        "response.output_item.added", "response.content_part.added", *["response.reasoning_text.delta"] * deltas,
-        "response.reasoning_text.done", "response.content_part.done", "response.output_item.done",
+        "response.output_item.added", "response.content_part.added", "response.reasoning_summary_part.added",
+        *["response.reasoning_text.delta", "response.reasoning_summary_text.delta"] * deltas,
+        "response.reasoning_text.done", "response.content_part.done",
+        "response.reasoning_summary_text.done", "response.reasoning_summary_part.done", "response.output_item.done",
         "response.output_item.added", "response.content_part.added",
     ]
     assert kinds[:len(expected)] == expected
@@ -145,6 +151,11 @@ async def test_responses_stream_sends_the_reasoning_item_events_in_order_with_ri
     rs_id = events[2]["item"]["id"]
     assert all((e["item_id"], e["output_index"], e["content_index"]) == (rs_id, 0, 0) for e in rs_events)
     assert "".join(e["delta"] for e in rs_events[:-1]) == rs_events[-1]["text"] == "Six sevens are 42."
+    summary_events = [e for e in events if e["type"].startswith("response.reasoning_summary")]
+    assert all((e["item_id"], e["output_index"], e["summary_index"]) == (rs_id, 0, 0) for e in summary_events)
+    assert summary_events[0]["part"] == {"type": "summary_text", "text": ""}
+    assert "".join(e["delta"] for e in summary_events[1:-2]) == summary_events[-2]["text"] == "Six sevens are 42."
+    assert summary_events[-1]["part"] == {"type": "summary_text", "text": "Six sevens are 42."}
     message_added = events[len(expected) - 2]
     assert (message_added["output_index"], message_added["item"]["type"]) == (1, "message")
     final = events[-1]["response"]
@@ -207,7 +218,8 @@ def reasoning_pieces(chunks: list[dict[str, Any]]) -> list[str]:
             if c.get("choices") and c["choices"][0]["delta"].get("reasoning_content")]
 
 
-@pytest.mark.parametrize("progress", ["inline", "openwebui", "off"])
+# (Open WebUI's mode sends each round's reasoning as a <think> block: tests/http/test_openwebui_default.py)
+@pytest.mark.parametrize("progress", ["inline", "off"])
 async def test_chat_stream_starts_each_later_rounds_reasoning_after_a_blank_line(make_client, lookup_tool,
                                                                                   upstream, progress):
     client = await make_client(tools=[lookup_tool], tool_progress=progress)
@@ -215,7 +227,7 @@ async def test_chat_stream_starts_each_later_rounds_reasoning_after_a_blank_line
                    text("Green.", reasoning="The tool says green."))
     body = await (await client.post("/v1/chat/completions", json={"messages": USER, "stream": True})).text()
     pieces = reasoning_pieces(chat_chunks(body))
-    # Open WebUI (and any client joining the deltas) shows both rounds as one text
+    # any client joining the deltas shows both rounds as one text
     assert "".join(pieces) == "I should look it up.\n\nThe tool says green."
     # the separator leads the new round's first delta: none before the first round, none trailing
     assert [p for p in pieces if "\n" in p] == ["\n\nThe tool"]
@@ -283,3 +295,31 @@ async def test_hidden_reasoning_of_two_rounds_sends_no_separator(make_client, lo
     upstream.queue(tool_call(("lookup", {"term": "sky"}), reasoning="A."), text("Green.", reasoning="B."))
     body = await (await client.post("/v1/chat/completions", json={"messages": USER, "stream": True})).text()
     assert "reasoning_content" not in body
+
+
+@pytest.mark.parametrize(("asked", "summary"), [
+    ({"summary": "auto"}, [{"type": "summary_text", "text": "Six sevens."}]),
+    ({"summary": "detailed", "effort": "high"}, [{"type": "summary_text", "text": "Six sevens."}]),
+    # an upstream that writes no summary: concise gives the whole reasoning too
+    ({"summary": "concise"}, [{"type": "summary_text", "text": "Six sevens."}]),
+    ({"summary": "none"}, []),
+])
+async def test_responses_reasoning_summary_follows_the_request(client, upstream, asked, summary):
+    upstream.queue(text("42.", reasoning="Six sevens."), text("42.", reasoning="Six sevens."))
+    body = await (await client.post("/v1/responses", json={"input": "6*7?", "reasoning": asked})).json()
+    assert body["output"][0]["summary"] == summary
+    assert body["output"][0]["content"] == [{"type": "reasoning_text", "text": "Six sevens."}]
+    assert body["reasoning"] == {"effort": asked.get("effort"), "summary": asked["summary"]}
+    events = responses_events(await (await client.post(
+        "/v1/responses", json={"input": "6*7?", "reasoning": asked, "stream": True})).text())
+    kinds = {e["type"] for e in events}
+    assert ("response.reasoning_summary_text.delta" in kinds) == bool(summary)
+    assert "response.reasoning_text.delta" in kinds
+
+
+@pytest.mark.parametrize(("asked", "param"), [
+    ("high", "reasoning"), ({"summary": "short"}, "reasoning.summary"), ({"effort": "max"}, "reasoning.effort")])
+async def test_a_bad_reasoning_field_is_a_400(client, asked, param):
+    resp = await client.post("/v1/responses", json={"input": "hi", "reasoning": asked})
+    assert resp.status == 400
+    assert (await resp.json())["error"]["param"] == param

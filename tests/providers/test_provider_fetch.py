@@ -11,7 +11,8 @@ from tests.fakes.pages import ARTICLE_PARAGRAPH, PageServer, page_server  # noqa
 @pytest.fixture
 async def fetcher():
     # The page server lives on 127.0.0.1, so these tests must allow private addresses.
-    provider = FetchProvider(allow_private=True, max_bytes=10_000, timeout=0.5)
+    # 3 s: a page of the local server takes milliseconds, but a loaded CI machine once took over 0.5 s
+    provider = FetchProvider(allow_private=True, max_bytes=10_000, timeout=3.0)
     yield provider
     await provider.aclose()
 
@@ -53,8 +54,12 @@ async def test_downloads_are_cut_at_the_size_cap(fetcher, page_server):  # noqa:
     assert entry["metadata"]["truncated"] == "download cut at 10000 bytes"
 
 
-async def test_slow_pages_time_out(fetcher, page_server):  # noqa: F811
-    [entry] = (await fetcher.extract([page_server.url + "/slow"]))["data"]
+async def test_slow_pages_time_out(page_server):  # noqa: F811
+    impatient = FetchProvider(allow_private=True, timeout=0.5)  # the page answers after 5 s
+    try:
+        [entry] = (await impatient.extract([page_server.url + "/slow"]))["data"]
+    finally:
+        await impatient.aclose()
     assert entry["error"] == f"fetching {page_server.url}/slow took longer than 0.5 s"
 
 

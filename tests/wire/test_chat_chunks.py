@@ -7,7 +7,7 @@ import json
 import pytest
 
 from gateway.agent.events import Finished, TextDelta
-from gateway.wire.chat import ChatChunkEncoder
+from gateway.wire.chat_stream import ChatChunkEncoder
 
 TRICKY = ['tok0 ', 'quote " backslash \\ slash /', 'new\nline\ttab \x00 nul', 'é ü 中文 😀 \u2028', '</script>']
 

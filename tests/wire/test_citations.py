@@ -81,3 +81,15 @@ def test_both_wire_forms():
 
 def test_normalize_url_keeps_what_tells_pages_apart():
     assert normalize_url("HTTP://A.Example/Path/?q=1#top") == "http://a.example/Path?q=1"
+
+
+def test_numbered_citations_span_their_brackets_and_cite_the_source_with_that_number():
+    first, second = Source("https://a.example/", "A", 1), Source("https://b.example/", "B", 2)
+    text = "Fish [1][2], crabs [2], urchins [7] and a label [1](https://a.example/)."
+    found = citations(text, [first, second])
+    assert [(text[c.start:c.end], c.url, c.title) for c in found] == [
+        ("[1]", "https://a.example/", "A"), ("[2]", "https://b.example/", "B"), ("[2]", "https://b.example/", "B"),
+        ("[1](https://a.example/)", "https://a.example/", "A"),  # a link's label is the link's, not a number
+    ]
+    # a source without a number (0) is cited by its link only
+    assert citations("Fish [1].", [Source("https://a.example/", "A")]) == []

@@ -20,7 +20,10 @@ from gateway.http.runs import Messages, run_streamed, run_whole
 from gateway.http.sse import frames
 from gateway.upstream.routes import RouteTurn
 from gateway.wire import context_budget
-from gateway.wire.chat import ChatChunkEncoder, ChatCompletionBuilder, parse_chat_request
+from gateway.wire.chat import parse_chat_request
+from gateway.wire.chat_output import ChatCompletionBuilder
+from gateway.wire.chat_stream import ChatChunkEncoder
+from gateway.wire.frontends import tool_progress
 
 log = logging.getLogger("agent_gateway.chat")
 routes = web.RouteTableDef()
@@ -35,7 +38,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     await _check_window(request, turn, chat.messages, [*chat.client_tools], chat.params)
     agent_request = AgentRequest(
         messages=chat.messages, client_tools=chat.client_tools, params=chat.params, stream=chat.stream,
-        web=chat.web,
+        web=chat.web, background=chat.background, first_source=chat.first_source,
     )
     if turn is None:
         model, reasoning = chat.model or settings.model_name, settings.reasoning == "show"
@@ -43,7 +46,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         agent_request.opener, agent_request.web_tools = turn.open, turn.route.web_tools
         model, reasoning = turn.route.id, turn.route.reasoning == "show"
     if chat.stream:
-        encoder = ChatChunkEncoder(model, include_usage=chat.include_usage, progress=settings.tool_progress,
+        progress = tool_progress(settings.tool_progress, request.headers, chat.client_tools, chat.messages)
+        encoder = ChatChunkEncoder(model, include_usage=chat.include_usage, progress=progress,
                                    reasoning=reasoning)
         return await _stream(request, agent_request, _ChatStream(encoder, turn))
     return await _complete(request, agent_request, _ChatWhole(model, reasoning, turn))

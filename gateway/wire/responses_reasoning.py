@@ -1,0 +1,130 @@
+"""The model's reasoning as Responses `reasoning` items. Pure.
+
+One item per stretch of reasoning: it opens at the first piece of reasoning after something else
+(the start, a message, tool calls) and closes when the text, a call or the end comes. The item
+carries the reasoning as `content: [{"type": "reasoning_text", "text"}]`; its events are
+`response.output_item.added`, `response.content_part.added`, `response.reasoning_text.delta`s,
+then `response.reasoning_text.done`, `response.content_part.done` and `response.output_item.done`.
+
+And, as OpenAI's service sends it and the clients built on it read it (the Vercel AI SDK's
+`reasoningText`, langchain-openai's reasoning block, pydantic-ai's `ThinkingPart` read only
+this), as `summary: [{"type": "summary_text", "text"}]` with `response.reasoning_summary_part.added`,
+a `response.reasoning_summary_text.delta` beside each `reasoning_text` delta, then
+`response.reasoning_summary_text.done` and `response.reasoning_summary_part.done`. The summary
+is the reasoning text itself: the upstreams behind the gateway send no summary of their own, and
+the gateway writes none. The request's `reasoning.summary` picks it: absent (most clients do not
+ask), `auto`, `detailed` and `concise` give it (`concise` the same whole text: there is nothing
+shorter to give), `none` gives `summary: []` and no summary events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gateway.errors import InvalidRequestError
+from gateway.wire.chat_stream import split_text
+from gateway.wire.responses_input import new_id
+
+Event = Callable[..., dict[str, Any]]
+SUMMARIES = ("auto", "concise", "detailed", "none")
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+
+
+def reasoning_config(body: dict[str, Any]) -> dict[str, Any]:
+    """The request's `reasoning` (`{"effort", "summary"}`, each may be null), checked; echoed
+    on the response object."""
+    value = body.get("reasoning")
+    if value is None:
+        return {"effort": None, "summary": None}
+    if not isinstance(value, dict):
+        raise InvalidRequestError("'reasoning' must be an object with 'effort' and 'summary'.", param="reasoning")
+    effort, summary = value.get("effort"), value.get("summary", value.get("generate_summary"))
+    if effort is not None and effort not in EFFORTS:
+        raise InvalidRequestError(f"'reasoning.effort' must be one of {', '.join(EFFORTS)}.", param="reasoning.effort")
+    if summary is not None and summary not in SUMMARIES:
+        raise InvalidRequestError(f"'reasoning.summary' must be one of {', '.join(SUMMARIES)}.",
+                                  param="reasoning.summary")
+    return {"effort": effort, "summary": summary}
+
+
+class ReasoningItems:
+    """The `reasoning` items of one response, kept in the builder's `output` list and announced
+    through its `event` maker (so sequence numbers stay one series)."""
+
+    def __init__(self, output: list[dict[str, Any]], event: Event, snapshot: Callable[[Any], Any], *,
+                 summary: bool = True) -> None:
+        self._output, self._event, self._snapshot = output, event, snapshot
+        self._summary = summary  # also as the item's `summary` and its events
+        self._index: int | None = None  # the open reasoning item, if any
+        # Text of the open item not yet joined into it: joined when something reads it.
+        self._pending: list[str] = []
+
+    @property
+    def is_open(self) -> bool:
+        return self._index is not None
+
+    def sync(self) -> None:
+        """Join the pending text into the open item."""
+        if self._pending:
+            assert self._index is not None
+            item = self._output[self._index]
+            text = "".join(self._pending)
+            item["content"][0]["text"] += text
+            if self._summary:
+                item["summary"][0]["text"] += text
+            self._pending.clear()
+
+    def add(self, text: str) -> list[dict[str, Any]]:
+        """A piece of reasoning: opens an item when none is (the caller closes its message first)."""
+        events: list[dict[str, Any]] = []
+        if self._index is None:
+            item: dict[str, Any] = {"id": new_id("rs"), "type": "reasoning", "summary": [], "content": [],
+                                    "status": "in_progress"}
+            self._index = len(self._output)
+            self._output.append(item)
+            part = {"type": "reasoning_text", "text": ""}
+            events.append(self._event("response.output_item.added", output_index=self._index,
+                                      item=self._snapshot(item)))
+            item["content"].append(part)
+            events.append(self._event("response.content_part.added", item_id=item["id"],
+                                      output_index=self._index, content_index=0, part=self._snapshot(part)))
+            if self._summary:
+                summary = {"type": "summary_text", "text": ""}
+                item["summary"].append(summary)
+                events.append(self._event("response.reasoning_summary_part.added", item_id=item["id"],
+                                          output_index=self._index, summary_index=0, part=self._snapshot(summary)))
+        index = self._index
+        item_id = self._output[index]["id"]
+        self._pending.append(text)
+        for piece in split_text(text):
+            events.append(self._event("response.reasoning_text.delta", item_id=item_id, output_index=index,
+                                      content_index=0, delta=piece))
+            if self._summary:
+                events.append(self._event("response.reasoning_summary_text.delta", item_id=item_id,
+                                          output_index=index, summary_index=0, delta=piece))
+        return events
+
+    def close(self, status: str) -> list[dict[str, Any]]:
+        """Close the open item, if any, with `status`."""
+        self.sync()
+        index, self._index = self._index, None
+        if index is None:
+            return []
+        item = self._output[index]
+        item["status"] = status
+        part = item["content"][0]
+        events = [
+            self._event("response.reasoning_text.done", item_id=item["id"], output_index=index, content_index=0,
+                        text=part["text"]),
+            self._event("response.content_part.done", item_id=item["id"], output_index=index, content_index=0,
+                        part=self._snapshot(part)),
+        ]
+        if self._summary:
+            summary = item["summary"][0]
+            events.append(self._event("response.reasoning_summary_text.done", item_id=item["id"],
+                                      output_index=index, summary_index=0, text=summary["text"]))
+            events.append(self._event("response.reasoning_summary_part.done", item_id=item["id"],
+                                      output_index=index, summary_index=0, part=self._snapshot(summary)))
+        events.append(self._event("response.output_item.done", output_index=index, item=self._snapshot(item)))
+        return events
