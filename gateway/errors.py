@@ -7,6 +7,7 @@
     │   │   │   ├── UnknownConversationError (store) no conversation with this conv_ id
     │   │   │   └── UnknownItemError      (store) no item with this id in the conversation
     │   │   ├── DuplicateItemError    (store) an item id already in the conversation
+    │   │   ├── DuplicateKeyError     (store/keys) `keys create` of a name already taken: exit 1
     │   │   ├── ContextLengthExceededError (wire/context_budget) a turn over the model's context window
     │   │   ├── UnstorableValueError  a value the database refuses as data (a NUL, a size limit)
     │   │   ├── ConflictError         409
@@ -21,6 +22,7 @@
     │   ├── AuthenticationError       401 (code invalid_api_key)
     │   ├── PermissionDeniedError     403
     │   ├── RateLimitError            429 rate_limit_exceeded (+ Retry-After)
+    │   │   └── InsufficientQuotaError 429 insufficient_quota: a key's stored-bytes quota
     │   ├── UpstreamError             502 upstream_error
     │   ├── ServiceUnavailableError   503 service_unavailable (+ Retry-After)
     │   │   └── StoreUnavailableError (store) the store cannot read or write
@@ -193,3 +195,10 @@ class UpstreamTimeoutError(GatewayError):
     status = 504
     type = "timeout"
     code = "upstream_timeout"
+
+
+class InsufficientQuotaError(RateLimitError):
+    """A key's stored-bytes quota would be passed (as OpenAI's out-of-quota 429)."""
+
+    type = "insufficient_quota"
+    code = "insufficient_quota"

@@ -12,12 +12,13 @@ from collections.abc import Sequence
 
 from gateway import __version__
 from gateway.cli import config as cli_config
+from gateway.cli import keys as cli_keys
 from gateway.cli import profile as cli_profile
 from gateway.cli import serve as cli_serve
 from gateway.cli import web as cli_web
 from gateway.config.settings import SettingsError, validate_profile_name
 
-COMMAND_MODULES = (cli_serve, cli_web, cli_profile, cli_config)
+COMMAND_MODULES = (cli_serve, cli_web, cli_profile, cli_config, cli_keys)
 
 
 def build_parser() -> argparse.ArgumentParser:

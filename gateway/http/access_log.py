@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from gateway.http.batched_log import BatchingStreamHandler
+from gateway.http.keyring import CURRENT_CALLER
 from gateway.http.log_limits import printable
 
 if TYPE_CHECKING:
@@ -72,13 +73,16 @@ def log_access(request: web.Request, request_id: str, status: int | str, started
     record carries the id."""
     if access_log.isEnabledFor(logging.INFO):  # no record when it is off
         # the path is escaped here as well as by the serve formatter, for handlers configured elsewhere
+        caller = CURRENT_CALLER.get()  # the key's name, never the key (this runs in the request's context)
+        key_name = caller.name if caller is not None else "-"
         turn = MODEL_ROUTE.get()
         if turn is None:
-            access_log.info("%s %s %s %.0fms id=%s", printable(request.method), printable(request.path), status,
-                            (ended - started) * 1000, request_id)
+            access_log.info("%s %s %s %.0fms id=%s key=%s", printable(request.method), printable(request.path),
+                            status, (ended - started) * 1000, request_id, key_name)
         else:  # with model routes: the one that served (a configured id, not the client's text)
-            access_log.info("%s %s %s %.0fms id=%s model=%s", printable(request.method), printable(request.path),
-                            status, (ended - started) * 1000, request_id, turn.served.id)
+            access_log.info("%s %s %s %.0fms id=%s key=%s model=%s", printable(request.method),
+                            printable(request.path), status, (ended - started) * 1000, request_id, key_name,
+                            turn.served.id)
 
 
 def add_request_id_header(response: web.StreamResponse) -> None:

@@ -10,14 +10,18 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from gateway.agent.loop import Agent
+from gateway.agent.observer import AgentObserver
 from gateway.agent.toolbox import AgentTool, Toolbox
 from gateway.agent.web_fallback import WebState, chain_report
 from gateway.agent.web_tools import build_web_tools
 from gateway.config.settings import Settings
 from gateway.http import appkeys
 from gateway.http.access_log import add_request_id_header
+from gateway.http.auth import add_rate_headers
 from gateway.http.checks import add_security_headers, allowed_hosts
 from gateway.http.cors import CorsPolicy, add_cors_headers
+from gateway.http.key_usage import KeyUsageObserver
+from gateway.http.keyring import KeyRing
 from gateway.http.lifecycle import Lifecycle, RunLimiter
 from gateway.http.memory_release import MemoryReleaser
 from gateway.http.metrics import Metrics
@@ -26,8 +30,11 @@ from gateway.http.observe import GatewayObserver
 from gateway.http.routes import chat, conversations, health, metrics, models, openapi, responses, web_status
 from gateway.store.api import ResponseStore, StoreUnavailableError
 from gateway.store.idempotency import IdempotencyCache, InMemoryIdempotencyCache
+from gateway.store.keys import COUNTERS, KeyStore, UsageDelta
 from gateway.store.observed import ObservedStore
+from gateway.store.owners import DEFAULT_KEY, owner_of, profile_label
 from gateway.store.sqlite import SQLiteResponseStore
+from gateway.store.sqlite_keys import SQLiteKeyStore
 from gateway.upstream.client import UpstreamClient
 from gateway.upstream.context_window import ContextWindows
 from gateway.upstream.routes import RouteTable
@@ -68,22 +75,25 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
         from gateway.store.pg_database import PostgresDatabase
         from gateway.store.pg_idempotency import PostgresIdempotencyCache
 
-        database = PostgresDatabase(settings.database_url)
+        database = PostgresDatabase(settings.database_url, legacy_owner=owner_of(settings.profile, DEFAULT_KEY))
         if idempotency is None:
             idempotency = PostgresIdempotencyCache(database, ttl=settings.idempotency_ttl,
                                                    lease=settings.run_timeout + 30)
     if idempotency is None:
         idempotency = InMemoryIdempotencyCache(ttl=settings.idempotency_ttl)
     app[appkeys.IDEMPOTENCY] = idempotency
+    app[appkeys.KEYRING] = KeyRing(settings.profile, settings.api_key, _key_store(settings, database))
     if settings.metrics_enabled:
         app[appkeys.METRICS] = _metrics(app)
         app.router.add_routes(metrics.routes)
-    observer = (GatewayObserver(app.get(appkeys.METRICS), tracer)
-                if settings.metrics_enabled or tracer is not None else None)
+    observer = KeyUsageObserver(GatewayObserver(app.get(appkeys.METRICS), tracer)
+                                if settings.metrics_enabled or tracer is not None else None,
+                                app[appkeys.KEYRING])
     app.on_response_prepare.append(_response_headers)
     app.cleanup_ctx.append(_upstream_ctx)
     app.cleanup_ctx.append(_agent_ctx(tools, observer))
     app.cleanup_ctx.append(_store_ctx(database))
+    app.cleanup_ctx.append(_keyring_ctx)  # after the store: stopped (its usage written) before it closes
     app.cleanup_ctx.append(_memory_release_ctx)
     for module in (health, openapi, models, chat, responses, conversations, web_status):
         app.router.add_routes(module.routes)
@@ -96,6 +106,7 @@ async def _response_headers(request: web.Request, response: web.StreamResponse) 
     add_security_headers(response)
     add_request_id_header(response)
     add_cors_headers(request, response)
+    add_rate_headers(request, response)
     if (metrics_ := request.app.get(appkeys.METRICS)) is not None:
         metrics_.response_prepared(request, response)
 
@@ -106,6 +117,39 @@ def _metrics(app: web.Application) -> Metrics:
     registry.gauge("agent_runs", "Agent runs in progress", lambda: limiter.active)
     registry.gauge("requests_in_flight", "Requests admitted and not yet answered", lambda: lifecycle.in_flight)
     return registry
+
+
+def _key_store(settings: Settings, database: PostgresDatabase | None) -> KeyStore:
+    profile = profile_label(settings.profile)
+    if database is not None:
+        from gateway.store.pg_keys import PostgresKeyStore
+
+        return PostgresKeyStore(database, profile)
+    return SQLiteKeyStore(settings.db_path, profile, legacy_owner=owner_of(settings.profile, DEFAULT_KEY))
+
+
+async def _keyring_ctx(app: web.Application) -> AsyncIterator[None]:
+    ring = app[appkeys.KEYRING]
+    await ring.start()
+    if (metrics_ := app.get(appkeys.METRICS)) is not None:
+        metrics_.key_stored_bytes.clear()
+        ring.on_refresh = lambda: _stored_bytes_gauge(metrics_, ring)
+        ring.on_counted = lambda batch: _key_usage_counters(metrics_, batch)
+        _stored_bytes_gauge(metrics_, ring)
+    yield
+    await ring.stop()
+
+
+def _key_usage_counters(metrics_: Metrics, batch: dict[str, UsageDelta]) -> None:
+    for name, delta in batch.items():
+        for kind in COUNTERS:
+            if amount := getattr(delta, kind):
+                metrics_.key_used(name, kind, amount)
+
+
+def _stored_bytes_gauge(metrics_: Metrics, ring: KeyRing) -> None:
+    for name, size in ring.stored_bytes.items():
+        metrics_.key_stored_bytes.labels(name).set(size)
 
 
 def _tracing_middleware(tracer: Tracer) -> Any:
@@ -137,7 +181,7 @@ async def _upstream_ctx(app: web.Application) -> AsyncIterator[None]:
 
 
 def _agent_ctx(tools: Iterable[AgentTool] | None,
-               observer: GatewayObserver | None) -> Callable[[web.Application], AsyncIterator[None]]:
+               observer: AgentObserver | None) -> Callable[[web.Application], AsyncIterator[None]]:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
         settings = app[appkeys.SETTINGS]
         registry: ProviderRegistry | None = None
@@ -185,7 +229,8 @@ def _store_ctx(database: PostgresDatabase | None) -> Callable[[web.Application],
 
             store = PostgresResponseStore(database, settings.max_stored_responses, max_bytes=max_bytes)
         else:
-            store = SQLiteResponseStore(settings.db_path, settings.max_stored_responses, max_bytes=max_bytes)
+            store = SQLiteResponseStore(settings.db_path, settings.max_stored_responses, max_bytes=max_bytes,
+                                        legacy_owner=owner_of(settings.profile, DEFAULT_KEY))
         if (metrics_ := app.get(appkeys.METRICS)) is not None:
             store = ObservedStore(store, metrics_.store_done)
         try:

@@ -10,6 +10,7 @@ from gateway.agent.loop import Agent
 from gateway.agent.toolbox import Toolbox
 from gateway.agent.web_fallback import WebState
 from gateway.config.settings import Settings
+from gateway.http.keyring import KeyRing
 from gateway.http.lifecycle import Lifecycle, RunLimiter
 from gateway.http.metrics import Metrics
 from gateway.store.api import ResponseStore
@@ -41,3 +42,5 @@ WEB_STATE = web.AppKey("web_state", WebState)
 METRICS = web.AppKey("metrics", Metrics)
 #: Host names a keyless gateway answers to (None: a key is set, any Host is fine), see middlewares.check_host
 ALLOWED_HOSTS: web.AppKey[frozenset[str] | None] = web.AppKey("allowed_hosts")
+#: The API keys accepted and their per-replica counters (http/keyring.py)
+KEYRING = web.AppKey("keyring", KeyRing)

@@ -91,8 +91,10 @@ def internal_error(request: web.Request) -> web.Response:
 
 
 def admit(request: web.Request) -> Lifecycle:
+    from gateway.http.auth import authenticate  # auth imports the store's view; checks is imported early
+
     """The checks before routing, in this order: not shutting down (503), declared body size
-    (413), key (401) or, with no key, Host (403). The caller must `leave()` the returned lifecycle
+    (413), key (401, or 429 past its rpm) or, with no key, Host (403). The caller must `leave()` the returned lifecycle
     once the request is done."""
     app = request.app
     lifecycle = app[appkeys.LIFECYCLE]
@@ -100,9 +102,10 @@ def admit(request: web.Request) -> Lifecycle:
         raise ServiceUnavailableError("the gateway is shutting down; retry shortly", retry_after=1)
     settings = app[appkeys.SETTINGS]
     check_body_size(request, settings.max_body_bytes)
-    check_key(request, settings.api_key)
+    open_path = request.path in OPEN_PATHS or request.method == "OPTIONS"
+    ring = authenticate(request, presented_key(request), open_path)  # 401/429: http/auth.py
     hosts = app[appkeys.ALLOWED_HOSTS]
-    if hosts is not None:
+    if hosts is not None and ring.keyless:
         check_host(request, hosts)
     lifecycle.enter()
     return lifecycle
@@ -137,7 +140,8 @@ def check_key(request: web.Request, expected: str | None) -> None:
 
 def allowed_hosts(settings: Settings) -> frozenset[str] | None:
     """The Host names a keyless gateway answers to: loopback names, the bind address and
-    API_SERVER_ALLOWED_HOSTS. None when a key is set: a page that rebinds a name to us has no key."""
+    API_SERVER_ALLOWED_HOSTS. None when a key is set: a page that rebinds a name to us has no key
+    (nor when the store holds live keys: `admit` checks the Host only while the ring is keyless)."""
     if settings.api_key:
         return None
     names = {"localhost", "127.0.0.1", "::1", settings.host, *settings.allowed_hosts}

@@ -3,8 +3,8 @@
 Covers non-streaming `POST /v1/chat/completions` and `POST /v1/responses` (IDEMPOTENT_PATHS), and
 the POSTs of the Conversations API (`/v1/conversations...`): a retried create must not make a
 second conversation, nor a retried `items` append add the items twice.
-- The key is scoped to the credential that sent it (a SHA-256 of the bearer token, never the
-  token; "anonymous" without one) and to method and path.
+- The key is scoped to the owner that sent it (profile and key name, http/auth.py), the
+  credential presented (a SHA-256 of it, never the token) and to method and path.
 - The first reply (status, body bytes, Content-Type and the route's own headers) is kept for
   API_SERVER_IDEMPOTENCY_TTL seconds (default 300) and replayed byte-identical, with
   `Idempotent-Replayed: true`. Each replay still gets its own `X-Request-Id`.
@@ -31,6 +31,7 @@ from aiohttp import web
 
 from gateway.errors import GatewayError, InvalidRequestError
 from gateway.http import appkeys
+from gateway.http.auth import owner_key
 from gateway.http.body import read_body
 from gateway.http.checks import Handler, error_response, presented_key
 from gateway.store.idempotency import CachedReply
@@ -47,11 +48,9 @@ _PER_DELIVERY = frozenset({"content-length", "date", "server", "transfer-encodin
 
 
 def credential_scope(request: web.Request) -> str:
-    """Who the key belongs to: a hash of the presented bearer token (never the token itself)."""
-    token = presented_key(request)
-    if token is None:
-        return "anonymous"
-    return "key:" + hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest()
+    """Who the key belongs to: the caller's owner (profile and key name, never the key), so a
+    replay never crosses owners, nor profiles sharing one database."""
+    return owner_key(request, presented_key(request))
 
 
 def cache_key(scope: str, method: str, path: str, idempotency_key: str) -> str:

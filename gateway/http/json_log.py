@@ -1,7 +1,8 @@
 """`API_SERVER_LOG_FORMAT=json`: every line the server writes is one JSON object, for log shippers.
 
 Each object has `time` (UTC, ISO 8601 with milliseconds), `level`, `logger`, `request_id` (null
-outside a request) and `message`; access lines add `method`, `path`, `status` and `duration_ms`;
+outside a request) and `message`; access lines add `method`, `path`, `status`, `duration_ms` and
+`key` (the key's name, "-" without one);
 a record with a traceback adds `exception` (the traceback as one string: the line stays one line).
 `serve`'s own start-up lines (the banner, its warnings) go through `json_line` in the same shape.
 """
@@ -44,13 +45,13 @@ class JsonFormatter(logging.Formatter):
             "request_id": None if request_id in (None, "-") else request_id,
             "message": record.getMessage(),
         }
-        if record.name == ACCESS_LOGGER and isinstance(record.args, tuple) and len(record.args) in (5, 6):
-            # gateway/http/access_log.py log_access: method, path, status, milliseconds, id[, model route]
+        if record.name == ACCESS_LOGGER and isinstance(record.args, tuple) and len(record.args) in (6, 7):
+            # gateway/http/access_log.py log_access: method, path, status, milliseconds, id, key name[, model route]
             method, path, status, elapsed_ms = record.args[:4]
-            fields.update(method=method, path=path, status=status,
+            fields.update(method=method, path=path, status=status, key=record.args[5],
                           duration_ms=round(elapsed_ms, 1) if isinstance(elapsed_ms, float) else elapsed_ms)
-            if len(record.args) == 6:
-                fields["model"] = record.args[5]
+            if len(record.args) == 7:
+                fields["model"] = record.args[6]
         if record.exc_info:
             fields["exception"] = self.formatException(record.exc_info)
         elif record.exc_text:

@@ -83,7 +83,16 @@ class Metrics:
         self.store_seconds = Histogram(f"{PREFIX}_store_operation_duration_seconds",
                                        "Response store operations: duration", ("operation",),
                                        buckets=FAST_SECONDS, registry=r)
+        # key names are the operator's (agent-gateway keys create): a bounded label set
+        self.key_usage = Counter(f"{PREFIX}_key_usage", "Usage this replica counted per API key name, by kind "
+                                 "(input_tokens, output_tokens, model_calls, web_searches, web_extracts)",
+                                 ("key", "kind"), registry=r)
+        self.key_stored_bytes = Gauge(f"{PREFIX}_key_stored_bytes", "Bytes each API key's stored objects take "
+                                      "(the whole store, as of the last key refresh)", ("key",), registry=r)
         self._children: dict[tuple[Any, ...], Any] = {}
+
+    def key_used(self, key: str, kind: str, amount: int) -> None:
+        self._child(self.key_usage, key, kind).inc(amount)
 
     def gauge(self, name: str, documentation: str, read: Callable[[], float]) -> None:
         """A gauge read only when scraped, from a count something else already keeps."""

@@ -21,12 +21,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 
 from aiohttp import web
 
 from gateway.errors import GatewayError
 from gateway.http import appkeys
 from gateway.http.access_log import begin_request, log_access
+from gateway.http.auth import enter_run
 from gateway.http.checks import Handler, admit, error_response, from_http_exception, internal_error
 from gateway.http.cors import preflight_response
 from gateway.http.idempotency import run_idempotent, wants_idempotency
@@ -44,8 +46,10 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
     status: int | str = "-"
     try:
         lifecycle: Lifecycle | None = None
+        leave_run: Callable[[], None] | None = None
         try:
             lifecycle = admit(request)
+            leave_run = enter_run(request)  # a key's concurrent-runs limit (http/auth.py)
             preflight = preflight_response(request)
             response: web.StreamResponse
             if preflight is not None:
@@ -77,6 +81,8 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
         except Exception:
             response = internal_error(request)
         finally:
+            if leave_run is not None:
+                leave_run()
             if lifecycle is not None:
                 lifecycle.leave()
         status = response.status

@@ -49,6 +49,8 @@ What every backend guarantees:
   `conversation_tail` reads the newest items within a byte budget, what a turn can send.
   An unknown conversation id is `UnknownConversationError` (404), an unknown item id
   `UnknownItemError` (404).
+- **Owners** (schema version 4): a record and a conversation object keep the `owner` they were
+  written with and read back with it; store/owned.py makes each key's view of the store from it.
 - **Schema versions**: the backend creates and migrates its own tables, with a `schema_version`
   table, in ordered steps (version n -> n+1, each in place, a database of any older version keeps
   its records); a database newer than the backend knows is a `SchemaVersionError` (serve exits 1).
@@ -156,6 +158,9 @@ class StoredResponse:
     #: With `conversation`: the head this turn continued from ("" = it started fresh); the put
     #: fails with ConversationConflictError if the head moved meanwhile. None: no check.
     expected_head: str | None = None
+    #: Who stored it ("profile/key name", store/owned.py); "" for a record not stored through an
+    #: owner's view (the contract tests). Schema version 4.
+    owner: str = ""
 
 
 @dataclass
@@ -180,6 +185,8 @@ class Conversation:
     id: str
     created_at: int
     metadata: dict[str, str] = field(default_factory=dict)
+    #: As StoredResponse.owner; never part of the object a client sees.
+    owner: str = ""
 
     def object(self) -> dict[str, Any]:
         """As OpenAI returns it."""

@@ -37,8 +37,8 @@ from gateway.store.api import (
 from gateway.store.json_columns import from_text, from_text_or_none, to_text, to_text_or_none
 from gateway.store.pg_database import Conn, PostgresDatabase
 
-_INSERT_CONVERSATION = ("INSERT INTO conversation_objects (id, created_at, metadata, last_access, bytes)"
-                        " VALUES ($1, $2, $3, nextval('responses_access'), octet_length($3))")
+_INSERT_CONVERSATION = ("INSERT INTO conversation_objects (id, created_at, metadata, last_access, bytes, owner)"
+                        " VALUES ($1, $2, $3, nextval('responses_access'), octet_length($3), $4)")
 _INSERT_ITEM = ("INSERT INTO conversation_items (conversation_id, position, id, item, model, bytes)"
                 " VALUES ($1, $2, $3, $4, $5, $6)")
 _TOUCH_CONVERSATION = "UPDATE conversation_objects SET last_access = nextval('responses_access') WHERE id = $1"
@@ -52,10 +52,10 @@ _TAIL = (
     " WHERE c.id = $1 ORDER BY i.position"
 )
 _FIRST_POSITION = "SELECT min(position) FROM conversation_items WHERE conversation_id = $1"
-_GET_CONVERSATION = "SELECT id, created_at, metadata FROM conversation_objects WHERE id = $1"
+_GET_CONVERSATION = "SELECT id, created_at, metadata, owner FROM conversation_objects WHERE id = $1"
 _LOCK_CONVERSATION = _GET_CONVERSATION + " FOR UPDATE"
 _UPDATE_CONVERSATION = ("UPDATE conversation_objects SET metadata = $2, bytes = octet_length($2) WHERE id = $1"
-                        " RETURNING id, created_at, metadata")
+                        " RETURNING id, created_at, metadata, owner")
 _DELETE_CONVERSATION = "DELETE FROM conversation_objects WHERE id = $1"
 _LAST_ITEM = ("SELECT id, position FROM conversation_items WHERE conversation_id = $1"
               " ORDER BY position DESC LIMIT 1")
@@ -98,7 +98,7 @@ class PostgresConversations(ABC):
         DuplicateItemError.check(conversation.id, items, set())
         async with self.database.transaction() as conn:
             await conn.execute(_INSERT_CONVERSATION, conversation.id, conversation.created_at,
-                               to_text(conversation.metadata))
+                               to_text(conversation.metadata), conversation.owner)
             await _insert_items(conn, conversation.id, items, first=1)
             await self._bound(conn, {conversation.id}, locked=False)
 
@@ -206,7 +206,8 @@ async def _insert_items(conn: Conn, conversation_id: str, items: list[Conversati
 def _conversation(row: Any, conversation_id: str) -> Conversation:
     if row is None:
         raise UnknownConversationError.on(conversation_id)
-    return Conversation(id=row["id"], created_at=row["created_at"], metadata=from_text(row["metadata"]))
+    return Conversation(id=row["id"], created_at=row["created_at"], metadata=from_text(row["metadata"]),
+                        owner=row["owner"])
 
 
 def _item(row: Any) -> ConversationItem:

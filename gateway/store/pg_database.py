@@ -23,6 +23,8 @@ import asyncpg
 from gateway.common.redact import redact_url, scrub
 from gateway.errors import UnstorableValueError
 from gateway.store.api import SchemaVersionError, StoreUnavailableError
+from gateway.store.keys import KEY_TABLES
+from gateway.store.owners import DEFAULT_OWNER
 
 if TYPE_CHECKING:
     from asyncpg.pool import PoolConnectionProxy
@@ -34,7 +36,7 @@ log = logging.getLogger("agent_gateway.store")
 
 #: The schema this gateway writes. Each step migrates from the version before it; a database at a
 #: higher version than this was written by a newer gateway, which this one refuses to run against.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
         # last_access: a cluster-wide sequence, so replicas agree on "least recently used"
@@ -124,6 +126,20 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
           " FOR EACH ROW EXECUTE FUNCTION agent_gateway_store_usage()"
           for table in ("responses", "conversation_objects", "conversation_items")),
     ),
+    # Owners and keys, as SQLite's version 4 (store/sqlite_schema.py). $1 is the owner of the rows
+    # already there: the `default` key of the profile that migrates first (before owners, profiles
+    # sharing one database shared everything, so no row can be told apart).
+    4: (
+        "ALTER TABLE responses ADD COLUMN IF NOT EXISTS owner TEXT NOT NULL DEFAULT ''",
+        "UPDATE responses SET owner = $1::text",
+        "UPDATE responses SET conversation = owner || ':' || conversation WHERE conversation IS NOT NULL",
+        "UPDATE conversations SET name = $1::text || ':' || name",
+        "ALTER TABLE conversation_objects ADD COLUMN IF NOT EXISTS owner TEXT NOT NULL DEFAULT ''",
+        "UPDATE conversation_objects SET owner = $1::text",
+        "CREATE INDEX IF NOT EXISTS responses_by_owner ON responses (owner) INCLUDE (bytes)",
+        "CREATE INDEX IF NOT EXISTS conversation_objects_by_owner ON conversation_objects (owner)",
+        *KEY_TABLES,
+    ),
 }
 #: pg_advisory_xact_lock keys: schema migration, and the writes that must see each other
 #: (the LRU bound and conversation heads hold for the whole cluster).
@@ -148,8 +164,10 @@ class PostgresDatabase:
     operation is a 503; a background task retries with backoff meanwhile (`start`)."""
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10,
-                 connect_timeout: float = 5.0, command_timeout: float = 30.0) -> None:
+                 connect_timeout: float = 5.0, command_timeout: float = 30.0,
+                 legacy_owner: str = DEFAULT_OWNER) -> None:
         self.url = url
+        self.legacy_owner = legacy_owner  # who owns the rows of a database made before owners
         self.where = describe_url(url)
         self.min_size, self.max_size = min_size, max_size
         self.connect_timeout, self.command_timeout = connect_timeout, command_timeout
@@ -213,7 +231,7 @@ class PostgresDatabase:
                 pool = await asyncpg.create_pool(
                     self.url, min_size=self.min_size, max_size=self.max_size,
                     timeout=self.connect_timeout, command_timeout=self.command_timeout)
-                await _migrate(pool, self.where)
+                await _migrate(pool, self.where, self.legacy_owner)
             except SchemaVersionError:
                 if pool is not None:
                     await pool.close()
@@ -271,7 +289,7 @@ class PostgresDatabase:
                 await asyncio.wait_for(pool.close(), 10)
 
 
-async def _migrate(pool: asyncpg.Pool, where: str) -> None:
+async def _migrate(pool: asyncpg.Pool, where: str, legacy_owner: str) -> None:
     async with pool.acquire() as conn, conn.transaction():
         # replicas starting together migrate one at a time
         await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
@@ -284,7 +302,7 @@ async def _migrate(pool: asyncpg.Pool, where: str) -> None:
                 f"{SCHEMA_VERSION} that this gateway knows: upgrade the gateway")
         for version in range(current + 1, SCHEMA_VERSION + 1):
             for statement in _MIGRATIONS[version]:
-                await conn.execute(statement)
+                await conn.execute(statement, *((legacy_owner,) if "$1" in statement else ()))
         if current < SCHEMA_VERSION:
             await conn.execute("DELETE FROM schema_version")
             await conn.execute("INSERT INTO schema_version (version) VALUES ($1)", SCHEMA_VERSION)

@@ -26,13 +26,14 @@ from gateway.store.json_columns import from_text, to_text
 from gateway.store.pg_conversations import PostgresConversations
 from gateway.store.pg_database import WRITE_LOCK, Conn, PostgresDatabase
 
-_COLUMNS = "id, created_at, conversation, response, transcript, input_items, parent_id"
+_COLUMNS = "id, created_at, conversation, response, transcript, input_items, parent_id, owner"
 _R_COLUMNS = ", ".join("r." + c for c in _COLUMNS.split(", "))
 
 _UPSERT = (
     "INSERT INTO responses (id, created_at, last_access, conversation, response, transcript, input_items,"
-    " parent_id, bytes, history_bytes) VALUES ($1, $2, nextval('responses_access'), $3, $4, $5, $6, $7, $8, $9)"
-    " ON CONFLICT (id) DO UPDATE SET created_at = excluded.created_at,"
+    " parent_id, bytes, history_bytes, owner)"
+    " VALUES ($1, $2, nextval('responses_access'), $3, $4, $5, $6, $7, $8, $9, $10)"
+    " ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, created_at = excluded.created_at,"
     " last_access = excluded.last_access, conversation = excluded.conversation,"
     " response = excluded.response, transcript = excluded.transcript, input_items = excluded.input_items,"
     " parent_id = excluded.parent_id, bytes = excluded.bytes, history_bytes = excluded.history_bytes"
@@ -43,7 +44,7 @@ _EVICT_OVER_CAP = ("DELETE FROM responses WHERE id IN (SELECT id FROM responses 
           " LIMIT greatest(0, (SELECT count(*) FROM responses) - $1))")
 _HEADS = "SELECT name, response_id FROM conversations WHERE name = ANY($1::text[])"
 #: A row as the group writer holds it: the values of `_UPSERT`.
-_Row = tuple[str, int, str | None, str, str, str, str | None, int, int]
+_Row = tuple[str, int, str | None, str, str, str, str | None, int, int, str]
 _GET = f"SELECT {_COLUMNS} FROM responses WHERE id = $1"
 _GET_TOUCH = (f"UPDATE responses SET last_access = nextval('responses_access') WHERE id = $1"
               f" RETURNING {_COLUMNS}")
@@ -217,9 +218,10 @@ class PostgresResponseStore(PostgresConversations, ResponseStore):
 def _row(record: StoredResponse) -> _Row:
     response, transcript, items = to_text(record.response), to_text(record.transcript), to_text(record.input_items)
     return (record.id, record.created_at, record.conversation, response, transcript, items, record.parent_id,
-            len(response) + len(transcript) + len(items), len(transcript))
+            len(response) + len(transcript) + len(items), len(transcript), record.owner)
 
 
 def _record(row: Any) -> StoredResponse:
     return StoredResponse(id=row[0], created_at=row[1], conversation=row[2], response=from_text(row[3]),
-                          transcript=from_text(row[4]), input_items=from_text(row[5]), parent_id=row[6])
+                          transcript=from_text(row[4]), input_items=from_text(row[5]), parent_id=row[6],
+                          owner=row[7])

@@ -26,6 +26,7 @@ from gateway.store.api import (
 )
 from gateway.store.group_commit import GroupCommit
 from gateway.store.json_columns import from_text, to_text
+from gateway.store.owners import DEFAULT_OWNER
 from gateway.store.sqlite_conversations import SQLiteConversations
 from gateway.store.sqlite_faults import describe as _describe
 from gateway.store.sqlite_schema import SCHEMA_VERSION, migrate
@@ -43,8 +44,8 @@ _EVICT_RESPONSES = f"DELETE FROM responses WHERE id IN ({_OVER_CAP})"
 
 _UPSERT_RESPONSE = (
     "INSERT INTO responses (id, created_at, last_access, conversation, response, transcript, input_items,"
-    " parent_id, bytes, history_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-    " ON CONFLICT (id) DO UPDATE SET created_at = excluded.created_at,"
+    " parent_id, bytes, history_bytes, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, created_at = excluded.created_at,"
     " last_access = excluded.last_access, conversation = excluded.conversation,"
     " response = excluded.response, transcript = excluded.transcript, input_items = excluded.input_items,"
     " parent_id = excluded.parent_id, bytes = excluded.bytes, history_bytes = excluded.history_bytes"
@@ -54,7 +55,7 @@ _UPSERT_HEAD = ("INSERT INTO conversations (name, response_id) VALUES (?, ?)"
 # max(): a touch taken before a put of the same id must not make the newer record look older
 _TOUCH = "UPDATE responses SET last_access = max(last_access, ?) WHERE id = ?"
 
-_COLUMNS = "id, created_at, conversation, response, transcript, input_items, parent_id"
+_COLUMNS = "id, created_at, conversation, response, transcript, input_items, parent_id, owner"
 _R_COLUMNS = ", ".join("r." + c for c in _COLUMNS.split(", "))
 _SELECT_BY_ID = f"SELECT {_COLUMNS} FROM responses WHERE id = ?"
 _SELECT_HEAD = f"SELECT {_R_COLUMNS} FROM conversations c JOIN responses r ON r.id = c.response_id WHERE c.name = ?"
@@ -71,7 +72,7 @@ _CHAIN = (
 )
 
 #: A row as the group writer holds it: the values of `_UPSERT_RESPONSE`.
-_Row = tuple[str, int, int, str | None, str, str, str, str | None, int, int]
+_Row = tuple[str, int, int, str | None, str, str, str, str | None, int, int, str]
 
 
 class SQLiteResponseStore(SQLiteSpace, SQLiteConversations, ResponseStore):
@@ -90,13 +91,14 @@ class SQLiteResponseStore(SQLiteSpace, SQLiteConversations, ResponseStore):
     """
 
     def __init__(self, path: Path | str, max_responses: int, *, max_bytes: int | None = None,
-                 busy_timeout: float = 5.0) -> None:
+                 busy_timeout: float = 5.0, legacy_owner: str = DEFAULT_OWNER) -> None:
         if max_responses < 1:
             raise ValueError("max_responses must be at least 1")
         self.path = Path(path)
         self.max_responses = max_responses
         self.max_bytes = max_bytes
         self.busy_timeout = busy_timeout
+        self.legacy_owner = legacy_owner  # who owns what a file made before schema version 4 holds
         self._db: aiosqlite.Connection | None = None  # writes, one transaction at a time
         self._reader: aiosqlite.Connection | None = None  # single-statement reads
         self._open_lock = asyncio.Lock()  # open/close against each other and the lazy reopen
@@ -138,7 +140,7 @@ class SQLiteResponseStore(SQLiteSpace, SQLiteConversations, ResponseStore):
                 raise sqlite3.OperationalError("attempt to write a readonly database (cannot enable WAL)")
             await writer.execute("PRAGMA synchronous = FULL")
             try:
-                await migrate(writer, self.path)
+                await migrate(writer, self.path, self.legacy_owner)
             except SchemaVersionError:
                 for connection in opened:
                     await connection.close()
@@ -233,12 +235,13 @@ class SQLiteResponseStore(SQLiteSpace, SQLiteConversations, ResponseStore):
             transcript=from_text(row[4]),
             input_items=from_text(row[5]),
             parent_id=row[6],
+            owner=row[7],
         )
 
     def _row(self, record: StoredResponse) -> _Row:
         response, transcript, items = to_text(record.response), to_text(record.transcript), to_text(record.input_items)
         return (record.id, record.created_at, self._tick(), record.conversation, response, transcript, items,
-                record.parent_id, len(response) + len(transcript) + len(items), len(transcript))
+                record.parent_id, len(response) + len(transcript) + len(items), len(transcript), record.owner)
 
     async def put(self, record: StoredResponse) -> None:
         """Group commit: the puts that arrive while one transaction is being written go together in
@@ -351,7 +354,7 @@ class SQLiteResponseStore(SQLiteSpace, SQLiteConversations, ResponseStore):
         if touch:
             tick = self._tick()  # one tick for the whole chain: it is read as one
             self._keep_touches([(record.id, tick) for record in records])
-        return Chain(records, complete=not rows[-1][7])
+        return Chain(records, complete=not rows[-1][8])
 
     async def size(self) -> int:
         rows = await self._read("SELECT bytes FROM store_usage", ())

@@ -28,7 +28,7 @@ from gateway.store.json_columns import from_text, from_text_or_none, to_text, to
 
 T = TypeVar("T")
 
-_SELECT_CONVERSATION = "SELECT id, created_at, metadata FROM conversation_objects WHERE id = ?"
+_SELECT_CONVERSATION = "SELECT id, created_at, metadata, owner FROM conversation_objects WHERE id = ?"
 _INSERT_ITEM = ("INSERT INTO conversation_items (conversation_id, position, id, item, model, bytes)"
                 " VALUES (?, ?, ?, ?, ?, ?)")
 #: A conversation's newest items within a byte budget (the third parameter), measured on the
@@ -59,7 +59,7 @@ _GET_ITEM = ("SELECT o.id, i.item, i.model FROM conversation_objects o LEFT JOIN
 
 
 def _conversation(row: Any) -> Conversation:
-    return Conversation(id=row[0], created_at=int(row[1]), metadata=from_text(row[2]))
+    return Conversation(id=row[0], created_at=int(row[1]), metadata=from_text(row[2]), owner=row[3])
 
 
 def _item(item_text: str, model_text: str | None) -> ConversationItem:
@@ -89,9 +89,9 @@ class SQLiteConversations:
 
         async def body(db: aiosqlite.Connection) -> None:
             metadata = to_text(conversation.metadata)
-            await db.execute("INSERT INTO conversation_objects (id, created_at, metadata, last_access, bytes)"
-                             " VALUES (?, ?, ?, ?, ?)",
-                             (conversation.id, conversation.created_at, metadata, self._tick(), len(metadata)))
+            await db.execute("INSERT INTO conversation_objects (id, created_at, metadata, last_access, bytes, owner)"
+                             " VALUES (?, ?, ?, ?, ?, ?)", (conversation.id, conversation.created_at, metadata,
+                                                           self._tick(), len(metadata), conversation.owner))
             await _insert(db, conversation.id, items, 1)
             await self._bound(db, {conversation.id})
 
@@ -110,8 +110,8 @@ class SQLiteConversations:
                                       (text, len(text), conversation_id))
             if cursor.rowcount == 0:
                 raise UnknownConversationError.on(conversation_id)
-            return Conversation(id=conversation_id, created_at=await _created_at(db, conversation_id),
-                                metadata=dict(metadata))
+            created_at, owner = await _created_at(db, conversation_id)
+            return Conversation(id=conversation_id, created_at=created_at, metadata=dict(metadata), owner=owner)
 
         return await self._transaction(body)
 
@@ -231,7 +231,7 @@ async def _insert(db: aiosqlite.Connection, conversation_id: str, items: list[Co
         await db.executemany(_INSERT_ITEM, rows)
 
 
-async def _created_at(db: aiosqlite.Connection, conversation_id: str) -> int:
-    rows = list(await db.execute_fetchall("SELECT created_at FROM conversation_objects WHERE id = ?",
+async def _created_at(db: aiosqlite.Connection, conversation_id: str) -> tuple[int, str]:
+    rows = list(await db.execute_fetchall("SELECT created_at, owner FROM conversation_objects WHERE id = ?",
                                           (conversation_id,)))
-    return int(rows[0][0])
+    return int(rows[0][0]), str(rows[0][1])

@@ -8,6 +8,10 @@ read; `history_bytes` is the size of a turn's messages (what `chain` spends its 
 covering index lets a conversation's tail be measured without reading its items. A version-2 row
 keeps its whole transcript and gets no parent: it reads as the start of its chain.
 
+Version 4 (owners): responses and conversation objects carry their owner (store/owners.py), named
+conversations are kept under the owner-scoped name, and the keys and their usage have tables
+(store/keys.py); rows already there belong to the migrating profile's `default` key.
+
 Space: the file uses `auto_vacuum = INCREMENTAL` (a new file from its first page; an older one is
 switched by a VACUUM once, when it is opened by this version), so the store can hand freed pages
 back to the file system (`PRAGMA incremental_vacuum`, sqlite.py) and the file shrinks.
@@ -21,10 +25,11 @@ from pathlib import Path
 import aiosqlite
 
 from gateway.store.api import SchemaVersionError
+from gateway.store.keys import KEY_TABLES
 
 log = logging.getLogger("agent_gateway.store")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _USAGE_TRIGGERS = tuple(
     f"""CREATE TRIGGER IF NOT EXISTS {table}_usage_{event.split()[0].lower()} AFTER {event} ON {table}
@@ -97,10 +102,23 @@ STEPS: dict[int, tuple[str, ...]] = {
         " + (SELECT coalesce(sum(bytes), 0) FROM conversation_items)",
         *_USAGE_TRIGGERS,
     ),
+    # Owners and keys (store/owners.py, store/keys.py). `?` is the owner of the rows already there
+    # (the migrating profile's `default` key): a store made before owners was one user's.
+    4: (
+        "ALTER TABLE responses ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
+        "UPDATE responses SET owner = ?",
+        "UPDATE responses SET conversation = owner || ':' || conversation WHERE conversation IS NOT NULL",
+        "UPDATE conversations SET name = ? || ':' || name",
+        "ALTER TABLE conversation_objects ADD COLUMN owner TEXT NOT NULL DEFAULT ''",
+        "UPDATE conversation_objects SET owner = ?",
+        "CREATE INDEX IF NOT EXISTS responses_by_owner ON responses (owner, bytes)",
+        "CREATE INDEX IF NOT EXISTS conversation_objects_by_owner ON conversation_objects (owner)",
+        *KEY_TABLES,
+    ),
 }
 
 
-async def migrate(writer: aiosqlite.Connection, path: Path) -> None:
+async def migrate(writer: aiosqlite.Connection, path: Path, legacy_owner: str) -> None:
     """Brings the file to SCHEMA_VERSION, step by step, in one write transaction (BEGIN IMMEDIATE:
     two processes opening one file migrate one at a time). Raises SchemaVersionError for a file of
     a newer version, sqlite3.Error for a fault."""
@@ -117,7 +135,7 @@ async def migrate(writer: aiosqlite.Connection, path: Path) -> None:
                 f"version {SCHEMA_VERSION} that this gateway knows: upgrade the gateway")
         for version in range(current + 1, SCHEMA_VERSION + 1):
             for statement in STEPS[version]:
-                await writer.execute(statement)
+                await writer.execute(statement, (legacy_owner,) if "?" in statement else ())
         if current < SCHEMA_VERSION:
             await writer.execute("DELETE FROM schema_version")
             await writer.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))

@@ -34,6 +34,7 @@ async def test_every_line_serve_writes_is_a_json_object(tmp_path, upstream):
     [access] = [line for line in lines if line.get("path") == "/v1/chat/completions"]
     assert access["request_id"] == request_id and access["logger"] == "agent_gateway.access"
     assert access["method"] == "POST" and access["status"] == 200 and isinstance(access["duration_ms"], float)
+    assert access["key"] == "default"  # the key's name, never the key
     [missing] = [line for line in lines if line.get("status") == 404]
     assert missing["path"] == "/no/such/path" and "secret" not in err
     assert any(line["message"].startswith("shutting down") for line in lines)
@@ -57,8 +58,9 @@ def test_a_traceback_stays_inside_one_json_line():
 
 
 def test_an_access_line_with_a_model_route_has_a_model_field():
-    record = logging.LogRecord("agent_gateway.access", logging.INFO, __file__, 1, "%s %s %s %.0fms id=%s model=%s",
-                               ("POST", "/v1/chat/completions", 200, 12.34, "req_1", "qwen3"), None)
+    record = logging.LogRecord("agent_gateway.access", logging.INFO, __file__, 1,
+                               "%s %s %s %.0fms id=%s key=%s model=%s",
+                               ("POST", "/v1/chat/completions", 200, 12.34, "req_1", "alice", "qwen3"), None)
     parsed = json.loads(JsonFormatter().format(record))
     assert parsed["model"] == "qwen3" and parsed["status"] == 200 and parsed["path"] == "/v1/chat/completions"
-    assert parsed["message"].endswith("id=req_1 model=qwen3")
+    assert parsed["key"] == "alice" and parsed["message"].endswith("id=req_1 key=alice model=qwen3")

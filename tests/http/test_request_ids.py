@@ -69,7 +69,7 @@ async def test_access_line_has_method_path_status_duration_and_id(client, logs):
     lines = await access_lines(logs, 1)
     assert len(lines) == 1
     message = lines[0].getMessage()
-    assert re.fullmatch(r"POST /v1/chat/completions 200 \d+ms id=rid-1", message), message
+    assert re.fullmatch(r"POST /v1/chat/completions 200 \d+ms id=rid-1 key=default", message), message
     assert lines[0].request_id == "rid-1"
 
 

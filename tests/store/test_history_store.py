@@ -13,7 +13,9 @@ import asyncpg
 import pytest
 
 from gateway.store.api import Conversation, ConversationItem, ResponseStore, StoredResponse
-from gateway.store.pg_database import _MIGRATIONS, PostgresDatabase
+from gateway.store.owned import OwnedStore
+from gateway.store.owners import DEFAULT_OWNER
+from gateway.store.pg_database import _MIGRATIONS, SCHEMA_VERSION, PostgresDatabase
 from gateway.store.postgres import PostgresResponseStore
 from gateway.store.sqlite import SQLiteResponseStore
 
@@ -138,6 +140,9 @@ _V2_RECORD = ('resp_v2', 1, 1, None, '{"id": "resp_v2"}',
 async def _continues_a_v2_chain(store: ResponseStore) -> None:
     old = await store.get("resp_v2", touch=False)
     assert old is not None and old.response == {"id": "resp_v2"}
+    # made before owners (schema version 4): it belongs to the `default` key, as its conversation does
+    assert old.owner == DEFAULT_OWNER and (await store.get_conversation("conv_v2")).owner == DEFAULT_OWNER
+    assert await OwnedStore(store, "/alice").get("resp_v2", touch=False) is None
     assert [i.id for i in await store.conversation_items("conv_v2")] == ["msg_v2"]
     await store.put(StoredResponse(id="resp_v3", created_at=2, response={"id": "resp_v3"}, parent_id="resp_v2",
                                    transcript=[{"role": "user", "content": "Q2"}]))
@@ -173,7 +178,7 @@ async def test_a_version_2_sqlite_file_is_migrated_and_its_chains_continue(tmp_p
     async with SQLiteResponseStore(path, 100) as store:
         await _continues_a_v2_chain(store)
     check = sqlite3.connect(path)
-    assert check.execute("SELECT version FROM schema_version").fetchall() == [(3,)]
+    assert check.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
     assert check.execute("PRAGMA auto_vacuum").fetchall() == [(2,)]  # incremental from now on
     check.close()
 
@@ -192,9 +197,9 @@ async def test_a_version_2_postgres_database_is_migrated_and_its_chains_continue
                            "conv_v2", "msg_v2", '{"id": "msg_v2"}')
     finally:
         await conn.close()
-    for _ in range(2):  # the second open finds version 3 and changes nothing
+    for _ in range(2):  # the second open finds the latest version and changes nothing
         async with PostgresResponseStore(PostgresDatabase(postgres_url), 100) as store:
             if await store.get("resp_v3", touch=False) is None:
                 await _continues_a_v2_chain(store)
             version = await store.database.run(lambda c: c.fetchval("SELECT version FROM schema_version"))
-            assert version == 3
+            assert version == SCHEMA_VERSION

@@ -4,6 +4,7 @@ a URL whose password must never show, and migrating a database an older gateway 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 
 import asyncpg
@@ -15,7 +16,9 @@ from gateway.store.api import (
     StoreUnavailableError,
 )
 from gateway.store.json_columns import to_text
-from gateway.store.pg_database import _MIGRATIONS, PostgresDatabase
+from gateway.store.owned import OwnedStore
+from gateway.store.owners import DEFAULT_OWNER
+from gateway.store.pg_database import _MIGRATIONS, SCHEMA_VERSION, PostgresDatabase
 from gateway.store.postgres import _UPSERT_HEAD, PostgresResponseStore
 from tests.store.test_conversation_store import conv, ids, item
 from tests.store.test_store_contract import record
@@ -142,7 +145,7 @@ async def test_a_failed_group_of_puts_fails_each_put_with_its_own_503(postgres_c
         assert len({id(r) for r in results}) == 5
 
 
-async def test_a_version_1_database_migrates_to_3_and_keeps_its_responses_and_heads(postgres_url: str) -> None:
+async def test_a_version_1_database_migrates_to_the_latest_and_keeps_its_responses_and_heads(postgres_url: str) -> None:
     # the database as a version-1 gateway left it: only its schema, one response heading "chat"
     old = record("resp_old", conversation="chat", text="kept ü")
     conn = await asyncpg.connect(postgres_url)
@@ -157,13 +160,16 @@ async def test_a_version_1_database_migrates_to_3_and_keeps_its_responses_and_he
         await conn.execute(_UPSERT_HEAD, "chat", "resp_old")
     finally:
         await conn.close()
-    for _ in range(2):  # the second open finds version 3 and changes nothing
+    for _ in range(2):  # the second open finds the latest version and changes nothing
         async with PostgresResponseStore(PostgresDatabase(postgres_url), 10) as store:
-            assert await store.get("resp_old", touch=False) == old
-            head = await store.conversation_head("chat", touch=False)
+            # what was there belongs to the `default` key (schema version 4): its view reads it as it was
+            default = OwnedStore(store, DEFAULT_OWNER)
+            assert await default.get("resp_old", touch=False) == dataclasses.replace(old, owner=DEFAULT_OWNER)
+            head = await default.conversation_head("chat", touch=False)
             assert head is not None and head.id == "resp_old"
+            assert await OwnedStore(store, "/bob").get("resp_old", touch=False) is None
             version = await store.database.run(lambda c: c.fetchval("SELECT version FROM schema_version"))
-            assert version == 3
+            assert version == SCHEMA_VERSION
             await store.create_conversation(conv(), [item("msg_a")])
             await store.delete_conversation("conv_1")
 

@@ -12,6 +12,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from gateway.store.pg_database import SCHEMA_VERSION
 from tests.fakes.upstream import FakeUpstream, text
 from tests.support.gateway_process import ServerProcess, gateway_env, run_cli, start_gateway
 from tests.support.postgres import PASSWORD, Cluster
@@ -148,7 +149,7 @@ async def test_a_database_with_a_newer_schema_stops_serve_with_exit_1_naming_bot
     code, out, err = await run_cli("serve", "--port", "0", env=_env(tmp_path, upstream, postgres_url))
     assert code == 1
     lines = [line for line in err.splitlines() if "schema version" in line]
-    assert len(lines) == 1 and "schema version 7, newer than version 3" in lines[0]
+    assert len(lines) == 1 and f"schema version 7, newer than version {SCHEMA_VERSION}" in lines[0]
     assert PASSWORD not in err
 
 

@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from gateway.store.api import Conversation
+from gateway.store.owned import OwnedStore
+from gateway.store.owners import DEFAULT_OWNER
 from gateway.store.sqlite import SCHEMA_VERSION, SQLiteResponseStore, StoreUnavailableError
 from tests.store.records import record
 
@@ -307,9 +309,10 @@ async def test_a_version_1_file_is_migrated_and_keeps_its_responses(tmp_path: Pa
     async with SQLiteResponseStore(path, max_responses=10) as store:
         kept = await store.get("resp_old")
         assert kept is not None and kept.transcript == [{"role": "user", "content": "hi"}]
-        head = await store.conversation_head("chat")
-        assert head is not None and head.id == "resp_old"
+        # the `default` key's named conversation now (schema version 4)
+        head = await OwnedStore(store, DEFAULT_OWNER).conversation_head("chat")
+        assert head is not None and head.id == "resp_old" and head.conversation == "chat"
         await store.create_conversation(Conversation(id="conv_1", created_at=1), [])
         assert (await store.get_conversation("conv_1")).id == "conv_1"
     versions = sqlite3.connect(path).execute("SELECT version FROM schema_version").fetchall()
-    assert versions == [(SCHEMA_VERSION,)] and SCHEMA_VERSION == 3
+    assert versions == [(SCHEMA_VERSION,)] and SCHEMA_VERSION == 4

@@ -14,7 +14,7 @@ from gateway.store.api import (
     StoreUnavailableError,
 )
 from gateway.store.postgres import PostgresResponseStore
-from gateway.store.sqlite import SQLiteResponseStore
+from gateway.store.sqlite import SCHEMA_VERSION, SQLiteResponseStore
 from tests.store.records import MakeStore, record
 
 
@@ -164,7 +164,7 @@ async def _set_newer_schema(store: ResponseStore) -> None:
 async def test_a_database_with_a_newer_schema_is_refused_naming_both_versions(make_store: MakeStore) -> None:
     async with make_store(10) as store:
         await _set_newer_schema(store)
-    with pytest.raises(SchemaVersionError, match="schema version 99, newer than version 3"):
+    with pytest.raises(SchemaVersionError, match=f"schema version 99, newer than version {SCHEMA_VERSION}"):
         await make_store(10).open()
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from gateway.common import json_out
-from gateway.http import appkeys
+from gateway.http.auth import store_of
 from gateway.http.body import read_json_object
 from gateway.store.api import Conversation, ConversationItem, ResponseStore
 from gateway.wire import conversations as wire
@@ -23,7 +23,7 @@ routes = web.RouteTableDef()
 
 
 def _store(request: web.Request) -> ResponseStore:
-    return request.app[appkeys.STORE]
+    return store_of(request)  # the caller's objects only
 
 
 def _json(payload: Any) -> web.Response:

@@ -19,6 +19,7 @@ from gateway.agent.loop import AgentRequest
 from gateway.common import json_out
 from gateway.errors import GatewayError, InvalidRequestError, NotFoundError, echo
 from gateway.http import appkeys
+from gateway.http.auth import store_of
 from gateway.http.body import read_json_object
 from gateway.http.checks import continue_if_a_run_slot_is_free
 from gateway.http.model_routes import context_window, route_turn
@@ -102,7 +103,6 @@ async def _conversation_object(store: ResponseStore, parsed: ResponsesRequest, c
 async def _within_window(request: web.Request, parsed: ResponsesRequest,
                          turn: RouteTurn | None) -> tuple[_Continuation, list[Any]]:
     """The continuation, its history cut to the context window (or a 400, see context_budget.py)."""
-    app = request.app
     instructions = [{"role": "system", "content": parsed.instructions}] if parsed.instructions else []
     fixed = context_budget.fixed_tokens([*instructions, *parsed.messages, *parsed.chat_tools],
                                         parsed.max_output_tokens)
@@ -110,7 +110,7 @@ async def _within_window(request: web.Request, parsed: ResponsesRequest,
             and fixed <= context_budget.SMALLEST_WINDOW:
         return _Continuation(), []  # fits any model: no window to look up
     window = await context_window(request, turn)
-    continuation = await _continuation(app[appkeys.STORE], parsed, context_budget.history_bytes(window, fixed))
+    continuation = await _continuation(store_of(request), parsed, context_budget.history_bytes(window, fixed))
     history = context_budget.fit(continuation.transcript, complete=continuation.complete, window=window,
                                  fixed=fixed, truncation=parsed.truncation)
     return continuation, history
@@ -121,7 +121,7 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     parsed = parse_responses_request(await read_json_object(request))
     app = request.app
     settings = app[appkeys.SETTINGS]
-    store = app[appkeys.STORE]
+    store = store_of(request)
     # the model the client names now, whatever a previous response used (as OpenAI does)
     turn = await route_turn(request, parsed.model) if settings.llm_models is not None else None
     continuation, history = await _within_window(request, parsed, turn)
@@ -250,7 +250,7 @@ class _ResponsesStream(_Reply):
 @routes.get("/v1/responses/{response_id}")
 async def retrieve_response(request: web.Request) -> web.Response:
     response_id = _response_id(request)
-    record = await request.app[appkeys.STORE].get(response_id)
+    record = await store_of(request).get(response_id)
     if record is None:
         raise _not_found(response_id)
     return web.Response(body=json_out.dumps(record.response), content_type="application/json", charset="utf-8")
@@ -259,7 +259,7 @@ async def retrieve_response(request: web.Request) -> web.Response:
 @routes.delete("/v1/responses/{response_id}")
 async def delete_response(request: web.Request) -> web.Response:
     response_id = _response_id(request)
-    if not await request.app[appkeys.STORE].delete(response_id):
+    if not await store_of(request).delete(response_id):
         raise _not_found(response_id)
     return web.json_response({"id": response_id, "object": "response.deleted", "deleted": True})
 
@@ -268,7 +268,7 @@ async def delete_response(request: web.Request) -> web.Response:
 async def list_input_items(request: web.Request) -> web.Response:
     response_id = _response_id(request)
     query = parse_list_query(request.query, include_values(request))
-    record = await request.app[appkeys.STORE].get(response_id)
+    record = await store_of(request).get(response_id)
     if record is None:
         raise _not_found(response_id)
     items = record.input_items if query.order == "asc" else list(reversed(record.input_items))

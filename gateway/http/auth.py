@@ -1,0 +1,120 @@
+"""The front door's part of the keys: who a request is (its key), its limits, and its view of the store.
+
+`authenticate` replaces the single-key check: one hash and one in-memory lookup (http/keyring.py).
+API_SERVER_KEY is the key named `default`; with no key at all (no API_SERVER_KEY, no live key in
+the store) every request is `default`'s and the loopback-only Host rules apply (checks.py).
+
+Limits, each off unless the key has it (`agent-gateway keys create ... --rpm/--max-concurrent/
+--max-stored-mb`):
+- requests per minute, counted per replica: a sliding minute in memory, so admission costs no
+  database round trip; behind N replicas a client can get up to N times the figure. Every response
+  of such a key carries OpenAI's x-ratelimit-*-requests headers; past it, 429 with Retry-After.
+- concurrent runs (chat completions and responses being generated), per replica: 429 with Retry-After.
+- stored bytes: a store that would pass it is a 429 `insufficient_quota` (store/owned.py); reads
+  and deletes still work.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+from aiohttp import web
+
+from gateway.errors import AuthenticationError, InsufficientQuotaError, RateLimitError
+from gateway.http import appkeys
+from gateway.http.keyring import CURRENT_CALLER, CURRENT_RATE, KeyRing
+from gateway.store.keys import key_hash
+from gateway.store.owned import OwnedStore
+
+RUN_PATHS = frozenset({"/v1/chat/completions", "/v1/responses"})
+
+
+def authenticate(request: web.Request, presented: str | None, open_path: bool) -> KeyRing:
+    """Sets the request's caller, or raises 401/429. `open_path`: a route that needs no key."""
+    ring = request.app[appkeys.KEYRING]
+    CURRENT_RATE.set(None)
+    if open_path:
+        CURRENT_CALLER.set(None)
+        return ring
+    if ring.keyless:
+        caller = ring.default
+    else:
+        if presented is None:
+            raise AuthenticationError(
+                "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.", code=None)
+        found = ring.find(presented)
+        if found is None:
+            raise AuthenticationError("Incorrect API key provided.")
+        caller = found
+    CURRENT_CALLER.set(caller)
+    ring.usage_of(caller.name).last_used_at = int(time.time())
+    if caller.rpm is not None:
+        remaining, reset, admitted = ring.rate(caller, time.monotonic())
+        CURRENT_RATE.set((caller.rpm, remaining, reset))
+        if not admitted:
+            raise RateLimitError(f"Rate limit reached for key '{caller.name}': {caller.rpm} requests per minute. "
+                                 f"Try again in {math.ceil(reset)} s.", retry_after=max(1.0, reset))
+    return ring
+
+
+def enter_run(request: web.Request) -> Callable[[], None] | None:
+    """For a key with a concurrent-runs limit, a run's slot (the returned call gives it back)."""
+    caller = CURRENT_CALLER.get()
+    if caller is None or caller.max_concurrent is None or request.method != "POST" or request.path not in RUN_PATHS:
+        return None
+    ring = request.app[appkeys.KEYRING]
+    if not ring.enter_run(caller):
+        raise RateLimitError(f"Key '{caller.name}' already has {caller.max_concurrent} runs in progress, its "
+                             "limit; retry when one ends.", retry_after=1)
+    return lambda: ring.leave_run(caller)
+
+
+def add_rate_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """Part of the response-prepare hook: every response of a key with an rpm, errors and streams alike."""
+    rate = CURRENT_RATE.get()
+    if rate is not None:
+        limit, remaining, reset = rate
+        response.headers["x-ratelimit-limit-requests"] = str(limit)
+        response.headers["x-ratelimit-remaining-requests"] = str(max(0, remaining))
+        response.headers["x-ratelimit-reset-requests"] = _duration(reset)
+
+
+def _duration(seconds: float) -> str:
+    """As OpenAI writes it (Go's duration format): `17ms`, `8.64s`, `1m0s`."""
+    seconds = max(0.0, seconds)
+    if seconds < 1:
+        return f"{round(seconds * 1000)}ms"
+    minutes, rest = divmod(round(seconds, 2), 60)
+    text = f"{rest:.2f}".rstrip("0").rstrip(".") + "s"
+    return f"{int(minutes)}m{text}" if minutes else text
+
+
+def owner_key(request: web.Request, presented: str | None) -> str:
+    """Who an Idempotency-Key belongs to: the caller's owner (profile and key name) and a hash of
+    the token presented (never the token): on a keyless gateway, where everyone is `default`,
+    two clients sending different tokens still keep their replies apart."""
+    caller = CURRENT_CALLER.get()
+    owner = caller.owner if caller is not None else request.app[appkeys.KEYRING].default.owner
+    return f"owner:{owner}:" + ("anonymous" if presented is None else key_hash(presented))
+
+
+def store_of(request: web.Request) -> OwnedStore:
+    """The request's view of the store: its caller's objects only."""
+    ring = request.app[appkeys.KEYRING]
+    caller = CURRENT_CALLER.get() or ring.default
+    room = None
+    if caller.max_stored_bytes is not None:
+        limit = caller.max_stored_bytes
+
+        def room(size: int) -> None:
+            used = ring.stored_bytes.get(caller.name, 0)
+            if used + size > limit:
+                raise InsufficientQuotaError(
+                    f"Key '{caller.name}' stores {used} bytes; storing this would pass its quota of {limit} bytes. "
+                    "Delete stored responses or conversations to make room, or send \"store\": false.",
+                    param=None)
+            ring.stored_bytes[caller.name] = used + size  # until the next refresh counts it exactly
+
+    return OwnedStore(request.app[appkeys.STORE], caller.owner, room)

@@ -1,0 +1,46 @@
+"""The agent's usage counted per key: tokens, model calls, web searches and extracts.
+
+Wraps the gateway's observer (metrics, tracing): each figure goes into the key ring's pending
+usage, written to the store in batches (http/keyring.py) and, with metrics on, added to
+`agent_gateway_key_usage_total{key,kind}` with each batch (at most 2 s late; no counter per call).
+The key is the one of the request whose task runs the agent (`keyring.CURRENT_CALLER`, copied into
+a stream's producer task with the context).
+"""
+
+from __future__ import annotations
+
+from gateway.agent.observer import AgentObserver, ToolCall, UpstreamCall
+from gateway.http.keyring import CURRENT_CALLER, KeyRing
+
+#: No turn has a trillion tokens; a figure past that is an upstream's nonsense, kept bounded.
+MAX_PER_CALL = 10**12
+_TOOL_COUNTERS = {"web_search": "web_searches", "web_extract": "web_extracts"}
+
+
+class KeyUsageObserver(AgentObserver):
+    def __init__(self, inner: AgentObserver | None, ring: KeyRing) -> None:
+        self.inner = inner or AgentObserver()
+        self.ring = ring
+
+    def _count(self, kind: str, amount: int) -> None:
+        caller = CURRENT_CALLER.get()
+        if caller is None or amount <= 0:
+            return
+        amount = min(amount, MAX_PER_CALL)  # an upstream's absurd count must not overflow a BIGINT
+        delta = self.ring.usage_of(caller.name)
+        setattr(delta, kind, getattr(delta, kind) + amount)  # the metrics get it with the batch (app.py)
+
+    def upstream_call(self, stream: bool) -> UpstreamCall:
+        self._count("model_calls", 1)
+        return self.inner.upstream_call(stream)
+
+    def tool_call(self, tool: str) -> ToolCall:
+        kind = _TOOL_COUNTERS.get(tool)
+        if kind is not None:
+            self._count(kind, 1)
+        return self.inner.tool_call(tool)
+
+    def turn_finished(self, tool_rounds: int, prompt_tokens: int, completion_tokens: int) -> None:
+        self._count("input_tokens", prompt_tokens)
+        self._count("output_tokens", completion_tokens)
+        self.inner.turn_finished(tool_rounds, prompt_tokens, completion_tokens)

@@ -1,0 +1,201 @@
+"""The keys a running gateway accepts, held in memory and refreshed from the store.
+
+Auth is one SHA-256 of the presented key and one dict lookup (`KeyRing.find`): no database round
+trip per request. Every `REFRESH_SECONDS` a background task (`run`) reads the profile's keys again
+(so a key revoked or created by `agent-gateway keys` on any machine is seen by every replica within
+that time, no restart), writes the usage this replica counted since the last refresh in one
+transaction (so replicas add up and no request waits on a usage write), and reads each key's stored
+bytes (what the stored-bytes quota is checked against). An expired key is refused at once: its
+expiry is checked on each lookup. A refresh that fails keeps the ring it had and tries again.
+
+Limits that need an answer per request (rpm, concurrent runs) are counted here, per replica.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+from gateway.store.api import StoreUnavailableError
+from gateway.store.keys import ApiKey, KeyStore, UsageDelta, key_hash
+from gateway.store.owners import DEFAULT_KEY, owner_of
+
+log = logging.getLogger("agent_gateway.keys")
+
+#: A revoked key is refused by every replica within 5 s: the refresh runs well inside that.
+REFRESH_SECONDS = 2.0
+RATE_WINDOW = 60.0
+STORED_BYTES_EVERY = 15
+
+
+@dataclass
+class Caller:
+    """Who sent a request: a key's name and its limits (None: no limit)."""
+
+    name: str
+    owner: str
+    expires_at: int | None = None
+    rpm: int | None = None
+    max_concurrent: int | None = None
+    max_stored_bytes: int | None = None
+
+
+#: The caller of the request this task serves (None: an open route), and its rate state for a key
+#: with an rpm: (limit, remaining, seconds until a slot frees). Set by http/auth.py on every
+#: request, open ones too (a keep-alive connection serves its requests in one task, so nothing of
+#: the previous request's is left); read by the prepare hook, the access log (which runs in a copy
+#: of the request's context), the store's view and the agent's usage counts. A context variable
+#: rather than a request key: a read is one C call on the hot path.
+CURRENT_CALLER: ContextVar[Caller | None] = ContextVar("current_caller", default=None)
+CURRENT_RATE: ContextVar[tuple[int, int, float] | None] = ContextVar("current_rate", default=None)
+
+
+@dataclass
+class _Counters:
+    window: deque[float] = field(default_factory=deque)  # this minute's request times (rpm only)
+    running: int = 0
+
+
+class KeyRing:
+    def __init__(self, profile: str | None, api_key: str | None, store: KeyStore | None) -> None:
+        self.profile = profile
+        self.store = store
+        self.default = Caller(DEFAULT_KEY, owner_of(profile, DEFAULT_KEY))
+        self._api_key_hash = key_hash(api_key) if api_key else None
+        self._by_hash: dict[str, Caller] = {}
+        self._keys_made = False
+        self._quotas = False  # a live key has a stored-bytes quota
+        self._refreshes = 0
+        if self._api_key_hash is not None:
+            self._by_hash[self._api_key_hash] = self.default
+        self._counters: dict[str, _Counters] = {}
+        self.pending: dict[str, UsageDelta] = {}  # counted here, not yet written
+        self.stored_bytes: dict[str, int] = {}  # per key name, as of the last refresh
+        self._task: asyncio.Task[None] | None = None
+        self.on_refresh: Callable[[], None] | None = None  # after each refresh (the metrics' gauge)
+        #: with each batch of usage, before it is written (the metrics' per-key counters)
+        self.on_counted: Callable[[dict[str, UsageDelta]], None] | None = None
+
+    @property
+    def keyless(self) -> bool:
+        """No API_SERVER_KEY and no key ever made in the store: today's loopback-only rules, every
+        object `default`'s. Once a key was made, keys are required even when all are revoked or
+        expired (revoking the last key must not open the gateway)."""
+        return not self._by_hash and not self._keys_made
+
+    def find(self, presented: str) -> Caller | None:
+        caller = self._by_hash.get(key_hash(presented))
+        if caller is not None and caller.expires_at is not None and caller.expires_at <= time.time():
+            return None
+        return caller
+
+    # ---- per-request limits and usage --------------------------------------------------------
+
+    def rate(self, caller: Caller, now: float) -> tuple[int, float, bool]:
+        """For a key with an rpm: (remaining after this request, seconds until a slot frees,
+        whether this request is admitted). A sliding minute: each request frees its slot 60 s later."""
+        assert caller.rpm is not None
+        window = self._counters.setdefault(caller.name, _Counters()).window
+        while window and window[0] <= now - RATE_WINDOW:
+            window.popleft()
+        admitted = len(window) < caller.rpm
+        if admitted:
+            window.append(now)
+        reset = window[0] + RATE_WINDOW - now if window else 0.0
+        return caller.rpm - len(window), reset, admitted
+
+    def enter_run(self, caller: Caller) -> bool:
+        counters = self._counters.setdefault(caller.name, _Counters())
+        if caller.max_concurrent is not None and counters.running >= caller.max_concurrent:
+            return False
+        counters.running += 1
+        return True
+
+    def leave_run(self, caller: Caller) -> None:
+        self._counters[caller.name].running -= 1
+
+    def usage_of(self, name: str) -> UsageDelta:
+        delta = self.pending.get(name)
+        if delta is None:
+            delta = self.pending[name] = UsageDelta()
+        return delta
+
+    # ---- the refresh -------------------------------------------------------------------------
+
+    def _load(self, keys: list[ApiKey]) -> None:
+        by_hash: dict[str, Caller] = {}
+        for key in keys:
+            if key.revoked_at is None and key.name != DEFAULT_KEY:
+                by_hash[key.key_hash] = Caller(key.name, owner_of(self.profile, key.name), key.expires_at, key.rpm,
+                                               key.max_concurrent, key.max_stored_bytes)
+        if self._api_key_hash is not None:
+            by_hash[self._api_key_hash] = self.default
+        self._by_hash = by_hash  # swapped whole: a request sees the old ring or the new one
+        self._keys_made = self._keys_made or bool(keys)
+        self._quotas = any(caller.max_stored_bytes is not None for caller in by_hash.values())
+
+    async def refresh(self) -> None:
+        if self.store is None:
+            return
+        pending, self.pending = self.pending, {}
+        if self.on_counted is not None and pending:
+            self.on_counted(pending)
+        try:
+            await self.store.add_usage(pending)
+        except StoreUnavailableError:
+            for name, delta in pending.items():  # kept for the next refresh
+                self.usage_of(name).add(delta)
+            raise
+        self._load(await self.store.keys())
+        self._refreshes += 1
+        # The stored bytes are a sum over every stored object: read at each refresh only while a
+        # live key has a quota to check; otherwise every STORED_BYTES_EVERY refreshes (the gauge).
+        if self._quotas or self._refreshes % STORED_BYTES_EVERY == 1:
+            self.stored_bytes = {name: usage.stored_bytes for name, usage in (await self.store.usage()).items()}
+            if self.on_refresh is not None:
+                self.on_refresh()
+
+    async def start(self) -> None:
+        if self.store is None:
+            return
+        try:
+            await self.store.open()
+            await self.refresh()
+        except StoreUnavailableError as exc:
+            log.warning("the API keys could not be read yet (%s); retrying every %.0f s", exc.message,
+                        REFRESH_SECONDS)
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        failing = False
+        while True:
+            await asyncio.sleep(REFRESH_SECONDS)
+            try:
+                await self.refresh()
+                failing = False
+            except StoreUnavailableError as exc:
+                if not failing:  # once per outage, not every 2 s
+                    log.warning("the API keys are not being refreshed (the last ones read stay in use): %s",
+                                exc.message)
+                failing = True
+            except Exception:  # the loop must outlive any one failure
+                log.exception("the API keys were not refreshed")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self.store is not None:
+            try:
+                await self.store.add_usage(self.pending)  # what was counted since the last refresh
+            except Exception as exc:  # a stop must finish: the counts are lost, said once
+                log.warning("the API keys' last usage was not written: %s", getattr(exc, "message", exc))
+            self.pending = {}
+            await self.store.close()
