@@ -18,6 +18,7 @@ from gateway.config.settings import Settings
 from gateway.http import appkeys
 from gateway.http.access_log import add_request_id_header
 from gateway.http.auth import add_rate_headers
+from gateway.http.background import background_runs_ctx
 from gateway.http.checks import add_security_headers, allowed_hosts
 from gateway.http.cors import CorsPolicy, add_cors_headers
 from gateway.http.key_usage import KeyUsageObserver
@@ -93,6 +94,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     app.cleanup_ctx.append(_upstream_ctx)
     app.cleanup_ctx.append(_agent_ctx(tools, observer))
     app.cleanup_ctx.append(_store_ctx(database))
+    app.cleanup_ctx.append(background_runs_ctx)  # after the store: its runs stop before it closes
     app.cleanup_ctx.append(_keyring_ctx)  # after the store: stopped (its usage written) before it closes
     app.cleanup_ctx.append(_memory_release_ctx)
     for module in (health, openapi, models, chat, responses, conversations, web_status):

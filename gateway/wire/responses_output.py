@@ -190,6 +190,12 @@ class ResponseBuilder:
         self._end("incomplete")
         return self._ending(events, "response.incomplete")
 
+    def cancel(self) -> None:
+        """End because the client cancelled a background run: `cancelled`, with what was produced.
+        No event: OpenAI's streams have none for it (a follower's stream just ends)."""
+        self._close_open("incomplete")
+        self._end("cancelled")
+
     def _ending(self, events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
         self._ending_seq = self._seq  # the events before it have taken theirs already
         return [*events, self._event(kind, response=self.response())] if self._events else []
@@ -338,7 +344,7 @@ class ResponseBuilder:
             "created_at": self.created_at,
             "status": self.status,
             "completed_at": self._completed_at,
-            "background": False,
+            "background": request.background,
             "error": _json_copy(self._error),
             "incomplete_details": _json_copy(self._incomplete_details),
             "instructions": request.instructions,

@@ -60,6 +60,8 @@ class ResponsesRequest:
     conversation: str | None = None
     store: bool = True
     stream: bool = False
+    #: run on without the connection; polled with GET /v1/responses/{id} (needs `store`)
+    background: bool = False
     #: Tools as the client sent them (echoed in the response object).
     tools: list[dict[str, Any]] = field(default_factory=list)
     #: The client's function tools in chat format, for the model.
@@ -317,8 +319,11 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
     """Validate a `POST /v1/responses` body; raises InvalidRequestError (400) naming the field."""
     if not isinstance(body, dict):
         raise InvalidRequestError("The request body must be a JSON object.")
-    if body.get("background"):
-        raise _bad("background responses are not supported by this gateway.", "background")
+    background = _bool(body, "background", False)
+    if background and not _bool(body, "store", True):
+        # OpenAI's refusal: a background response lives in the store, where it is polled
+        raise _bad("Background mode requires 'store' to be true: a background response is "
+                   "kept in the store to be retrieved.", "background")
     previous = _optional_str(body, "previous_response_id")
     if previous is not None:
         ids.check(previous, "previous_response_id")
@@ -344,6 +349,7 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
         conversation=conversation,
         store=_bool(body, "store", True),
         stream=_bool(body, "stream", False),
+        background=background,
         tools=tools,
         chat_tools=chat_tools,
         tool_choice=tool_choice,

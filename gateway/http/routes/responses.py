@@ -7,9 +7,7 @@ the `response.completed` event), so a client that chains at once always finds it
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -20,17 +18,22 @@ from gateway.common import json_out
 from gateway.errors import GatewayError, InvalidRequestError, NotFoundError, echo
 from gateway.http import appkeys
 from gateway.http.auth import store_of
+from gateway.http.background import BACKGROUND_RUNS
 from gateway.http.body import read_json_object
 from gateway.http.checks import continue_if_a_run_slot_is_free
 from gateway.http.model_routes import context_window, route_turn
+from gateway.http.routes import responses_background
 from gateway.http.routes.conversations import include_values
+from gateway.http.routes.responses_reply import Continuation as _Continuation
+from gateway.http.routes.responses_reply import Reply as _Reply
+from gateway.http.routes.responses_reply import ending_on_assistant as _ending_on_assistant
+from gateway.http.routes.responses_reply import named as _named
 from gateway.http.runs import Messages, run_streamed, run_whole
-from gateway.http.sse import named_frames
-from gateway.store.api import ConversationItem, ResponseStore, StoredResponse, UnknownConversationError
+from gateway.store.api import ResponseStore, UnknownConversationError
 from gateway.upstream.routes import RouteTurn
 from gateway.wire import context_budget, ids
-from gateway.wire.conversations import is_conversation_id, item_list, parse_list_query, transcript, turn_items
-from gateway.wire.responses_output import ResponseBuilder, event_json
+from gateway.wire.conversations import is_conversation_id, item_list, parse_list_query, transcript
+from gateway.wire.responses_output import ResponseBuilder
 from gateway.wire.responses_request import ResponsesRequest, parse_responses_request
 
 log = logging.getLogger("agent_gateway.responses")
@@ -43,25 +46,6 @@ def _not_found(response_id: str) -> NotFoundError:
 
 def _response_id(request: web.Request) -> str:
     return ids.check_path(request.match_info["response_id"], "response", "response_id")
-
-
-@dataclass
-class _Continuation:
-    """What a request continues: the stored conversation as far back as the context window
-    reaches (empty for a fresh start), and what the store checks when the turn is kept, so that a
-    turn stored meanwhile (another replica's, or a concurrent request's) makes this one a 409
-    rather than a lost turn (see store/api.py)."""
-
-    transcript: list[dict[str, Any]] = field(default_factory=list)
-    #: False: older history was left unread (the window's budget was spent before its start)
-    complete: bool = True
-    #: the record this turn continues: its parent when stored (previous_response_id, a named head)
-    parent_id: str | None = None
-    #: a named conversation: the head it continued ("" when fresh)
-    expected_head: str | None = None
-    #: a conversation object (`conv_...`): its id, and the last item the turn read ("" if none)
-    conversation_id: str | None = None
-    expected_last: str | None = None
 
 
 async def _continuation(store: ResponseStore, parsed: ResponsesRequest, budget: int) -> _Continuation:
@@ -135,64 +119,17 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     else:
         agent_request.opener, agent_request.web_tools = turn.open, turn.route.web_tools
         model, reasoning = turn.route.id, turn.route.reasoning
+    if parsed.background:  # every event kept, streamed or not, for a stream resumed later
+        builder = ResponseBuilder(parsed, model=model, events=True, reasoning=reasoning == "show")
+        run = app[BACKGROUND_RUNS].register(builder.id)
+        background = responses_background.BackgroundReply(store, parsed, builder, continuation, turn, run=run)
+        return await responses_background.start(request, agent_request, background)
     builder = ResponseBuilder(parsed, model=model, events=parsed.stream, reasoning=reasoning == "show")
     if parsed.stream:
         reply = _ResponsesStream(store, parsed, builder, continuation, turn)
         return await run_streamed(request, agent_request, reply, log=log)
     builder.start()
     return await run_whole(app, agent_request, _ResponsesWhole(store, parsed, builder, continuation, turn))
-
-
-def _named(events: list[dict[str, Any]]) -> bytes:
-    return named_frames([(event["type"], event_json(event)) for event in events])
-
-
-def _ending_on_assistant(messages: Messages) -> list[dict[str, Any]]:
-    """A kept turn ends on an assistant message (what a chat upstream expects after tool
-    results). The agent's finished turns always do; one the client cut short may not."""
-    if not messages or messages[-1]["role"] == "tool":
-        return [*messages, {"role": "assistant", "content": ""}]
-    return list(messages)
-
-
-class _Reply:
-    """What both kinds of Responses reply share: the builder, and storing the response."""
-
-    def __init__(self, store: ResponseStore, parsed: ResponsesRequest, builder: ResponseBuilder,
-                 continuation: _Continuation, turn: RouteTurn | None = None) -> None:
-        self.store, self.parsed, self.builder = store, parsed, builder
-        self.continuation = continuation
-        self.turn = turn
-
-    def served(self) -> None:
-        """The response's `model` is the route that answered (a fallback's, perhaps)."""
-        if self.turn is not None:
-            self.builder.model = self.turn.served.id
-
-    async def save(self, messages: Messages) -> None:
-        """Store the response as the builder has it, with its own turn (its input and the
-        transcript the agent kept of it) and a link to the record it continued, never a copy of
-        the history (a chain is read back by walking parents). A turn of a conversation
-        object that ended (completed or incomplete, not failed or cut short) appends its input
-        and output items to it, with the response in the same write, whatever `store` says
-        (as OpenAI does: `store` is about the response object)."""
-        builder, parsed, continuation = self.builder, self.parsed, self.continuation
-        response = builder.response()
-        conversation_id = continuation.conversation_id
-        record = StoredResponse(
-            id=builder.id, created_at=builder.created_at, response=response,
-            transcript=[*parsed.messages, *messages], input_items=parsed.input_items,
-            conversation=None if conversation_id is not None else parsed.conversation,
-            parent_id=continuation.parent_id, expected_head=continuation.expected_head,
-        )
-        # Shielded: a client going away must not cancel the write halfway.
-        if conversation_id is not None and builder.status in ("completed", "incomplete"):
-            items = turn_items(parsed.input_items, builder.kept_output(), list(messages))
-            await asyncio.shield(self.store.append_items(
-                conversation_id, [ConversationItem(item, model) for item, model in items],
-                expected_last=continuation.expected_last, response=record if parsed.store else None))
-        elif parsed.store:
-            await asyncio.shield(self.store.put(record))
 
 
 class _ResponsesWhole(_Reply):
@@ -248,12 +185,23 @@ class _ResponsesStream(_Reply):
 
 
 @routes.get("/v1/responses/{response_id}")
-async def retrieve_response(request: web.Request) -> web.Response:
+async def retrieve_response(request: web.Request) -> web.StreamResponse:
     response_id = _response_id(request)
     record = await store_of(request).get(response_id)
     if record is None:
         raise _not_found(response_id)
+    if request.query.get("stream", "false").lower() == "true":
+        return await responses_background.resume(request, record)
     return web.Response(body=json_out.dumps(record.response), content_type="application/json", charset="utf-8")
+
+
+@routes.post("/v1/responses/{response_id}/cancel")
+async def cancel_response(request: web.Request) -> web.Response:
+    response_id = _response_id(request)
+    record = await store_of(request).get(response_id, touch=False)
+    if record is None:
+        raise _not_found(response_id)
+    return await responses_background.cancel(request, record)
 
 
 @routes.delete("/v1/responses/{response_id}")
