@@ -165,3 +165,20 @@ async def test_a_background_run_holds_a_run_slot(make_client: Any, upstream: Fak
     upstream.queue(text("now there is room"))
     async with gateway.post("/v1/responses", json={"model": "m", "input": "y"}, headers=AUTH) as reply:
         assert reply.status == 200
+
+
+async def test_shutdown_stops_a_running_background_response_as_incomplete(make_client: Any,
+                                                                          upstream: FakeUpstream) -> None:
+    first = await make_client(api_key=API_KEY)
+    upstream.queue(Reply(text="cut by the shutdown", endless=True, chunk_delay=0.05))
+    async with first.post("/v1/responses", json={"model": "m", "input": "x", "background": True},
+                          headers=AUTH) as reply:
+        response_id = (await reply.json())["id"]
+    while not upstream.requests:
+        await asyncio.sleep(0.01)
+    await first.close()  # the app's cleanup: its runs stopped before the store closes
+    await _upstream_gone(upstream)
+    second = await make_client(api_key=API_KEY)  # the same SQLite file
+    async with second.get(f"/v1/responses/{response_id}", headers=AUTH) as reply:
+        response = await reply.json()
+    assert response["status"] == "incomplete" and response["background"] is True

@@ -242,3 +242,27 @@ async def test_usage_per_key_in_the_store_the_metrics_and_the_access_log(
             break
         await asyncio.sleep(0.2)
     assert row[0] == "alice" and row[1] == str(2 * usage["prompt_tokens"]) and row[3] == "2", out
+
+
+async def test_background_cancel_and_stream_of_another_owner_read_as_unknown(keyed: tuple[Any, str, str],
+                                                                            upstream: FakeUpstream) -> None:
+    """Issue 28 with owners: another key's background response cannot be cancelled, polled or
+    streamed again: the same 404 as an id never stored, and it runs on."""
+    from tests.fakes.upstream import Reply
+
+    client, alice, bob = keyed
+    upstream.queue(Reply(text="alice's slow answer", chunk_size=4, chunk_delay=0.05))
+    async with client.post("/v1/responses", json={"model": "m", "input": "mine", "background": True},
+                           headers=bearer(alice)) as reply:
+        assert reply.status == 200, await reply.text()
+        response_id = (await reply.json())["id"]
+    unknown = "resp_" + "0" * 32
+    await _unknown_shape(client, bob, "POST", "/v1/responses/{}/cancel", response_id, unknown)
+    await _unknown_shape(client, bob, "GET", "/v1/responses/{}", response_id, unknown,
+                         params={"stream": "true", "starting_after": "0"})
+    async with client.get(f"/v1/responses/{response_id}", params={"stream": "true"},
+                          headers=bearer(alice)) as reply:
+        assert reply.status == 200
+        assert "response.completed" in await reply.text()
+    async with client.get(f"/v1/responses/{response_id}", headers=bearer(alice)) as reply:
+        assert (await reply.json())["status"] == "completed"

@@ -106,6 +106,23 @@ async def test_a_turn_from_the_head_it_continued_is_stored(store: ResponseStore)
     assert head is not None and head.id == "resp_2"
 
 
+async def test_a_background_turn_stored_in_progress_then_finished_becomes_the_head(store: ResponseStore) -> None:
+    """A background response (routes/responses_background.py) is put while it runs, with no
+    conversation and no turn, then put again when it ends: only the second moves the head."""
+    await store.put(record("resp_1", conversation="chat", expected_head=""))
+    running = record("resp_2", text="running")
+    running.transcript = []
+    await store.put(running)
+    head = await store.conversation_head("chat")
+    assert head is not None and head.id == "resp_1"
+    await store.put(record("resp_2", conversation="chat", text="done", expected_head="resp_1"))
+    head = await store.conversation_head("chat")
+    assert head is not None and head.id == "resp_2" and head.response["output"][0]["text"] == "done"
+    chain = await store.chain("resp_2", max_bytes=10_000)
+    assert chain is not None and [r.id for r in chain.records] == ["resp_2"]
+    assert await store.count() == 2
+
+
 async def test_a_turn_whose_head_moved_meanwhile_is_a_409_and_stores_nothing(store: ResponseStore) -> None:
     await store.put(record("resp_1", conversation="chat", expected_head=""))
     # two turns both continued from resp_1; whichever commits second is refused
