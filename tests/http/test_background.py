@@ -182,3 +182,13 @@ async def test_shutdown_stops_a_running_background_response_as_incomplete(make_c
     async with second.get(f"/v1/responses/{response_id}", headers=AUTH) as reply:
         response = await reply.json()
     assert response["status"] == "incomplete" and response["background"] is True
+
+
+async def test_continuing_a_running_background_response_is_a_400_until_it_ends(sdk: Any,
+                                                                                upstream: FakeUpstream) -> None:
+    upstream.queue(Reply(text="slow", endless=True, chunk_delay=0.05))
+    running = await sdk.responses.create(model="m", input="x", background=True)
+    with pytest.raises(openai.BadRequestError) as info:
+        await sdk.responses.create(model="m", input="next", previous_response_id=running.id)
+    assert info.value.param == "previous_response_id"
+    await sdk.responses.cancel(running.id)

@@ -266,3 +266,26 @@ async def test_background_cancel_and_stream_of_another_owner_read_as_unknown(key
         assert "response.completed" in await reply.text()
     async with client.get(f"/v1/responses/{response_id}", headers=bearer(alice)) as reply:
         assert (await reply.json())["status"] == "completed"
+
+
+async def test_a_background_response_over_its_keys_quota_ends_failed_with_every_event(
+        tmp_path: Path, make_client: Callable[..., Any], upstream: FakeUpstream) -> None:
+    """The store refuses the finished background response: the stream ends on `response.failed`
+    with no gap in the sequence numbers, and a poll says `failed`, not `in_progress` forever."""
+    import openai
+
+    from tests.fakes.upstream import Reply
+
+    small = await make_key(tmp_path, "small", "--max-stored-mb", "1")
+    client = await make_client()
+    upstream.queue(Reply(text="x" * 1_200_000, chunk_size=400_000))
+    sdk = openai.AsyncOpenAI(base_url=str(client.make_url("/v1")), api_key=small, max_retries=0)
+    try:
+        stream = await sdk.responses.create(model="m", input="big", background=True, stream=True)
+        events = [event async for event in stream]
+        assert [event.sequence_number for event in events] == list(range(len(events)))
+        assert events[-1].type == "response.failed"
+        polled = await sdk.responses.retrieve(events[0].response.id)
+        assert polled.status == "failed" and polled.error is not None
+    finally:
+        await sdk.close()

@@ -73,7 +73,8 @@ def test_string_input_becomes_one_user_message_with_an_id() -> None:
         ({"input": "x", "tool_choice": {"type": "function", "name": ["x"]}}, "tool_choice"),
         ({"input": "x", "tool_choice": {"type": "function", "name": {"x": 1}}}, "tool_choice"),
         ({"input": "x", "text": {"format": {"type": "yaml"}}}, "text.format"),
-        ({"input": "x", "background": True}, "background"),
+        ({"input": "x", "background": True, "store": False}, "background"),
+        ({"input": "x", "background": "yes"}, "background"),
     ],
 )
 def test_malformed_fields_are_400_naming_the_field(body: Any, param: str | None) -> None:

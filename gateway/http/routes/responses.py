@@ -57,6 +57,10 @@ async def _continuation(store: ResponseStore, parsed: ResponsesRequest, budget: 
                 f"Previous response with id '{echo(parsed.previous_response_id)}' not found.",
                 param="previous_response_id", code="previous_response_not_found",
             )
+        if previous.records and previous.records[0].response.get("status") in ("queued", "in_progress"):
+            # a background response still running has no turn to continue from yet
+            raise InvalidRequestError(f"Response '{echo(parsed.previous_response_id)}' is still in progress; "
+                                      "continue from it once it has ended.", param="previous_response_id")
         return _Continuation(previous.transcript(), previous.complete, parent_id=parsed.previous_response_id)
     if parsed.conversation is None:
         return _Continuation()

@@ -56,6 +56,18 @@ class BackgroundReply(Reply):
                                             response=builder.response(), transcript=[],
                                             input_items=self.parsed.input_items))
 
+    async def failed_without_output(self) -> None:
+        """The failed response was refused (a key's stored-bytes quota, say): a poll must still
+        learn that it failed, so the record says so without its output."""
+        builder = self.builder
+        try:
+            await asyncio.shield(self.store.put(StoredResponse(
+                id=builder.id, created_at=builder.created_at, response={**builder.response(), "output": []},
+                transcript=[], input_items=[])))
+        except GatewayError as exc:
+            log.warning("the failed response %s is still stored in progress: %s", builder.id,
+                        exc.detail or exc.message)
+
     async def stopped(self, reason: str, messages: Messages) -> None:
         """Cancelled by the client (`cancelled`) or by shutdown (`incomplete`): stored as such,
         nothing appended to a conversation, no head moved."""
@@ -116,8 +128,9 @@ async def _drive(app: web.Application, agent_request: AgentRequest, reply: Backg
             closing = builder.finish()
             try:
                 await reply.save(ending_on_assistant(finished.messages if finished else agent_run.messages))
-            except GatewayError as exc:
+            except GatewayError as exc:  # the ending event was not sent: `fail` takes its number
                 error = exc
+                reply.record(closing[:-1])
             else:
                 reply.record(closing)
         if error is not None:
@@ -128,6 +141,7 @@ async def _drive(app: web.Application, agent_request: AgentRequest, reply: Backg
                 await reply.save(agent_run.messages)
             except GatewayError as exc:
                 log.warning("the failed response %s was not stored: %s", builder.id, exc.detail or exc.message)
+                await reply.failed_without_output()
             reply.record(closing)
     except asyncio.CancelledError:
         if not run.saving:  # the upstream call is abandoned with the task; record how it ended
