@@ -35,6 +35,11 @@ class RunLimiter:
         self.active += 1
         return True
 
+    def hold_for_background(self) -> None:
+        """One more slot, for a background run, taken by the request that starts it while that
+        request holds its own (so never refused); the run `release`s it when it ends."""
+        self.active += 1
+
     def release(self) -> None:
         self.active -= 1
 

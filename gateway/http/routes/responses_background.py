@@ -91,7 +91,7 @@ async def start(request: web.Request, agent_request: AgentRequest, reply: Backgr
     await reply.placeholder()
     # the run's own slot: the request's is released when this handler returns
     limiter = app[appkeys.LIMITER]
-    limiter.active += 1
+    limiter.hold_for_background()
     task = asyncio.get_running_loop().create_task(_drive(app, agent_request, reply))
     reply.run.task = task
     task.add_done_callback(lambda _: limiter.release())
