@@ -135,6 +135,9 @@ class SQLiteResponseStore(SQLiteSpace, SQLiteConversations, ResponseStore):
             # mid-transaction on a lock upgrade (busy_timeout covers the wait instead); and a BEGIN
             # of our own would be one more hand-over to the connection's thread per transaction.
             writer = await self._connect(opened, isolation_level="IMMEDIATE")
+            # before WAL: switching the journal writes a fresh file's first page, after which
+            # auto_vacuum no longer takes (a new file would need the one-off VACUUM of an old one)
+            await writer.execute("PRAGMA auto_vacuum = INCREMENTAL")
             mode = await writer.execute_fetchall("PRAGMA journal_mode = WAL")
             if not mode or str(next(iter(mode))[0]).lower() != "wal":
                 raise sqlite3.OperationalError("attempt to write a readonly database (cannot enable WAL)")

@@ -122,8 +122,8 @@ async def migrate(writer: aiosqlite.Connection, path: Path, legacy_owner: str) -
     """Brings the file to SCHEMA_VERSION, step by step, in one write transaction (BEGIN IMMEDIATE:
     two processes opening one file migrate one at a time). Raises SchemaVersionError for a file of
     a newer version, sqlite3.Error for a fault."""
-    # on a fresh file this must come before the first table; on an older one it takes the VACUUM below
-    await writer.execute("PRAGMA auto_vacuum = INCREMENTAL")
+    # (a fresh file got `auto_vacuum = INCREMENTAL` before its first page, when it was opened;
+    # an older one takes the VACUUM below)
     await writer.execute("BEGIN IMMEDIATE")
     try:
         await writer.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")

@@ -131,6 +131,17 @@ async def test_the_sqlite_file_shrinks_after_deletes_and_evictions(tmp_path: Pat
     assert path.stat().st_size < full / 4
 
 
+async def test_a_new_sqlite_file_reclaims_space_from_its_first_page_without_a_vacuum(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "r.db"
+    with caplog.at_level("INFO", logger="agent_gateway.store"):
+        async with SQLiteResponseStore(path, 1000) as store:
+            await store.put(turn("resp_a"))
+    assert "VACUUM" not in caplog.text  # the one-off compaction is for files made before version 3
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA auto_vacuum").fetchone()[0] == 2  # INCREMENTAL
+
+
 # ---- version 2 databases, migrated in place --------------------------------------------------
 
 _V2_RECORD = ('resp_v2', 1, 1, None, '{"id": "resp_v2"}',
