@@ -24,3 +24,14 @@ def to_text_or_none(value: Any) -> str | None:
 
 def from_text_or_none(text: str | bytes | None) -> Any:
     return None if text is None else from_text(text)
+
+
+def item_rows(conversation_id: str, items: list[Any], first: int) -> list[tuple[Any, ...]]:
+    """The rows of conversation items as both backends insert them: (conversation, position, id,
+    item JSON, model view JSON or NULL, bytes of the two)."""
+    rows = []
+    for offset, item in enumerate(items):
+        text, model = to_text(item.item), to_text_or_none(item.model)
+        rows.append((conversation_id, first + offset, item.id, text, model,
+                     len(text) + (len(model) if model is not None else 0)))
+    return rows

@@ -34,7 +34,7 @@ from gateway.store.api import (
     UnknownConversationError,
     UnknownItemError,
 )
-from gateway.store.json_columns import from_text, from_text_or_none, to_text, to_text_or_none
+from gateway.store.json_columns import from_text, from_text_or_none, item_rows, to_text
 from gateway.store.pg_database import Conn, PostgresDatabase
 
 _INSERT_CONVERSATION = ("INSERT INTO conversation_objects (id, created_at, metadata, last_access, bytes, owner)"
@@ -195,12 +195,7 @@ class PostgresConversations(ABC):
 
 async def _insert_items(conn: Conn, conversation_id: str, items: list[ConversationItem], *, first: int) -> None:
     if items:
-        rows = []
-        for offset, item in enumerate(items):
-            text, model = to_text(item.item), to_text_or_none(item.model)
-            rows.append((conversation_id, first + offset, item.id, text, model,
-                         len(text) + (len(model) if model is not None else 0)))
-        await conn.executemany(_INSERT_ITEM, rows)
+        await conn.executemany(_INSERT_ITEM, item_rows(conversation_id, items, first))
 
 
 def _conversation(row: Any, conversation_id: str) -> Conversation:

@@ -24,7 +24,7 @@ from gateway.store.api import (
     UnknownConversationError,
     UnknownItemError,
 )
-from gateway.store.json_columns import from_text, from_text_or_none, to_text, to_text_or_none
+from gateway.store.json_columns import from_text, from_text_or_none, item_rows, to_text
 
 T = TypeVar("T")
 
@@ -223,12 +223,7 @@ async def _locked(db: aiosqlite.Connection, conversation_id: str) -> Conversatio
 async def _insert(db: aiosqlite.Connection, conversation_id: str, items: list[ConversationItem],
                   first_position: int) -> None:
     if items:
-        rows = []
-        for offset, item in enumerate(items):
-            text, model = to_text(item.item), to_text_or_none(item.model)
-            rows.append((conversation_id, first_position + offset, item.id, text, model,
-                         len(text) + (len(model) if model is not None else 0)))
-        await db.executemany(_INSERT_ITEM, rows)
+        await db.executemany(_INSERT_ITEM, item_rows(conversation_id, items, first_position))
 
 
 async def _created_at(db: aiosqlite.Connection, conversation_id: str) -> tuple[int, str]:

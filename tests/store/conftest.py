@@ -29,3 +29,14 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> MakeStore:
 async def store(make_store: MakeStore) -> AsyncIterator[ResponseStore]:
     async with make_store(100) as opened:
         yield opened
+
+
+@pytest.fixture
+async def database(postgres_url: str) -> AsyncIterator[PostgresDatabase]:
+    """An open PostgreSQL database on the throwaway cluster (the idempotency tables' tests)."""
+    database = PostgresDatabase(postgres_url, max_size=4)
+    await database.open()
+    try:
+        yield database
+    finally:
+        await database.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -14,15 +13,6 @@ from gateway.store.pg_idempotency import IdempotencyInProgressError, PostgresIde
 REPLY = CachedReply(status=200, body=b'{"ok": "\xc3\xa9"}\n', headers=(("Content-Type", "application/json"),),
                     fingerprint="fp1")
 
-
-@pytest.fixture
-async def database(postgres_url: str) -> AsyncIterator[PostgresDatabase]:
-    database = PostgresDatabase(postgres_url, max_size=4)
-    await database.open()
-    try:
-        yield database
-    finally:
-        await database.close()
 
 
 async def test_a_kept_reply_is_replayed_by_another_replica_byte_for_byte(database: PostgresDatabase,

@@ -3,10 +3,6 @@ the whole cluster; a reply too big on its own is not kept), where it had only a 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-
 from gateway.store.idempotency import CachedReply
 from gateway.store.pg_database import PostgresDatabase
 from gateway.store.pg_idempotency import PostgresIdempotencyCache
@@ -17,15 +13,6 @@ HEADERS = (("Content-Type", "application/json"),)
 def reply(size: int) -> CachedReply:
     return CachedReply(status=200, body=b"x" * size, headers=HEADERS, fingerprint="fp")
 
-
-@pytest.fixture
-async def database(postgres_url: str) -> AsyncIterator[PostgresDatabase]:
-    database = PostgresDatabase(postgres_url, max_size=4)
-    await database.open()
-    try:
-        yield database
-    finally:
-        await database.close()
 
 
 async def _keep(cache: PostgresIdempotencyCache, key: str, kept: CachedReply) -> None:
