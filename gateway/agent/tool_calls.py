@@ -1,0 +1,123 @@
+"""The model's tool calls in one round: pieced together from the stream's parts, run in parallel
+(each observed and bounded by the tool timeout), and written back as chat messages."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.agent import sources
+from gateway.agent.events import AgentEvent, ToolCallFinished, ToolCallStarted
+from gateway.agent.observer import CURRENT_TOOL_REPORT, AgentObserver, ToolReport
+from gateway.agent.toolbox import Toolbox, ToolContext
+from gateway.upstream.deltas import ToolCallPart
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: str
+
+
+class ToolRunner:
+    """Runs a round's calls to the agent's own tools: `run` yields each call's start, then each result."""
+
+    __slots__ = ("toolbox", "observer", "tool_timeout")
+
+    def __init__(self, toolbox: Toolbox, observer: AgentObserver, tool_timeout: float) -> None:
+        self.toolbox = toolbox
+        self.observer = observer
+        self.tool_timeout = tool_timeout
+
+    async def run(self, calls: list[ToolCall], allowed: bool, context: ToolContext,
+                  numbers: sources.SourceNumbers) -> AsyncGenerator[AgentEvent, None]:
+        parsed: list[dict[str, Any] | str] = []
+        for call in calls:
+            arguments = parse_arguments(call.arguments)
+            parsed.append(arguments)
+            tool = self.toolbox.get(call.name) if allowed else None
+            marker = tool.marker(arguments) if tool is not None and isinstance(arguments, dict) else None
+            queries, urls = sources.wanted(call.name, arguments) if tool is not None else ((), ())
+            yield ToolCallStarted(call.id, call.name, call.arguments, marker, queries, urls)
+        outputs = await asyncio.gather(
+            *(self._run_one(c, a, allowed, context) for c, a in zip(calls, parsed, strict=True)))
+        for call, (output, ok) in zip(calls, outputs, strict=True):
+            worked, output, found = numbers.outcome(call.name, output) if ok else (False, output, ())
+            yield ToolCallFinished(call.id, call.name, output, worked, found)
+
+    async def _run_one(self, call: ToolCall, arguments: dict[str, Any] | str, allowed: bool,
+                       context: ToolContext) -> tuple[str, bool]:
+        """One call, observed: the tool reports its provider into `report` (gateway/agent/observer.py)."""
+        # a name the model made up is not a label: metric labels stay a bounded set
+        observed = self.observer.tool_call(call.name if call.name in self.toolbox else "unknown")
+        report = ToolReport()
+        CURRENT_TOOL_REPORT.set(report)  # in this call's own task context (gather made the task)
+        outcome = "cancelled"
+        try:
+            output, ok, outcome = await self._run_tool(call, arguments, allowed, context)
+        finally:
+            observed.finish(report.provider, report.outcome if outcome == "ok" else outcome)
+        return output, ok
+
+    async def _run_tool(self, call: ToolCall, arguments: dict[str, Any] | str,
+                        allowed: bool, context: ToolContext) -> tuple[str, bool, str]:
+        tool = self.toolbox.get(call.name) if allowed else None
+        if tool is None:
+            return (tool_error(f"unknown tool {call.name!r}; available: {', '.join(self.toolbox.names())}"),
+                    False, "unknown_tool")
+        if isinstance(arguments, str):
+            return tool_error(arguments), False, "bad_arguments"
+        try:
+            output = await asyncio.wait_for(tool.run(arguments, context), timeout=self.tool_timeout)
+        except TimeoutError:
+            return tool_error(f"{call.name} timed out after {self.tool_timeout:g} s"), False, "timeout"
+        except Exception as exc:  # noqa: BLE001 - a tool's bug must cost the call, not the turn
+            return tool_error(f"{call.name} failed: {exc or type(exc).__name__}"), False, "error"
+        return output, True, "ok"
+
+
+def merge_call_part(partial: dict[int, ToolCall], part: ToolCallPart) -> None:
+    index = part.index if part.index is not None else len(partial)
+    entry = partial.setdefault(index, ToolCall("", "", ""))
+    if part.id:
+        entry.id = part.id
+    # Some servers (llama-cpp-python) repeat the whole name in every fragment of a call: a piece
+    # equal to the name so far is that repeat, not more of the name.
+    if part.name and part.name != entry.name:
+        entry.name += part.name
+    if part.arguments:
+        entry.arguments += part.arguments
+
+
+def assistant_with_calls(text: str, calls: list[ToolCall]) -> dict[str, Any]:
+    # "" rather than null for a round of calls without text: Ollama, LM Studio, llama-cpp-python
+    # and older llama-server builds refuse a null content; every server checked accepts "".
+    return {
+        "role": "assistant",
+        "content": text,
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments or "{}"}}
+            for c in calls
+        ],
+    }
+
+
+def parse_arguments(raw: str) -> dict[str, Any] | str:
+    """The call's arguments as a dict, or an error sentence for the model."""
+    if not raw or not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return "the arguments were not valid JSON; call the tool again with a JSON object"
+    if not isinstance(value, dict):
+        return "the arguments must be a JSON object"
+    return value
+
+
+def tool_error(message: str) -> str:
+    return json.dumps({"success": False, "error": message}, ensure_ascii=False)
