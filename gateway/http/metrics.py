@@ -8,8 +8,10 @@ closed sets, tools and providers come from the toolbox and the registry. Never a
 URL, a key or an id.
 
 Cheap on the hot path: a request is recorded once, from the front door's access-log step
-(`request_done`); labelled children are looked up once and kept; the gauges are read from the
-objects that already count (run limiter, lifecycle) only when scraped.
+(`request_done`); the figures every request updates (requests, durations, model calls, tokens,
+rounds) are plain numbers in http/metric_counts.py, turned into families only when scraped; the
+rarer ones are prometheus_client's own metrics, their labelled children looked up once and kept;
+the gauges are read from the objects that already count (run limiter, lifecycle) only when scraped.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import Any
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from gateway.http.metric_counts import LoopCounter, LoopHistogram
 
 PREFIX = "agent_gateway"
 KNOWN_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
@@ -37,17 +41,17 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.requests = Counter(f"{PREFIX}_requests", "HTTP requests by route template, method and status",
-                                ("route", "method", "status"), registry=r)
-        self.request_seconds = Histogram(f"{PREFIX}_request_duration_seconds",
-                                         "Non-streamed requests: time to the whole reply", ("route",),
-                                         buckets=SECONDS, registry=r)
-        self.stream_first_byte = Histogram(f"{PREFIX}_stream_first_byte_seconds",
-                                           "Streamed replies: time to the first byte", ("route",),
-                                           buckets=SECONDS, registry=r)
-        self.stream_seconds = Histogram(f"{PREFIX}_stream_duration_seconds",
-                                        "Streamed replies: time to the end of the body", ("route",),
-                                        buckets=SECONDS, registry=r)
+        self.requests = LoopCounter(f"{PREFIX}_requests", "HTTP requests by route template, method and status",
+                                    ("route", "method", "status"), registry=r)
+        self.request_seconds = LoopHistogram(f"{PREFIX}_request_duration_seconds",
+                                             "Non-streamed requests: time to the whole reply", SECONDS, ("route",),
+                                             registry=r)
+        self.stream_first_byte = LoopHistogram(f"{PREFIX}_stream_first_byte_seconds",
+                                               "Streamed replies: time to the first byte", SECONDS, ("route",),
+                                               registry=r)
+        self.stream_seconds = LoopHistogram(f"{PREFIX}_stream_duration_seconds",
+                                            "Streamed replies: time to the end of the body", SECONDS, ("route",),
+                                            registry=r)
         self.rejections = Counter(f"{PREFIX}_rejections", "Requests refused: unauthorized (401), "
                                   "payload_too_large (413), rate_limited (429)", ("reason",), registry=r)
         self.replays = Counter(f"{PREFIX}_idempotent_replays", "Replies replayed for a repeated Idempotency-Key",
@@ -55,19 +59,19 @@ class Metrics:
         self.open_streams = 0
         Gauge(f"{PREFIX}_open_streams", "Streamed replies being written", registry=r).set_function(
             lambda: self.open_streams)
-        self.tool_rounds = Histogram(f"{PREFIX}_agent_tool_rounds", "Rounds of tool calls per agent turn",
-                                     buckets=ROUNDS, registry=r)
-        self.tokens = Counter(f"{PREFIX}_tokens", "Tokens the upstream reported (usage), by direction",
-                              ("direction",), registry=r)
-        self._tokens_in = self.tokens.labels("in")
-        self._tokens_out = self.tokens.labels("out")
-        self.upstream_calls = Counter(f"{PREFIX}_upstream_calls", "Model calls by outcome", ("outcome",),
-                                      registry=r)
-        self.upstream_seconds = Histogram(f"{PREFIX}_upstream_call_duration_seconds",
-                                          "Model calls: time to the end of the reply", buckets=SECONDS, registry=r)
-        self.upstream_first_token = Histogram(f"{PREFIX}_upstream_first_token_seconds",
-                                              "Streamed model calls: time to the first text or tool-call delta",
-                                              buckets=SECONDS, registry=r)
+        self.tool_rounds = LoopHistogram(f"{PREFIX}_agent_tool_rounds", "Rounds of tool calls per agent turn",
+                                         ROUNDS, registry=r)
+        self.tokens = LoopCounter(f"{PREFIX}_tokens", "Tokens the upstream reported (usage), by direction",
+                                  ("direction",), registry=r)
+        self.tokens.inc(("in",), 0)  # both shown from the start
+        self.tokens.inc(("out",), 0)
+        self.upstream_calls = LoopCounter(f"{PREFIX}_upstream_calls", "Model calls by outcome", ("outcome",),
+                                          registry=r)
+        self.upstream_seconds = LoopHistogram(f"{PREFIX}_upstream_call_duration_seconds",
+                                              "Model calls: time to the end of the reply", SECONDS, registry=r)
+        self.upstream_first_token = LoopHistogram(f"{PREFIX}_upstream_first_token_seconds",
+                                                  "Streamed model calls: time to the first text or tool-call delta",
+                                                  SECONDS, registry=r)
         self.route_calls = Counter(f"{PREFIX}_model_route_calls", "Model calls per model route by outcome "
                                    "(ok, unreachable, upstream_error, rate_limited, timeout)",
                                    ("route", "outcome"), registry=r)
@@ -112,14 +116,14 @@ class Metrics:
         """`now`: when the front door let the request go (the call itself may come a little later)."""
         route = route_of(request)
         method = request.method if request.method in KNOWN_METHODS else "other"
-        self._child(self.requests, route, method, str(status)).inc()
+        self.requests.inc((route, method, str(status)))
         first_byte = request.get(FIRST_BYTE_AT)
         if first_byte is None:
-            self._child(self.request_seconds, route).observe(now - started)
+            self.request_seconds.observe((route,), now - started)
         else:
             self.open_streams -= 1
-            self._child(self.stream_first_byte, route).observe(first_byte - started)
-            self._child(self.stream_seconds, route).observe(now - started)
+            self.stream_first_byte.observe((route,), first_byte - started)
+            self.stream_seconds.observe((route,), now - started)
         reason = REJECTIONS.get(status) if isinstance(status, int) else None
         if reason is not None:
             self._child(self.rejections, reason).inc()
@@ -136,10 +140,10 @@ class Metrics:
     # -- from the agent (gateway/http/observe.py) and the store wrapper --
 
     def upstream_done(self, outcome: str, seconds: float, first_token: float | None) -> None:
-        self._child(self.upstream_calls, outcome).inc()
-        self.upstream_seconds.observe(seconds)
+        self.upstream_calls.inc((outcome,))
+        self.upstream_seconds.observe((), seconds)
         if first_token is not None:
-            self.upstream_first_token.observe(first_token)
+            self.upstream_first_token.observe((), first_token)
 
     def route_attempt(self, route: str, outcome: str) -> None:
         self._child(self.route_calls, route, outcome).inc()
@@ -152,11 +156,11 @@ class Metrics:
         self._child(self.tool_seconds, tool, provider).observe(seconds)
 
     def turn_done(self, tool_rounds: int, prompt_tokens: int, completion_tokens: int) -> None:
-        self.tool_rounds.observe(tool_rounds)
+        self.tool_rounds.observe((), tool_rounds)
         if prompt_tokens:
-            self._tokens_in.inc(prompt_tokens)
+            self.tokens.inc(("in",), prompt_tokens)
         if completion_tokens:
-            self._tokens_out.inc(completion_tokens)
+            self.tokens.inc(("out",), completion_tokens)
 
     def store_done(self, operation: str, outcome: str, seconds: float) -> None:
         self._child(self.store_operations, operation, outcome).inc()
