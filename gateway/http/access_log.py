@@ -98,7 +98,8 @@ class RequestIdFilter(logging.Filter):
     """Puts the current request id on every record as `request_id` ("-" outside a request)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not hasattr(record, "request_id"):
+        # the instance's dict, not hasattr: a missing attribute costs hasattr a formatted AttributeError
+        if "request_id" not in record.__dict__:
             record.request_id = _CURRENT.get() or "-"
         return True
 

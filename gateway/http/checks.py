@@ -22,6 +22,7 @@ from gateway.errors import (
     ServiceUnavailableError,
 )
 from gateway.http import appkeys
+from gateway.http.auth import authenticate
 from gateway.http.lifecycle import Lifecycle
 from gateway.http.log_limits import printable
 
@@ -91,8 +92,6 @@ def internal_error(request: web.Request) -> web.Response:
 
 
 def admit(request: web.Request) -> Lifecycle:
-    from gateway.http.auth import authenticate  # auth imports the store's view; checks is imported early
-
     """The checks before routing, in this order: not shutting down (503), declared body size
     (413), key (401, or 429 past its rpm) or, with no key, Host (403). The caller must `leave()` the returned lifecycle
     once the request is done."""
