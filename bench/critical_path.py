@@ -1,6 +1,6 @@
 """Python opcodes on the latency path of a non-streamed chat call at c=1: an A/B that needs no quiet host.
 
-    python -m bench.critical_path [--requests 300] [--src /tmp/old]
+    python -m bench.critical_path [--requests 300] [--src /tmp/old] [--pause 0]
 
 Starts the bench fake upstream, then the gateway (from `--src`, default this checkout) under a
 `sys.settrace` opcode counter; after a warm-up, counts the Python opcodes the gateway runs per
@@ -9,8 +9,10 @@ request in three stretches, marked by aiohttp's own calls: from the request's by
 upstream reply in (`client_proto` data_received) to our reply out (the second _writelines), and
 from the reply out to the next request in (work done after the reply, e.g. the access line). The
 first two are what a client waits for (with the upstream's time between them); medians printed.
-Requests are paced (PAUSE apart), so that work deferred past a reply is counted as such: a client
-sending the next request at once may still wait for part of it.
+Requests are paced (`--pause`, PAUSE by default), so that work deferred past a reply is counted as
+such; `--pause 0` is a client that sends its next request as soon as it has the reply (an SDK's
+next call, a benchmark at c=1): the third stretch is then what that request waits for before the
+gateway reads it.
 C code (the HTTP parser, orjson) is not counted: `python -m bench.callgrind` counts everything.
 """
 
@@ -125,7 +127,8 @@ async def measure(args: argparse.Namespace) -> int:
                 await send(session, url, body, 1, 1)
                 # a pause, so that what the gateway does after a reply ends before the next request
                 # arrives instead of landing in its first stretch (how far it does depends on timing)
-                await asyncio.sleep(PAUSE)
+                if args.pause > 0:
+                    await asyncio.sleep(args.pause)
             gateway.send_signal(signal.SIGUSR2)
             while not Path(out).exists():
                 await asyncio.sleep(0.1)
@@ -149,6 +152,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--src", help="a checkout to measure instead of this one (A/B)")
+    parser.add_argument("--pause", type=float, default=PAUSE,
+                        help=f"seconds between a reply and the next request (default {PAUSE}; 0: at once)")
     return asyncio.run(measure(parser.parse_args()))
 
 

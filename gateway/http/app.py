@@ -17,6 +17,7 @@ from gateway.agent.web_tools import build_web_tools
 from gateway.config.settings import Settings
 from gateway.http import appkeys
 from gateway.http.access_log import add_request_id_header
+from gateway.http.after_reply import AfterReply
 from gateway.http.auth import add_rate_headers
 from gateway.http.background import background_runs_ctx
 from gateway.http.checks import add_security_headers, allowed_hosts
@@ -87,9 +88,8 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     if settings.metrics_enabled:
         app[appkeys.METRICS] = _metrics(app)
         app.router.add_routes(metrics.routes)
-    observer = KeyUsageObserver(GatewayObserver(app.get(appkeys.METRICS), tracer)
-                                if settings.metrics_enabled or tracer is not None else None,
-                                app[appkeys.KEYRING])
+    after_reply = app[appkeys.AFTER_REPLY] = AfterReply()
+    observer = KeyUsageObserver(GatewayObserver(app.get(appkeys.METRICS), tracer, after_reply), app[appkeys.KEYRING])
     app.on_response_prepare.append(_response_headers)
     app.cleanup_ctx.append(_upstream_ctx)
     app.cleanup_ctx.append(_agent_ctx(tools, observer))
@@ -97,9 +97,16 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     app.cleanup_ctx.append(background_runs_ctx)  # after the store: its runs stop before it closes
     app.cleanup_ctx.append(_keyring_ctx)  # after the store: stopped (its usage written) before it closes
     app.cleanup_ctx.append(_memory_release_ctx)
+    app.on_cleanup.append(_write_after_reply)  # after every request has ended (the grace included)
     for module in (health, openapi, models, chat, responses, conversations, web_status):
         app.router.add_routes(module.routes)
     return app
+
+
+async def _write_after_reply(app: web.Application) -> None:
+    """The last replies' access lines and metrics, which would otherwise wait for a request that
+    never comes (http/after_reply.py)."""
+    app[appkeys.AFTER_REPLY].run()
 
 
 async def _response_headers(request: web.Request, response: web.StreamResponse) -> None:

@@ -10,6 +10,7 @@ from gateway.agent.loop import Agent
 from gateway.agent.toolbox import Toolbox
 from gateway.agent.web_fallback import WebState
 from gateway.config.settings import Settings
+from gateway.http.after_reply import AfterReply
 from gateway.http.keyring import KeyRing
 from gateway.http.lifecycle import Lifecycle, RunLimiter
 from gateway.http.metrics import Metrics
@@ -44,3 +45,5 @@ METRICS = web.AppKey("metrics", Metrics)
 ALLOWED_HOSTS: web.AppKey[frozenset[str] | None] = web.AppKey("allowed_hosts")
 #: The API keys accepted and their per-replica counters (http/keyring.py)
 KEYRING = web.AppKey("keyring", KeyRing)
+#: Each reply's bookkeeping (access line, metrics), run while the gateway would otherwise wait (http/after_reply.py)
+AFTER_REPLY = web.AppKey("after_reply", AfterReply)

@@ -41,6 +41,7 @@ _client_details = RateLimitedLog(log)
 
 @web.middleware
 async def front_door(request: web.Request, handler: Handler) -> web.StreamResponse:
+    after_reply = request.app[appkeys.AFTER_REPLY]
     request_id = begin_request(request)
     started = time.perf_counter()
     status: int | str = "-"
@@ -58,6 +59,9 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
                 # the run slot before the body: a request that cannot run is refused unread
                 limiter = request.app[appkeys.LIMITER]
                 running = limiter.take_for(request.method, request.path)
+                # the earlier replies' bookkeeping runs once this request waits: an agent run's
+                # once its model call has left (http/observe.py)
+                after_reply.request_started(run_queued=not running)
                 try:
                     if wants_idempotency(request):
                         response = await run_idempotent(request, handler)
@@ -97,11 +101,11 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
         status = "disconnected"
         raise
     finally:
-        # Done once this task step ends: a returned reply is written right after the middleware, so
-        # its bytes leave before the access line and the request's metrics are made (less latency
-        # per reply, bench/README.md). call_soon runs it in a copy of this context: the access
-        # record carries the request id.
-        asyncio.get_running_loop().call_soon(_after_reply, request, request_id, status, started, time.perf_counter())
+        # Done later: a returned reply is written right after the middleware, so its bytes leave
+        # before the access line and the request's metrics are made, and the next request on a
+        # kept-alive connection does not wait for them either (http/after_reply.py,
+        # bench/README.md). Run in a copy of this context: the access record carries the request id.
+        after_reply.add(_after_reply, request, request_id, status, started, time.perf_counter())
 
 
 def _after_reply(request: web.Request, request_id: str, status: int | str, started: float, ended: float) -> None:

@@ -8,31 +8,16 @@ call's `traceparent` names its own span, so the upstream's spans hang below it.
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVarTuple, Unpack
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from gateway.agent.observer import AgentObserver, ToolCall, UpstreamCall
+from gateway.http.after_reply import AfterReply
 from gateway.http.metrics import Metrics
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
-
-
-Ts = TypeVarTuple("Ts")
-
-
-def _soon(record: Callable[[Unpack[Ts]], None], *args: *Ts) -> None:
-    """Records a figure once the current task step ends: the agent's reply (rendered and written
-    in this step) need not wait for the bookkeeping. At once when no loop runs (a generator closed
-    at interpreter exit)."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        record(*args)
-        return
-    loop.call_soon(record, *args)
 
 
 class _Upstream(UpstreamCall):
@@ -60,8 +45,10 @@ class _Upstream(UpstreamCall):
         now = time.perf_counter()
         metrics = self._observer.metrics
         if metrics is not None:
-            _soon(metrics.upstream_done, outcome, now - self._started,
-                  None if self._first is None else self._first - self._started)
+            # recorded later (http/after_reply.py): the agent's reply, rendered and written in this
+            # step, need not wait for the bookkeeping
+            self._observer.after_reply.add(metrics.upstream_done, outcome, now - self._started,
+                                           None if self._first is None else self._first - self._started)
         if self._span is not None:
             _end(self._span, outcome)
 
@@ -97,8 +84,9 @@ def _end(span: Any, outcome: str) -> None:
 
 
 class GatewayObserver(AgentObserver):
-    def __init__(self, metrics: Metrics | None, tracer: Tracer | None) -> None:
+    def __init__(self, metrics: Metrics | None, tracer: Tracer | None, after_reply: AfterReply | None = None) -> None:
         self.metrics = metrics
+        self.after_reply = after_reply if after_reply is not None else AfterReply()
         self.tracing: tuple[Any, Any, Tracer] | None = None
         if tracer is not None:
             from opentelemetry import propagate, trace
@@ -106,6 +94,7 @@ class GatewayObserver(AgentObserver):
             self.tracing = (trace, propagate, tracer)
 
     def upstream_call(self, stream: bool) -> UpstreamCall:
+        self.after_reply.model_call_starts()  # earlier replies' bookkeeping: while the model works
         return _Upstream(self, stream)
 
     def tool_call(self, tool: str) -> ToolCall:
@@ -113,4 +102,4 @@ class GatewayObserver(AgentObserver):
 
     def turn_finished(self, tool_rounds: int, prompt_tokens: int, completion_tokens: int) -> None:
         if self.metrics is not None:
-            _soon(self.metrics.turn_done, tool_rounds, prompt_tokens, completion_tokens)
+            self.after_reply.add(self.metrics.turn_done, tool_rounds, prompt_tokens, completion_tokens)

@@ -15,6 +15,7 @@ import pytest
 from gateway.config.settings import OPTIONS_BY_KEY, Settings, parse_option
 from gateway.http.app import create_app
 from tests.fakes.upstream import FakeUpstream, error, text
+from tests.support.helpers import access_lines
 
 KEY_ONE = "sk-route-one-0123456789"
 KEY_TWO = "sk-route-two-9876543210"
@@ -183,10 +184,10 @@ async def test_a_fallback_is_logged_with_its_reason(routed, upstream, second, ca
     client = await routed(one={"fallbacks": ["two"]})
     with caplog.at_level(logging.INFO):
         status, _ = await _ask(client, "chat", "one", False)
+        access = [r.getMessage() for r in await access_lines(caplog, 1)]
     assert status == 200
     assert any("model route one failed (upstream_error" in r.getMessage() and "falling back to two" in r.getMessage()
                for r in caplog.records)
-    access = [r.getMessage() for r in caplog.records if r.name == "agent_gateway.access"]
     assert any("POST /v1/chat/completions 200" in line and line.endswith("model=two") for line in access)
 
 

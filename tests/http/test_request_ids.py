@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 
@@ -11,20 +10,10 @@ import pytest
 from gateway.http.access_log import LOG_FORMAT, LogFormatter, RequestIdFilter
 from tests.conftest import API_KEY
 from tests.fakes.upstream import Reply, error
-from tests.support.helpers import chat_chunks
+from tests.support.helpers import access_lines, chat_chunks
 
 CHAT = {"messages": [{"role": "user", "content": "hi"}]}
 GENERATED = re.compile(r"req_[0-9a-f]{32}")
-
-
-async def access_lines(logs, count: int) -> list[logging.LogRecord]:
-    """The access lines, once `count` are written (a stream's line follows its last byte)."""
-    for _ in range(100):
-        lines = [r for r in logs.records if r.name == "agent_gateway.access"]
-        if len(lines) >= count:
-            return lines
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"expected {count} access lines, got {len(lines)}")
 
 
 @pytest.fixture

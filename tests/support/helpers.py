@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from typing import Any
 
 
@@ -44,3 +46,15 @@ def assert_error_envelope(body: Any, *, code: str | None | object = ..., param: 
         assert error["code"] == code, error
     if param is not ...:
         assert error["param"] == param, error
+
+
+async def access_lines(caplog: Any, count: int) -> list[logging.LogRecord]:
+    """The access lines `caplog` holds, once `count` are written: a reply's line is written after
+    the reply (gateway/http/after_reply.py), once the next request waits or the gateway is quiet."""
+    lines: list[logging.LogRecord] = []
+    for _ in range(100):
+        lines = [r for r in caplog.records if r.name == "agent_gateway.access"]
+        if len(lines) >= count:
+            return lines
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"expected {count} access lines, got {len(lines)}")

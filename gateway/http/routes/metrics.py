@@ -16,5 +16,6 @@ routes = web.RouteTableDef()
 
 @routes.get("/metrics")
 async def metrics(request: web.Request) -> web.Response:
+    request.app[appkeys.AFTER_REPLY].run()  # the replies so far, counted before they are shown
     body = generate_latest(request.app[appkeys.METRICS].registry)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
