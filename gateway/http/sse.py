@@ -66,7 +66,9 @@ async def batched_with_keepalive(
                     break
             async for item in source:
                 items.append(item)
-                wake.set()
+                # the consumer waits only on an empty list: one wake-up per batch, not per item
+                if len(items) == 1:
+                    wake.set()
                 if len(items) >= max_batch:
                     await room.wait(None)
         except BaseException as exc:
