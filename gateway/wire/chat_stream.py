@@ -8,6 +8,7 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from gateway.agent.events import (
+    AgentEvent,
     ClientToolCall,
     Finished,
     ReasoningDelta,
@@ -78,6 +79,22 @@ class ChatChunkEncoder:
 
     def start(self) -> str:
         return self._prefix + ROLE_CHOICES
+
+    def encode_all(self, events: list[AgentEvent]) -> list[str]:
+        """`encode` of each event, in one list. The usual event, a short text delta outside Open
+        WebUI's display, is encoded here without the call and the one-item list per event."""
+        out: list[str] = []
+        if self._owui is not None:  # its thinking state moves with the events: each one through encode
+            for event in events:
+                out.extend(self.encode(event))
+            return out
+        head = self._content_head
+        for event in events:
+            if type(event) is TextDelta and 0 < len(event.text) <= MAX_DELTA_CHARS:
+                out.append(head + encode_basestring(event.text) + CONTENT_TAIL)
+            else:
+                out.extend(self.encode(event))
+        return out
 
     def encode(self, event: object) -> list[str]:
         if isinstance(event, TextDelta):

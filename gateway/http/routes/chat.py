@@ -81,8 +81,7 @@ class _ChatStream:
         return frames([self.encoder.start()])
 
     def encode(self, events: list[AgentEvent]) -> bytes:
-        encode = self.encoder.encode
-        return frames([frame for event in events for frame in encode(event)])
+        return frames(self.encoder.encode_all(events))
 
     async def end(self, messages: Messages) -> bytes:
         return DONE
