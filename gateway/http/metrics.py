@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from aiohttp import web
@@ -33,8 +34,11 @@ SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 
 FAST_SECONDS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 ROUNDS = (0, 1, 2, 3, 4, 6, 8, 12, 16)
 
-#: When a streamed reply was prepared (its headers left with the first body bytes).
-FIRST_BYTE_AT = web.RequestKey("metrics_first_byte_at", float)
+#: When the request's streamed reply was prepared (its headers left with the first body bytes); None
+#: for a whole reply. A context variable, set and read in the request's own task (the access step
+#: runs in a copy of its context): `request.get(key)` for a key a request lacks raises and catches a
+#: KeyError, on every non-streamed request.
+FIRST_BYTE_AT: ContextVar[float | None] = ContextVar("metrics_first_byte_at", default=None)
 
 
 class Metrics:
@@ -117,7 +121,7 @@ class Metrics:
         route = route_of(request)
         method = request.method if request.method in KNOWN_METHODS else "other"
         self.requests.inc((route, method, str(status)))
-        first_byte = request.get(FIRST_BYTE_AT)
+        first_byte = FIRST_BYTE_AT.get()
         if first_byte is None:
             self.request_seconds.observe((route,), now - started)
         else:
@@ -132,7 +136,7 @@ class Metrics:
         # A web.Response is prepared after the front door has returned it; a stream is prepared
         # inside the handler, so the front door's step after it sees the mark.
         if not isinstance(response, web.Response):
-            request[FIRST_BYTE_AT] = time.perf_counter()
+            FIRST_BYTE_AT.set(time.perf_counter())
             self.open_streams += 1
         elif "Idempotent-Replayed" in response.headers:
             self.replays.inc()

@@ -82,6 +82,19 @@ async def test_a_scrape_after_known_traffic_shows_the_exact_counts(make_client, 
     assert value(again, requests, route="/metrics", method="GET", status="200") == 1
 
 
+async def test_a_whole_reply_after_a_stream_on_the_same_connection_counts_as_a_whole_reply(client,
+                                                                                        upstream: FakeUpstream):
+    upstream.queue(text("Streamed."), text("Whole."))
+    resp = await client.post("/v1/chat/completions", json={"messages": USER, "stream": True})
+    chat_chunks(await resp.text())
+    assert (await client.post("/v1/chat/completions", json={"messages": USER})).status == 200
+    samples, _ = await scrape(client)
+    route = "/v1/chat/completions"
+    assert value(samples, "agent_gateway_stream_duration_seconds_count", route=route) == 1
+    assert value(samples, "agent_gateway_request_duration_seconds_count", route=route) == 1
+    assert value(samples, "agent_gateway_open_streams") == 0
+
+
 async def test_the_duration_buckets_move_with_the_time_a_reply_takes(client, upstream: FakeUpstream):
     before, _ = await scrape(client)
     upstream.queue(text("Slow.", delay=0.3))
