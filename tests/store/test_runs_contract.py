@@ -20,12 +20,6 @@ LEASE = 60.0  # a lease that does not run out during a test
 GUARD = 10.0
 
 
-@pytest.fixture(autouse=True)
-def _postgres_runs_come_next(request: pytest.FixtureRequest) -> None:
-    if "postgres" in request.node.name:
-        pytest.skip("the PostgreSQL RunStore is the next commit")
-
-
 @pytest.fixture
 async def two(make_store: MakeStore) -> AsyncIterator[tuple[ResponseStore, ResponseStore]]:
     """Two replicas on one database."""

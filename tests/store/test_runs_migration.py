@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
-import pytest
 
 from gateway.store.api import ResponseStore
 from gateway.store.json_columns import to_text
@@ -56,7 +55,6 @@ async def test_a_version_4_sqlite_file_moves_to_version_5(tmp_path: Path) -> Non
 
 
 async def test_a_version_4_postgres_database_moves_to_version_5(postgres_url: str) -> None:
-    pytest.skip("the PostgreSQL RunStore is the next commit")
     conn: Any = await asyncpg.connect(postgres_url)
     try:
         await conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
