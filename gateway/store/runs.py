@@ -30,6 +30,10 @@ The contract (tests/store/test_runs_contract.py runs it against both backends):
   LISTEN connection per replica; SQLite: in this process), so followers never poll in a loop.
   `wait` returning means only "look again": callers re-read, and bound each wait by a timeout (a
   notification lost with a dropped listener connection costs one timeout, never the answer).
+  No wake-up is lost between a read and the wait: a change announced after a task's last `get` or
+  `events_after` of a run makes that task's next `wait` on it return at once (and after its last
+  `claim`, its next `wait_queued`), so the loop "read; nothing new; wait" never sleeps through a
+  change that landed in between (store/run_waits.py).
 - **Faults are 503**, as the rest of the store (`StoreUnavailableError`).
 """
 
