@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from gateway.store.api import ResponseStore, StoreUnavailableError
+from gateway.store.observed import ObservedStore
+from gateway.store.owned import OwnedStore
 from gateway.store.runs import TERMINAL, LostRunError, QueueFullError, Run
 from tests.store.records import MakeStore, record
 
@@ -59,6 +61,20 @@ async def test_a_run_begins_renews_streams_its_events_and_finishes(store: Respon
         await runs.finish("resp_1", "failed", replica="r1")
     with pytest.raises(ValueError):
         await runs.begin("resp_1", "/alice", replica="r1", lease_seconds=LEASE)  # an id runs once
+
+
+async def test_every_view_of_the_store_hands_its_runs_through(store: ResponseStore) -> None:
+    # runs are addressed by id once the route has read the response through its owner's view
+    assert OwnedStore(store, "/alice").runs is store.runs
+    assert ObservedStore(store, lambda *_: None).runs is store.runs
+
+
+async def test_events_are_not_counted_in_the_stores_size(store: ResponseStore) -> None:
+    await store.put(record("resp_1"))
+    size = await store.size()
+    await store.runs.begin("resp_1", "", replica="r1", lease_seconds=LEASE)
+    await store.runs.append_events("resp_1", 0, frames(*"x" * 50), replica="r1")
+    assert await store.size() == size
 
 
 async def test_runs_survive_a_reopen(make_store: MakeStore) -> None:
