@@ -198,6 +198,11 @@ OPTIONS: tuple[Option, ...] = (
            "postgresql://user:password@host:port/db: a store shared by replicas (unset: SQLite in the profile)"),
     Option("max_concurrent_runs", "API_SERVER_MAX_CONCURRENT_RUNS", "api_server.max_concurrent_runs",
            _parse_int, 32, "agent runs at once; beyond it 429 with Retry-After, before the body is read", minimum=1),
+    Option("max_queued_runs", "API_SERVER_MAX_QUEUED_RUNS", "api_server.max_queued_runs", _parse_int, 64,
+           "background responses waiting for a run slot, across replicas; beyond it 429", minimum=0),
+    Option("max_run_events_mb", "API_SERVER_MAX_RUN_EVENTS_MB", "api_server.max_run_events_mb", _parse_float,
+           16.0, "megabytes of stream events a background response keeps for resumed streams; past it the "
+           "response ends failed", minimum=0.001),
     Option("max_body_bytes", "API_SERVER_MAX_BODY_BYTES", "api_server.max_body_bytes", _parse_int,
            10_000_000, "request body limit in bytes (413 beyond it)", minimum=1),
     Option("body_timeout", "API_SERVER_BODY_TIMEOUT", "api_server.body_timeout", _parse_float, 30.0,
