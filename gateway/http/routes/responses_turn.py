@@ -40,7 +40,8 @@ async def prepare_turn(app: web.Application, store: ResponseStore, parsed: Respo
     continuation, history = await _within_window(app, store, parsed, turn)
     agent_request = AgentRequest(
         messages=[*history, *parsed.messages], client_tools=parsed.chat_tools,
-        params=parsed.upstream_params(), stream=parsed.stream, instructions=parsed.instructions,
+        # a background run streams from upstream even unstreamed: a resumed stream gets every delta
+        params=parsed.upstream_params(), stream=parsed.stream or parsed.background, instructions=parsed.instructions,
         web=parsed.web,
     )
     if turn is None:
