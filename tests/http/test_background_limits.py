@@ -48,7 +48,7 @@ async def test_past_the_run_slots_background_requests_wait_queued_and_all_comple
     upstream.queue(*[Reply(text=f"answer {n}", chunk_size=1, chunk_delay=0.1) for n in range(4)])
     created = [await _create(client, input=f"question {n}") for n in range(4)]
     assert [status for status, _ in created] == [200] * 4
-    assert [body["status"] for _, body in created] == ["in_progress", "queued", "queued", "queued"], [(s, b.get("status")) for s, b in created]
+    assert [body["status"] for _, body in created] == ["in_progress", "queued", "queued", "queued"], created
     assert (await _status(client, created[1][1]["id"]))["status"] == "queued"  # GET says so too
     status, refused = await _create(client)  # the queue is full: 429, in the envelope
     assert status == 429 and refused["error"]["code"] == "rate_limit_exceeded"
