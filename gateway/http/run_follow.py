@@ -24,9 +24,6 @@ from gateway.store.runs import TERMINAL, RunStore
 
 log = logging.getLogger("agent_gateway.responses")
 
-#: a store follower looks again at least this often, whatever it was told (a change announced
-#: between its read and its wait would otherwise cost it a whole keepalive interval)
-LOOK_AGAIN_SECONDS = 1.0
 GONE_MESSAGE = ("The events of this response are no longer available (they are kept about 10 minutes "
                 "after it ends).")
 
@@ -46,7 +43,7 @@ async def from_store(store: RunStore, response_id: str, after: int, *, idle: flo
                 continue
         if run is None or run.status in TERMINAL:
             return
-        await store.wait(response_id, timeout=min(idle, LOOK_AGAIN_SECONDS))
+        await store.wait(response_id, timeout=idle)  # a change after the reads above wakes it at once
         if time.monotonic() - quiet_since >= idle:
             quiet_since = time.monotonic()
             yield b""
