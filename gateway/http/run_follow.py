@@ -24,6 +24,9 @@ from gateway.store.runs import TERMINAL, RunStore
 
 log = logging.getLogger("agent_gateway.responses")
 
+#: how long a resume on another replica waits for an event the client saw to reach the store
+#: (the holder stores them every FLUSH_SECONDS)
+CATCH_UP_SECONDS = 1.0
 GONE_MESSAGE = ("The events of this response are no longer available (they are kept about 10 minutes "
                 "after it ends).")
 
@@ -93,6 +96,17 @@ async def resume(request: web.Request, record: StoredResponse) -> web.StreamResp
     run = await store.get(record.id)
     if run is None:
         raise InvalidRequestError(GONE_MESSAGE, param="stream")
+    wanted = request.query.get("starting_after", "")
+    if wanted.lstrip("-").isdigit() and int(wanted) > run.last_seq:
+        # the replica running it stores its events in batches: one the client was just sent
+        # there may not have reached the store yet
+        deadline = time.monotonic() + CATCH_UP_SECONDS
+        while run is not None and run.status not in TERMINAL and run.last_seq < int(wanted) \
+                and (left := deadline - time.monotonic()) > 0:
+            await store.wait(record.id, timeout=left)
+            run = await store.get(record.id)
+        if run is None:
+            raise InvalidRequestError(GONE_MESSAGE, param="stream")
     after = _starting_after(request, run.last_seq)
     idle = request.app[appkeys.SETTINGS].keepalive_interval
     return await stream(request, record.id, from_store(store, record.id, after, idle=idle))
