@@ -13,6 +13,8 @@ from typing import Any
 
 import openai
 
+from gateway.http import appkeys
+from gateway.store.sqlite import SQLiteResponseStore
 from tests.conftest import API_KEY
 from tests.fakes.upstream import FakeUpstream, Reply, text
 from tests.keys.test_keys_isolation import bearer, make_key
@@ -172,3 +174,44 @@ async def test_a_run_cut_by_shutdown_says_why_in_incomplete_details(make_client:
         await sdk.close()
     assert response.status == "incomplete"
     assert response.incomplete_details is not None and response.incomplete_details.reason == "gateway_shutdown"
+
+
+async def test_a_queued_run_whose_previous_response_is_gone_when_it_starts_ends_failed(
+        make_client: Any, upstream: FakeUpstream) -> None:
+    client = await make_client(api_key=API_KEY, max_concurrent_runs=1)
+    upstream.queue(text("the first turn"), Reply(text="slow", endless=True, chunk_delay=0.05))
+    async with client.post("/v1/responses", json={"model": "m", "input": "x"}, headers=AUTH) as reply:
+        previous = (await reply.json())["id"]
+    _, busy = await _create(client)
+    _, queued = await _create(client, previous_response_id=previous)
+    assert queued["status"] == "queued"
+    async with client.delete(f"/v1/responses/{previous}", headers=AUTH) as reply:
+        assert reply.status == 200
+    async with client.post(f"/v1/responses/{busy['id']}/cancel", headers=AUTH) as reply:
+        assert (await reply.json())["status"] == "cancelled"
+    failed = await _until(client, queued["id"], ENDED)
+    assert failed["status"] == "failed"
+    assert failed["error"]["code"] == "previous_response_not_found" and previous in failed["error"]["message"]
+    async with client.get(f"/v1/responses/{queued['id']}", params={"stream": "true"}, headers=AUTH) as reply:
+        kinds = [line[7:] for line in (await reply.text()).splitlines() if line.startswith("event: ")]
+    assert kinds == ["response.created", "response.in_progress", "response.failed"]
+
+
+async def test_a_resume_after_the_events_were_dropped_says_they_are_gone(
+        make_client: Any, upstream: FakeUpstream, tmp_path: Path) -> None:
+    client = await make_client(api_key=API_KEY)
+    upstream.queue(text("kept a while"))
+    _, created = await _create(client)
+    await _until(client, created["id"], ENDED)
+    # the events' ten minutes, passed: the sweep's own call, from another connection to the file
+    other = SQLiteResponseStore(client.app[appkeys.SETTINGS].db_path, 100)
+    await other.open()
+    try:
+        assert await other.runs.purge_finished(0) == 1
+    finally:
+        await other.close()
+    async with client.get(f"/v1/responses/{created['id']}", params={"stream": "true"}, headers=AUTH) as reply:
+        assert reply.status == 400
+        error = (await reply.json())["error"]
+    assert error["param"] == "stream" and "no longer available" in error["message"]
+    assert (await _status(client, created["id"]))["status"] == "completed"  # the response itself stays

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -184,3 +185,23 @@ async def test_sigterm_lets_a_run_finish_within_the_grace_and_stops_the_rest_inc
         assert cut["status"] == "incomplete" and cut["incomplete_details"] == {"reason": "gateway_shutdown"}
     finally:
         await restarted.stop()
+
+
+async def test_a_replica_that_lost_its_run_stops_it_without_writing_over_the_failure(
+        replicas: list[ServerProcess], upstream: FakeUpstream, http: aiohttp.ClientSession) -> None:
+    a, b = replicas
+    upstream.queue(Reply(text="frozen", endless=True, chunk_delay=0.05))
+    created = await _create(http, a)
+    await _upstream_called(upstream, 1)
+    a.proc.send_signal(signal.SIGSTOP)  # A stops renewing, as a stalled node would
+    try:
+        failed = await _until(http, b, created["id"], ENDED, within=30)
+    finally:
+        a.proc.send_signal(signal.SIGCONT)
+    assert failed["status"] == "failed", failed
+    async with asyncio.timeout(20):
+        while not upstream.disconnects:  # A learnt it lost the run (its next renew) and stopped it
+            await asyncio.sleep(0.05)
+    await asyncio.sleep(0.5)
+    after = await _get(http, a, created["id"])
+    assert after["status"] == "failed" and after["error"] == failed["error"]  # nothing of A's written over it
