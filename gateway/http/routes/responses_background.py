@@ -125,11 +125,11 @@ def launch(app: web.Application, agent_request: AgentRequest, reply: BackgroundR
     watcher = loop.create_task(watch_cancel(app, run))
 
     def ended(_: object) -> None:
-        limiter.release()
-        if key_slot is not None:
-            key_slot.release()
         watcher.cancel()
         registry.forget(run)
+        if key_slot is not None:
+            key_slot.release()
+        limiter.release()  # last: it may start a queued run at once
 
     task.add_done_callback(ended)
 
