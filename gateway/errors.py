@@ -23,7 +23,7 @@
     │   ├── PermissionDeniedError     403
     │   ├── RateLimitError            429 rate_limit_exceeded (+ Retry-After)
     │   │   ├── InsufficientQuotaError 429 insufficient_quota: a key's stored-bytes quota
-    │   │   └── QueueFullError        (store/runs) API_SERVER_MAX_QUEUED_RUNS background runs wait already
+    │   │   └── QueueFullError    429 (store/runs) the background queue is full: retry later
     │   ├── EventsLimitError          (http/background) a background run passed API_SERVER_MAX_RUN_EVENTS_MB
     │   ├── UpstreamError             502 upstream_error
     │   ├── ServiceUnavailableError   503 service_unavailable (+ Retry-After)
@@ -38,7 +38,7 @@
     ├── ProfileError                  (profiles) a profile command cannot go ahead: exit 1
     ├── BindError                     (cli/serve) the listening socket cannot be opened: exit 1
     ├── SchemaVersionError            (store) the database has a newer schema than this gateway: exit 1
-    ├── LostRunError                  (store/runs) this replica no longer holds a background run: it stops it
+    ├── LostRunError                  (store/runs) this replica no longer holds a background run: it stops
     └── UsageError                    (cli_config) a bad key or value on the command line: exit 2
 
 Every GatewayError carries `message`, `param` and `code`; the class fixes `status` and `type`. A
