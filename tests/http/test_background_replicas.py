@@ -1,7 +1,9 @@
 """Background responses across real `serve` processes (issue 28): two replicas on one PostgreSQL
 (a stream started on A resumed on B with exactly the rest, a cancel on B stopping A's run, a
-queued run taken by the replica with a free slot, kill -9 of A marked failed by B), and SIGTERM
-on one SQLite gateway (a run that ends within the grace completes, the rest end incomplete).
+queued run taken by the replica with a free slot, kill -9 of A marked failed by B, a replica
+that lost its run stopping it), and one SQLite gateway: SIGTERM (a run that ends within the grace
+completes, the rest end incomplete, a queued one waits for the restarted gateway) and kill -9
+(the restarted gateway marks the run failed).
 The fake upstream runs in the test process; the SDK is the official `openai` one."""
 
 from __future__ import annotations
@@ -165,24 +167,49 @@ async def test_kill_9_of_the_replica_running_it_is_marked_failed_by_the_other_wi
         assert (await reply.json())["status"] == "failed"  # an ended one comes back unchanged
 
 
-async def test_sigterm_lets_a_run_finish_within_the_grace_and_stops_the_rest_incomplete(
+async def test_sigterm_lets_a_run_finish_within_the_grace_stops_the_rest_incomplete_and_leaves_the_queue(
         tmp_path: Path, upstream: FakeUpstream, http: aiohttp.ClientSession) -> None:
-    env = _env(tmp_path, upstream, API_SERVER_SHUTDOWN_GRACE="4")
+    env = _env(tmp_path, upstream, API_SERVER_SHUTDOWN_GRACE="4", API_SERVER_MAX_CONCURRENT_RUNS="2")
     gateway = await start_gateway(env=env)
     gateway.keep_draining()
     upstream.queue(Reply(text="finished in time", chunk_size=1, chunk_delay=0.1),  # ~1.6 s
-                   Reply(text="too long", endless=True, chunk_delay=0.05))
+                   Reply(text="too long", endless=True, chunk_delay=0.05),
+                   Reply(text="run by the restarted one", chunk_size=4, chunk_delay=0.02))
     quick = await _create(http, gateway)
     await _upstream_called(upstream, 1)
     slow = await _create(http, gateway)
     await _upstream_called(upstream, 2)
+    queued = await _create(http, gateway, input="queued before the shutdown")
+    assert queued["status"] == "queued"
     assert await gateway.stop(timeout=30) == 0
+    # the quick run's end freed a slot during the grace: a stopping gateway started nothing with it
+    assert len(upstream.requests) == 2
     restarted = await start_gateway(env=env)  # the same SQLite file
     restarted.keep_draining()
     try:
         assert (await _get(http, restarted, quick["id"]))["status"] == "completed"
         cut = await _get(http, restarted, slow["id"])
         assert cut["status"] == "incomplete" and cut["incomplete_details"] == {"reason": "gateway_shutdown"}
+        done = await _until(http, restarted, queued["id"], ENDED, within=30)
+        assert done["status"] == "completed" and done["output"][0]["content"][0]["text"] == "run by the restarted one"
+    finally:
+        await restarted.stop()
+
+
+async def test_kill_9_on_sqlite_the_restarted_gateway_marks_the_run_failed(
+        tmp_path: Path, upstream: FakeUpstream, http: aiohttp.ClientSession) -> None:
+    env = _env(tmp_path, upstream)
+    gateway = await start_gateway(env=env)
+    gateway.keep_draining()
+    upstream.queue(Reply(text="lost with its gateway", endless=True, chunk_delay=0.05))
+    created = await _create(http, gateway)
+    await _upstream_called(upstream, 1)
+    await gateway.kill()
+    restarted = await start_gateway(env=env)
+    restarted.keep_draining()
+    try:
+        failed = await _until(http, restarted, created["id"], ENDED, within=30)
+        assert failed["status"] == "failed" and "lease" in failed["error"]["message"], failed
     finally:
         await restarted.stop()
 
