@@ -64,40 +64,41 @@ class KeyRunSlot:
     """One run of a key with a concurrent-runs limit: held by the request, or handed over to the
     background run it starts (which holds it for its whole life)."""
 
-    def __init__(self, release: Callable[[], None]) -> None:
-        self._release: Callable[[], None] | None = release
+    def __init__(self, release: Callable[[], None] | None) -> None:
+        self._release = release
 
     def release(self) -> None:
         if self._release is not None:
             release, self._release = self._release, None
             release()
 
+    def hand_over(self) -> KeyRunSlot:
+        """A slot holding this one's place, whose release is now the taker's (this one's is a no-op)."""
+        taken, self._release = KeyRunSlot(self._release), None
+        return taken
+
 
 KEY_RUN_SLOT = web.RequestKey("key_run_slot", KeyRunSlot)
 
 
-def enter_run(request: web.Request) -> None:
-    """For a key with a concurrent-runs limit, take a run's slot (`leave_run` gives it back)."""
+def enter_run(request: web.Request) -> KeyRunSlot | None:
+    """For a key with a concurrent-runs limit, a run's slot (its `release` gives it back)."""
     caller = CURRENT_CALLER.get()
     if caller is None or caller.max_concurrent is None or request.method != "POST" or request.path not in RUN_PATHS:
-        return
+        return None
     ring = request.app[appkeys.KEYRING]
     if not ring.enter_run(caller):
         raise RateLimitError(f"Key '{caller.name}' already has {caller.max_concurrent} runs in progress, its "
                              "limit; retry when one ends.", retry_after=1)
-    request[KEY_RUN_SLOT] = KeyRunSlot(lambda: ring.leave_run(caller))
-
-
-def leave_run(request: web.Request) -> None:
-    """The request's end: its key's run slot back, unless a background run took it over."""
-    slot = request.get(KEY_RUN_SLOT)
-    if slot is not None:
-        slot.release()
+    slot = request[KEY_RUN_SLOT] = KeyRunSlot(lambda: ring.leave_run(caller))
+    return slot
 
 
 def hand_over_key_slot(request: web.Request) -> KeyRunSlot | None:
-    """The request's key run slot, now the caller's to release (a background run's, for its life)."""
-    return request.pop(KEY_RUN_SLOT, None)
+    """The request's key run slot, now the caller's to release (a background run's, for its life);
+    the request's end then gives nothing back."""
+    slot = request.get(KEY_RUN_SLOT)
+    return slot.hand_over() if slot is not None else None
 
 
 def add_rate_headers(request: web.Request, response: web.StreamResponse) -> None:

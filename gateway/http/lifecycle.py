@@ -49,14 +49,15 @@ class RunLimiter:
         return (self.queue and method == "POST" and path == "/v1/responses" and content_length is not None
                 and content_length <= QUEUE_BODY_BYTES and self.over_slot_readers < OVER_SLOT_READERS)
 
-    def take_for(self, method: str, path: str, content_length: int | None = None) -> str | None:
+    def take_for(self, method: str, path: str, request: web.BaseRequest | None = None) -> str | None:
         """Hold one run's place for a request that runs the agent ("slot"; `release_for` when it
         ends), or, with every slot busy, one of the few places of a small Responses body that may
         be a background one to queue ("over"), or refuse it (429); None for any other request."""
         if method != "POST" or path not in RUN_PATHS:
             return None
         if self.active >= self.limit:
-            if self.may_read_over_slots(method, path, content_length):
+            # the declared length is read only here, past the slots, not on every request
+            if request is not None and self.may_read_over_slots(method, path, request.content_length):
                 self.over_slot_readers += 1
                 return "over"
             raise too_many_runs(self.limit)

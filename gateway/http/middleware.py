@@ -28,7 +28,7 @@ from aiohttp import web
 from gateway.errors import GatewayError
 from gateway.http import appkeys
 from gateway.http.access_log import begin_request, log_access
-from gateway.http.auth import enter_run, leave_run
+from gateway.http.auth import KeyRunSlot, enter_run
 from gateway.http.checks import Handler, admit, error_response, from_http_exception, internal_error
 from gateway.http.cors import preflight_response
 from gateway.http.idempotency import run_idempotent, wants_idempotency
@@ -46,9 +46,10 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
     status: int | str = "-"
     try:
         lifecycle: Lifecycle | None = None
+        key_slot: KeyRunSlot | None = None
         try:
             lifecycle = admit(request)
-            enter_run(request)  # a key's concurrent-runs limit (http/auth.py)
+            key_slot = enter_run(request)  # a key's concurrent-runs limit (http/auth.py)
             preflight = preflight_response(request)
             response: web.StreamResponse
             if preflight is not None:
@@ -56,7 +57,7 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
             else:
                 # the run slot before the body: a request that cannot run is refused unread
                 limiter = request.app[appkeys.LIMITER]
-                taken = limiter.take_for(request.method, request.path, request.content_length)
+                taken = limiter.take_for(request.method, request.path, request)
                 if taken == "over":
                     request[OVER_SLOTS] = True
                 try:
@@ -81,7 +82,8 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
         except Exception:
             response = internal_error(request)
         finally:
-            leave_run(request)
+            if key_slot is not None:  # a no-op once a background run took it over
+                key_slot.release()
             if lifecycle is not None:
                 lifecycle.leave()
         status = response.status
