@@ -1,0 +1,158 @@
+"""The HTTP transport under `UpstreamClient`: send one request, get its status and headers, read the
+body (whole or piece by piece), close. Two implementations, picked by `LLM_HTTP_CLIENT`:
+`reqwest` (pyreqwest, Rust reqwest/hyper: the default, less CPU per call) and `aiohttp`.
+
+A transport raises its library's own exceptions (the client catches `Transport.errors`) and names
+what they mean in the library-neutral terms below (`Transport.neutral`), which gateway/upstream/
+faults.py turns into the client's error; timeouts stay `TimeoutError`. Everything the client
+does with a reply (typed errors, Retry-After, SSE framing, the model list) is written once, in
+gateway/upstream/client.py.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from gateway.errors import UpstreamError
+
+#: The HTTP client libraries `LLM_HTTP_CLIENT` chooses between.
+CLIENTS = ("aiohttp", "reqwest")
+DEFAULT_CLIENT = "aiohttp"
+KEEPALIVE = 30.0  # seconds an idle upstream connection is kept
+JSON = "application/json"
+
+
+class TransportFault(Exception):
+    """A failed exchange, said the same whatever the library; `__cause__` holds the library's error."""
+
+
+class Unreachable(TransportFault):
+    """No connection: refused, no such host, TLS refused ... `reason` in the OS's (or TLS's) words."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ClosedUnanswered(TransportFault):
+    """The server closed the connection before any byte of a reply. On a pooled connection
+    (`reused`) that is its keep-alive running out as the request went: the request never reached
+    it, and the client sends it once more."""
+
+    def __init__(self, reused: bool) -> None:
+        super().__init__("the server closed the connection before replying")
+        self.reused = reused
+
+
+class Disconnected(TransportFault):
+    """The connection closed in the middle of a reply."""
+
+
+class Unreadable(TransportFault):
+    """Bytes that are not a readable HTTP reply (not HTTP, a body that does not decode ...)."""
+
+
+class Reply(Protocol):
+    """One reply's head (`status`, `header`) and its body, read once."""
+
+    status: int
+
+    def header(self, name: str) -> str | None: ...
+
+    def read_chunk(self) -> Awaitable[bytes]:
+        """The body's next bytes as they arrive, b"" at its end."""
+
+    async def read_whole(self, limit: int) -> bytes:
+        """The whole (decoded) body, refused past `limit` bytes; the connection goes back to the pool."""
+
+    async def finish(self, seconds: float, most: int) -> None:
+        """After the last frame: read the rest (for at most `seconds` and `most` bytes) so the
+        connection can be reused; one that keeps talking is closed by `close`."""
+
+    async def close(self) -> None:
+        """Let go of the reply: a connection not read to its end is closed. Idempotent."""
+
+
+class Transport(Protocol):
+    """One connection pool to the upstream for the client's lifetime."""
+
+    #: the library's exceptions (and the OS's) that `send` and a reply's reads raise
+    errors: tuple[type[BaseException], ...]
+
+    def neutral(self, exc: BaseException) -> BaseException:
+        """`exc` (one of `errors`) as a `TransportFault`, or the `TimeoutError` it is."""
+
+    async def send(self, method: str, url: str, body: bytes | None,
+                   headers: Mapping[str, str] | None, *, stream: bool = False) -> Reply:
+        """Send one request and return its reply's head as soon as it comes (its body read as it
+        arrives for a `stream`); `ClosedUnanswered` when the server closed the connection unanswered."""
+
+    async def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class TransportSettings:
+    """What every transport is built from."""
+
+    url: str  # the upstream's base URL, without credentials
+    headers: Mapping[str, str]  # sent with every request (Accept, User-Agent, Authorization)
+    connect_timeout: float
+    read_timeout: float
+
+
+def open_transport(client: str, settings: TransportSettings) -> Transport:
+    """The transport `client` (one of CLIENTS) names, its pool ready. The libraries are imported
+    here: only the chosen one is loaded."""
+    if client == "aiohttp":
+        from gateway.upstream.aiohttp_transport import AiohttpTransport
+
+        return AiohttpTransport(settings)
+    if client == "reqwest":
+        from gateway.upstream.reqwest_transport import ReqwestTransport
+
+        return ReqwestTransport(settings)
+    raise ValueError(f"LLM_HTTP_CLIENT must be one of {', '.join(CLIENTS)}, not {client!r}")
+
+
+def too_large(limit: int) -> UpstreamError:
+    return UpstreamError(f"the upstream model's reply is larger than {limit // (1024 * 1024)} MiB")
+
+
+class IdleConnections:
+    """An account of the pool's idle connections, for a library that does not say whether a
+    request went out on a pooled one: a connection goes idle when a reply on it was read to its
+    end (and the server keeps it), a request takes the last one (pools are LIFO), and one idle past
+    the pool's timeout is gone. Exact one request at a time; with requests racing for connections,
+    or a server closing idle ones, it can be wrong, and then a request that a new connection saw
+    closed unanswered is sent once more (as for a pooled one), or one that a pooled connection saw
+    so is a 502 rather than retried."""
+
+    __slots__ = ("_idle_since", "_timeout")
+
+    def __init__(self, timeout: float) -> None:
+        self._timeout = timeout
+        self._idle_since: deque[float] = deque()
+
+    def take(self) -> bool:
+        """A request goes out: whether it takes a pooled connection."""
+        idle = self._idle_since
+        if not idle:
+            return False
+        now = time.monotonic()
+        while idle and now - idle[0] >= self._timeout:
+            idle.popleft()
+        if not idle:
+            return False
+        idle.pop()
+        return True
+
+    def release(self) -> None:
+        """A reply was read to its end on a connection the server keeps open."""
+        self._idle_since.append(time.monotonic())
+
+    def clear(self) -> None:
+        self._idle_since.clear()
