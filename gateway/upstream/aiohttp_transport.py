@@ -13,7 +13,7 @@ import os
 import socket
 import ssl
 import weakref
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
@@ -73,18 +73,16 @@ def connect_reason(exc: aiohttp.ClientConnectorError) -> str:
 class AiohttpReply:
     """An aiohttp reply; its connection goes back to the pool once the body was read whole."""
 
-    __slots__ = ("status", "_response", "_content")
+    __slots__ = ("status", "read_chunk", "_response", "_content")
 
     def __init__(self, response: aiohttp.ClientResponse) -> None:
         self.status = response.status
         self._response = response
         self._content = response.content
+        self.read_chunk: Callable[[], Awaitable[bytes]] = self._content.readany
 
     def header(self, name: str) -> str | None:
         return self._response.headers.get(name)
-
-    def read_chunk(self) -> Awaitable[bytes]:
-        return self._content.readany()
 
     async def read_whole(self, limit: int) -> bytes:
         content = self._content

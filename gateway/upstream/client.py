@@ -1,7 +1,7 @@
 """The upstream model: any OpenAI-compatible `/v1` endpoint, through one HTTP transport
-(gateway/upstream/transport.py: pyreqwest by default, aiohttp's client with `LLM_HTTP_CLIENT=aiohttp`).
+(gateway/upstream/transport.py; aiohttp's client, gateway/upstream/aiohttp_transport.py).
 
-Either honours `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` (read at start), keeps connections alive
+It honours `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` (read at start), keeps connections alive
 between requests, and times out a connect after `LLM_CONNECT_TIMEOUT` and a read after `LLM_TIMEOUT`
 without a byte. Replies, streamed or whole, come out as typed deltas (`providers.upstream_deltas`).
 
@@ -29,20 +29,13 @@ from gateway.errors import (
     RateLimitError,
     UpstreamError,
 )
+from gateway.upstream import transport as transports
 from gateway.upstream.deltas import Finish, Text, UpstreamDelta, deltas_of
 from gateway.upstream.faults import fault
 from gateway.upstream.shapes import completion_deltas, well_formed
 from gateway.upstream.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta, plain_text, sse_batches
 from gateway.upstream.text import error_message, without_credentials
-from gateway.upstream.transport import (
-    DEFAULT_CLIENT,
-    JSON,
-    ClosedUnanswered,
-    Reply,
-    Transport,
-    TransportSettings,
-    open_transport,
-)
+from gateway.upstream.transport import JSON, ClosedUnanswered, Reply, Transport, TransportSettings
 
 #: After `[DONE]`, how long (and how much) to read for the end of the body, so that the connection
 #: goes back to the pool instead of being closed (a new TCP connection per stream otherwise).
@@ -75,7 +68,6 @@ class UpstreamClient:
         model: str | None,
         connect_timeout: float,
         read_timeout: float,
-        http_client: str = DEFAULT_CLIENT,
     ) -> None:
         url = URL(base_url.rstrip("/"))
         self._authorization = f"Bearer {api_key}" if api_key else None
@@ -90,7 +82,6 @@ class UpstreamClient:
         self._model = model
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
-        self.http_client = http_client
         self._transport: Transport | None = None
         self._errors: tuple[type[BaseException], ...] = ()
         self._model_lock = asyncio.Lock()
@@ -101,7 +92,7 @@ class UpstreamClient:
         headers = {"Accept": JSON, "User-Agent": f"agent-gateway/{__version__}"}
         if self._authorization:
             headers["Authorization"] = self._authorization
-        self._transport = open_transport(self.http_client, TransportSettings(
+        self._transport = transports.open_transport(TransportSettings(
             str(self._url), headers, self._connect_timeout, self._read_timeout))
         self._errors = self._transport.errors
 

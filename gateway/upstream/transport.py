@@ -1,6 +1,8 @@
 """The HTTP transport under `UpstreamClient`: send one request, get its status and headers, read the
-body (whole or piece by piece), close. Two implementations, picked by `LLM_HTTP_CLIENT`:
-`reqwest` (pyreqwest, Rust reqwest/hyper: the default, less CPU per call) and `aiohttp`.
+body (whole or piece by piece), close. The gateway's is aiohttp's client
+(gateway/upstream/aiohttp_transport.py); bench/reqwest_transport.py puts pyreqwest's in its place
+for issue 33's A/B (bench/README.md: it cannot abort a request waiting for its reply's head, so it
+is not the product's).
 
 A transport raises its library's own exceptions (the client catches `Transport.errors`) and names
 what they mean in the library-neutral terms below (`Transport.neutral`), which gateway/upstream/
@@ -11,17 +13,12 @@ gateway/upstream/client.py.
 
 from __future__ import annotations
 
-import time
-from collections import deque
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 from gateway.errors import UpstreamError
 
-#: The HTTP client libraries `LLM_HTTP_CLIENT` chooses between.
-CLIENTS = ("aiohttp", "reqwest")
-DEFAULT_CLIENT = "aiohttp"
 KEEPALIVE = 30.0  # seconds an idle upstream connection is kept
 JSON = "application/json"
 
@@ -60,11 +57,11 @@ class Reply(Protocol):
     """One reply's head (`status`, `header`) and its body, read once."""
 
     status: int
+    #: The body's next bytes as they arrive, b"" at its end (the library's own read where it can
+    #: be: a stream calls it once per piece).
+    read_chunk: Callable[[], Awaitable[bytes]]
 
     def header(self, name: str) -> str | None: ...
-
-    def read_chunk(self) -> Awaitable[bytes]:
-        """The body's next bytes as they arrive, b"" at its end."""
 
     async def read_whole(self, limit: int) -> bytes:
         """The whole (decoded) body, refused past `limit` bytes; the connection goes back to the pool."""
@@ -104,55 +101,13 @@ class TransportSettings:
     read_timeout: float
 
 
-def open_transport(client: str, settings: TransportSettings) -> Transport:
-    """The transport `client` (one of CLIENTS) names, its pool ready. The libraries are imported
-    here: only the chosen one is loaded."""
-    if client == "aiohttp":
-        from gateway.upstream.aiohttp_transport import AiohttpTransport
+def open_transport(settings: TransportSettings) -> Transport:
+    """The transport a client starts with, its pool ready: aiohttp's. (Looked up here at each
+    start, so that bench/reqwest_gateway.py can name another for an A/B.)"""
+    from gateway.upstream.aiohttp_transport import AiohttpTransport
 
-        return AiohttpTransport(settings)
-    if client == "reqwest":
-        from gateway.upstream.reqwest_transport import ReqwestTransport
-
-        return ReqwestTransport(settings)
-    raise ValueError(f"LLM_HTTP_CLIENT must be one of {', '.join(CLIENTS)}, not {client!r}")
+    return AiohttpTransport(settings)
 
 
 def too_large(limit: int) -> UpstreamError:
     return UpstreamError(f"the upstream model's reply is larger than {limit // (1024 * 1024)} MiB")
-
-
-class IdleConnections:
-    """An account of the pool's idle connections, for a library that does not say whether a
-    request went out on a pooled one: a connection goes idle when a reply on it was read to its
-    end (and the server keeps it), a request takes the last one (pools are LIFO), and one idle past
-    the pool's timeout is gone. Exact one request at a time; with requests racing for connections,
-    or a server closing idle ones, it can be wrong, and then a request that a new connection saw
-    closed unanswered is sent once more (as for a pooled one), or one that a pooled connection saw
-    so is a 502 rather than retried."""
-
-    __slots__ = ("_idle_since", "_timeout")
-
-    def __init__(self, timeout: float) -> None:
-        self._timeout = timeout
-        self._idle_since: deque[float] = deque()
-
-    def take(self) -> bool:
-        """A request goes out: whether it takes a pooled connection."""
-        idle = self._idle_since
-        if not idle:
-            return False
-        now = time.monotonic()
-        while idle and now - idle[0] >= self._timeout:
-            idle.popleft()
-        if not idle:
-            return False
-        idle.pop()
-        return True
-
-    def release(self) -> None:
-        """A reply was read to its end on a connection the server keeps open."""
-        self._idle_since.append(time.monotonic())
-
-    def clear(self) -> None:
-        self._idle_since.clear()

@@ -1,6 +1,8 @@
-"""The upstream transport on pyreqwest (Rust reqwest and hyper, `LLM_HTTP_CLIENT=reqwest`, the
-default): one `Client` and its keep-alive pool; the HTTP work runs on pyreqwest's own Tokio thread,
-at about 0.4x the instructions of aiohttp's client per call (bench/README.md, issue 33).
+"""The upstream transport on pyreqwest (Rust reqwest and hyper), for issue 33's A/B only
+(bench/reqwest_gateway.py runs the gateway with it; bench/README.md has the figures): one `Client`
+and its keep-alive pool, the HTTP work on pyreqwest's own Tokio thread. Not the product's: a request
+waiting for its reply's head cannot be aborted (a client that leaves, or `Client.close()`, leaves the
+upstream connection open until the upstream answers or LLM_TIMEOUT passes).
 
 reqwest reads `HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY`/`NO_PROXY` (either case) when the client is
 built, credentials in the proxy's URL; TLS is rustls with the system's roots (OpenSSL's places,
@@ -13,7 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import Mapping
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 
 from pyreqwest.client import Client, ClientBuilder
@@ -33,7 +37,6 @@ from gateway.upstream.transport import (
     KEEPALIVE,
     ClosedUnanswered,
     Disconnected,
-    IdleConnections,
     TransportSettings,
     Unreachable,
     Unreadable,
@@ -45,6 +48,42 @@ _POST_HEADERS = {"Content-Type": JSON}
 _CLOSED = "connection closed before message completed"
 _OS_ERROR = re.compile(r" \(os error \d+\)$")
 _TLS_WORDS = ("certificate", "tls", "handshake", "ssl")
+
+
+class IdleConnections:
+    """An account of the pool's idle connections, for a library that does not say whether a
+    request went out on a pooled one: a connection goes idle when a reply on it was read to its
+    end (and the server keeps it), a request takes the last one (pools are LIFO), and one idle past
+    the pool's timeout is gone. Exact one request at a time; with requests racing for connections,
+    or a server closing idle ones, it can be wrong, and then a request that a new connection saw
+    closed unanswered is sent once more (as for a pooled one), or one that a pooled connection saw
+    so is a 502 rather than retried."""
+
+    __slots__ = ("_idle_since", "_timeout")
+
+    def __init__(self, timeout: float) -> None:
+        self._timeout = timeout
+        self._idle_since: deque[float] = deque()
+
+    def take(self) -> bool:
+        """A request goes out: whether it takes a pooled connection."""
+        idle = self._idle_since
+        if not idle:
+            return False
+        now = time.monotonic()
+        while idle and now - idle[0] >= self._timeout:
+            idle.popleft()
+        if not idle:
+            return False
+        idle.pop()
+        return True
+
+    def release(self) -> None:
+        """A reply was read to its end on a connection the server keeps open."""
+        self._idle_since.append(time.monotonic())
+
+    def clear(self) -> None:
+        self._idle_since.clear()
 
 
 def _causes(exc: BaseException) -> list[str]:
@@ -67,7 +106,7 @@ class ReqwestReply:
     """A streamed pyreqwest reply; hyper puts its connection back in the pool when the body was
     read to its end, and closes it when the reply is let go of before."""
 
-    __slots__ = ("status", "_request", "_response", "_reader", "_reusable", "_idle", "_open")
+    __slots__ = ("status", "read_chunk", "_request", "_response", "_reader", "_reusable", "_idle", "_open")
 
     def __init__(self, request: StreamRequest, response: Response, idle: IdleConnections) -> None:
         self.status = response.status
@@ -79,11 +118,12 @@ class ReqwestReply:
             (response.get_header("connection") or "").lower() != "close")
         self._idle = idle
         self._open = True
+        self.read_chunk: Callable[[], Awaitable[bytes]] = self._next_piece
 
     def header(self, name: str) -> str | None:
         return self._response.get_header(name)
 
-    async def read_chunk(self) -> bytes:
+    async def _next_piece(self) -> bytes:
         piece = await self._reader.read_chunk()
         if piece is None:
             self._ended()
