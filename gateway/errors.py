@@ -22,7 +22,8 @@
     │   ├── AuthenticationError       401 (code invalid_api_key)
     │   ├── PermissionDeniedError     403
     │   ├── RateLimitError            429 rate_limit_exceeded (+ Retry-After)
-    │   │   └── InsufficientQuotaError 429 insufficient_quota: a key's stored-bytes quota
+    │   │   ├── InsufficientQuotaError 429 insufficient_quota: a key's stored-bytes quota
+    │   │   └── QueueFullError    429 (store/runs) the background queue is full: retry later
     │   ├── UpstreamError             502 upstream_error
     │   ├── ServiceUnavailableError   503 service_unavailable (+ Retry-After)
     │   │   └── StoreUnavailableError (store) the store cannot read or write
@@ -36,6 +37,7 @@
     ├── ProfileError                  (profiles) a profile command cannot go ahead: exit 1
     ├── BindError                     (cli/serve) the listening socket cannot be opened: exit 1
     ├── SchemaVersionError            (store) the database has a newer schema than this gateway: exit 1
+    ├── LostRunError                  (store/runs) this replica no longer holds a background run: it stops
     └── UsageError                    (cli_config) a bad key or value on the command line: exit 2
 
 Every GatewayError carries `message`, `param` and `code`; the class fixes `status` and `type`. A

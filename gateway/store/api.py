@@ -71,6 +71,7 @@ from gateway.errors import (
     ServiceUnavailableError,
     echo,
 )
+from gateway.store.runs import RunStore
 
 
 class StoreUnavailableError(ServiceUnavailableError):
@@ -328,6 +329,14 @@ class ResponseStore(ABC):
     @abstractmethod
     async def delete_item(self, conversation_id: str, item_id: str) -> Conversation:
         """Remove one item; the conversation. Raises UnknownConversationError, UnknownItemError."""
+
+    # ---- background runs ---------------------------------------------------------------------
+
+    @property
+    @abstractmethod
+    def runs(self) -> RunStore:
+        """The background runs kept with this store (store/runs.py), by response id: a route
+        checks ownership through the response's record before it touches the run."""
 
     # ---- health ------------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from gateway.store.api import (
     ResponseStore,
     StoredResponse,
 )
+from gateway.store.runs import RunStore
 
 T = TypeVar("T")
 Observe = Callable[[str, str, float], None]
@@ -102,6 +103,11 @@ class ObservedStore(ResponseStore):
 
     async def delete_item(self, conversation_id: str, item_id: str) -> Conversation:
         return await self._timed("delete_item", self.inner.delete_item(conversation_id, item_id))
+
+    @property
+    def runs(self) -> RunStore:
+        # the inner store's: not timed here: each run store's operations are few and its waits long by design
+        return self.inner.runs
 
     async def check(self) -> None:
         await self._timed("check", self.inner.check())

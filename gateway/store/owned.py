@@ -32,6 +32,7 @@ from gateway.store.api import (
 )
 from gateway.store.json_columns import to_text, to_text_or_none
 from gateway.store.owners import scoped_name, unscoped_name
+from gateway.store.runs import RunStore
 
 Room = Callable[[int], None]
 
@@ -153,6 +154,11 @@ class OwnedStore(ResponseStore):
     async def delete_item(self, conversation_id: str, item_id: str) -> Conversation:
         await self._own(conversation_id)
         return await self.inner.delete_item(conversation_id, item_id)
+
+    @property
+    def runs(self) -> RunStore:
+        # the inner store's: runs are addressed by id once the route read the response through this view
+        return self.inner.runs
 
     async def check(self) -> None:
         await self.inner.check()

@@ -36,7 +36,7 @@ log = logging.getLogger("agent_gateway.store")
 
 #: The schema this gateway writes. Each step migrates from the version before it; a database at a
 #: higher version than this was written by a newer gateway, which this one refuses to run against.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
         # last_access: a cluster-wide sequence, so replicas agree on "least recently used"
@@ -140,11 +140,42 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE INDEX IF NOT EXISTS conversation_objects_by_owner ON conversation_objects (owner)",
         *KEY_TABLES,
     ),
+    # Background runs (store/pg_runs.py), as SQLite's version 5: times on the database's clock
+    # (timestamptz, clock_timestamp()), so replicas whose clocks disagree agree on every lease;
+    # a run's events go with it (the cascade).
+    5: (
+        """CREATE TABLE IF NOT EXISTS background_runs (
+            response_id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN
+                ('queued', 'in_progress', 'completed', 'incomplete', 'failed', 'cancelled')),
+            replica TEXT NOT NULL DEFAULT '',
+            lease_until TIMESTAMPTZ,
+            cancel_requested BOOLEAN NOT NULL DEFAULT false,
+            request BYTEA NOT NULL,
+            created_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
+            ended_at TIMESTAMPTZ,
+            last_seq BIGINT NOT NULL DEFAULT -1
+        )""",
+        "CREATE INDEX IF NOT EXISTS background_runs_queued ON background_runs (created_at, response_id)"
+        " WHERE status = 'queued'",
+        "CREATE INDEX IF NOT EXISTS background_runs_leased ON background_runs (lease_until)"
+        " WHERE status = 'in_progress'",
+        "CREATE INDEX IF NOT EXISTS background_runs_ended ON background_runs (ended_at) WHERE ended_at IS NOT NULL",
+        """CREATE TABLE IF NOT EXISTS background_events (
+            response_id TEXT NOT NULL REFERENCES background_runs (response_id) ON DELETE CASCADE,
+            seq BIGINT NOT NULL,
+            frame BYTEA NOT NULL,
+            PRIMARY KEY (response_id, seq)
+        )""",
+    ),
 }
 #: pg_advisory_xact_lock keys: schema migration, and the writes that must see each other
 #: (the LRU bound and conversation heads hold for the whole cluster).
 MIGRATION_LOCK = 0x6167_7701
 WRITE_LOCK = 0x6167_7702
+#: background runs: an enqueue's count of the queue and its insert, as one (store/pg_runs.py)
+RUN_QUEUE_LOCK = 0x6167_7703
 
 # InternalClientError: a connection broken mid-operation (a server restart) as asyncpg finds it
 FAULTS = (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError, TimeoutError)

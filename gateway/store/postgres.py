@@ -25,6 +25,8 @@ from gateway.store.group_commit import GroupCommit
 from gateway.store.json_columns import from_text, to_text
 from gateway.store.pg_conversations import PostgresConversations
 from gateway.store.pg_database import WRITE_LOCK, Conn, PostgresDatabase
+from gateway.store.pg_runs import PostgresRuns
+from gateway.store.runs import RunStore
 
 _COLUMNS = "id, created_at, conversation, response, transcript, input_items, parent_id, owner"
 _R_COLUMNS = ", ".join("r." + c for c in _COLUMNS.split(", "))
@@ -96,12 +98,18 @@ class PostgresResponseStore(PostgresConversations, ResponseStore):
         self.max_responses = max_responses
         self.max_bytes = max_bytes
         self._puts: GroupCommit[_Row] = GroupCommit(self._write_group, lambda row: str(row[2]))
+        self._runs = PostgresRuns(database)
+
+    @property
+    def runs(self) -> RunStore:
+        return self._runs
 
     async def open(self) -> None:
         await self.database.open()
 
     async def close(self) -> None:
         await self._puts.drain()  # puts already accepted are written (or fail) first
+        await self._runs.close()
         await self.database.close()
 
     async def check(self) -> None:

@@ -30,6 +30,10 @@ The contract (tests/store/test_runs_contract.py runs it against both backends):
   LISTEN connection per replica; SQLite: in this process), so followers never poll in a loop.
   `wait` returning means only "look again": callers re-read, and bound each wait by a timeout (a
   notification lost with a dropped listener connection costs one timeout, never the answer).
+  No wake-up is lost between a read and the wait: a change announced after a task's last `get` or
+  `events_after` of a run makes that task's next `wait` on it return at once (and after its last
+  `claim`, its next `wait_queued`), so the loop "read; nothing new; wait" never sleeps through a
+  change that landed in between (store/run_waits.py).
 - **Faults are 503**, as the rest of the store (`StoreUnavailableError`).
 """
 
@@ -47,6 +51,11 @@ TERMINAL = frozenset({"completed", "incomplete", "failed", "cancelled"})
 
 class QueueFullError(RateLimitError):
     """`max_queued` background runs are waiting already: 429, retry later."""
+
+    @classmethod
+    def of(cls, queued: int) -> QueueFullError:
+        return cls(f"{queued} background responses are queued already, the most this gateway holds; "
+                   "retry later.", retry_after=2)
 
 
 class LostRunError(AgentGatewayError):
@@ -67,6 +76,14 @@ class Run:
     request: bytes
     #: the sequence number of the last event stored (-1: none)
     last_seq: int
+
+
+def append_refusal(response_id: str, first_seq: int, replica: str, run: Run | None) -> Exception:
+    """Why `append_events` stored nothing, from the run as it is: not (or no longer) `replica`'s
+    (LostRunError), or numbered wrong (ValueError)."""
+    if run is None or run.status != IN_PROGRESS or run.replica != replica:
+        return LostRunError(f"replica {replica} no longer holds the run of {response_id}")
+    return ValueError(f"the events of {response_id} go on from {run.last_seq + 1}, not from {first_seq}")
 
 
 class RunStore(ABC):
@@ -116,7 +133,7 @@ class RunStore(ABC):
     @abstractmethod
     async def expire(self) -> list[Run]:
         """Mark every `in_progress` run whose lease ran out `failed`; the runs so marked (each
-        once, whichever replica asks)."""
+        once, whichever replica asks), their `replica` the one that held it."""
 
     @abstractmethod
     async def purge_finished(self, keep_seconds: float) -> int:

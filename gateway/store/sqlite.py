@@ -27,8 +27,10 @@ from gateway.store.api import (
 from gateway.store.group_commit import GroupCommit
 from gateway.store.json_columns import from_text, to_text
 from gateway.store.owners import DEFAULT_OWNER
+from gateway.store.runs import RunStore
 from gateway.store.sqlite_conversations import SQLiteConversations
 from gateway.store.sqlite_faults import describe as _describe
+from gateway.store.sqlite_runs import SQLiteRuns
 from gateway.store.sqlite_schema import SCHEMA_VERSION, migrate
 from gateway.store.sqlite_space import SQLiteSpace
 
@@ -107,6 +109,11 @@ class SQLiteResponseStore(SQLiteSpace, SQLiteConversations, ResponseStore):
         self._touches: dict[str, int] = {}  # id -> tick of its latest touching read, not yet written
         self._last_tick = 0
         self._closed = False
+        self._runs = SQLiteRuns(self)
+
+    @property
+    def runs(self) -> RunStore:
+        return self._runs
 
     def _fail(self, exc: sqlite3.Error) -> StoreUnavailableError:
         return StoreUnavailableError(
@@ -170,6 +177,7 @@ class SQLiteResponseStore(SQLiteSpace, SQLiteConversations, ResponseStore):
         await self._puts.drain()  # puts already accepted are written (or fail) before the connections go
         async with self._open_lock:
             self._closed = True
+            self._runs.closed()
             if self._touches and self._db is not None:
                 with contextlib.suppress(StoreUnavailableError):
                     await self._write_touches()

@@ -12,6 +12,12 @@ Version 4 (owners): responses and conversation objects carry their owner (store/
 conversations are kept under the owner-scoped name, and the keys and their usage have tables
 (store/keys.py); rows already there belong to the migrating profile's `default` key.
 
+Version 5 (background runs, store/runs.py): `background_runs` (a run's status, holder, lease,
+cancel mark, request and last event number; times in seconds since the epoch on this host's clock)
+and `background_events` (its SSE frames by sequence number, dropped with their run by a trigger).
+Partial indexes cover what `claim` (queued, oldest first), `expire` (running, by lease) and
+`purge_finished` (ended, by end time) scan.
+
 Space: the file uses `auto_vacuum = INCREMENTAL` (a new file from its first page; an older one is
 switched by a VACUUM once, when it is opened by this version), so the store can hand freed pages
 back to the file system (`PRAGMA incremental_vacuum`, sqlite.py) and the file shrinks.
@@ -29,7 +35,7 @@ from gateway.store.keys import KEY_TABLES
 
 log = logging.getLogger("agent_gateway.store")
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _USAGE_TRIGGERS = tuple(
     f"""CREATE TRIGGER IF NOT EXISTS {table}_usage_{event.split()[0].lower()} AFTER {event} ON {table}
@@ -114,6 +120,34 @@ STEPS: dict[int, tuple[str, ...]] = {
         "CREATE INDEX IF NOT EXISTS responses_by_owner ON responses (owner, bytes)",
         "CREATE INDEX IF NOT EXISTS conversation_objects_by_owner ON conversation_objects (owner)",
         *KEY_TABLES,
+    ),
+    # background runs (store/sqlite_runs.py)
+    5: (
+        """CREATE TABLE IF NOT EXISTS background_runs (
+            response_id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN
+                ('queued', 'in_progress', 'completed', 'incomplete', 'failed', 'cancelled')),
+            replica TEXT NOT NULL DEFAULT '',
+            lease_until REAL,
+            cancel_requested INTEGER NOT NULL DEFAULT 0,
+            request BLOB NOT NULL,
+            created_at REAL NOT NULL,
+            ended_at REAL,
+            last_seq INTEGER NOT NULL DEFAULT -1
+        )""",
+        "CREATE INDEX IF NOT EXISTS background_runs_queued ON background_runs (created_at) WHERE status = 'queued'",
+        "CREATE INDEX IF NOT EXISTS background_runs_leased ON background_runs (lease_until)"
+        " WHERE status = 'in_progress'",
+        "CREATE INDEX IF NOT EXISTS background_runs_ended ON background_runs (ended_at) WHERE ended_at IS NOT NULL",
+        """CREATE TABLE IF NOT EXISTS background_events (
+            response_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            frame BLOB NOT NULL,
+            PRIMARY KEY (response_id, seq)
+        ) WITHOUT ROWID""",
+        """CREATE TRIGGER IF NOT EXISTS background_runs_take_their_events AFTER DELETE ON background_runs
+        BEGIN DELETE FROM background_events WHERE response_id = old.response_id; END""",
     ),
 }
 

@@ -146,13 +146,26 @@ async def test_open_webui_title_task_and_streamed_chat(real_gateway, gemma_serve
 
 # ---- chatml-function-calling: tool calls -----------------------------------------------------
 
+#: the built-in prompt with tools as it read on 1 December 2026 (gateway/agent/loop.py)
+PINNED_TOOL_PROMPT = (
+    "You are a helpful assistant with live web access. Today is Tuesday, 01 December 2026 (UTC).\n"
+    "Use web_search for anything recent, factual or niche that you are not sure of, and "
+    "web_extract to read a page in full (crawl=true to follow a site's pages). Prefer a few "
+    "precise searches over many vague ones. Base your answer on what you found. Every result "
+    "has an id: cite it in square brackets right after what it supports, like [1] or [2][3]. "
+    "If the tools fail, say so and answer as best you can.")
+
 
 async def test_a_forced_web_search_streamed_completes_its_tool_round_through_searxng(
         real_gateway, function_calling_server):
     """Streamed only: the server generates a forced call under a JSON grammar, which is slow with
     this model (43 s for a 25-token call on the shared 2-core machine); the whole path has its
     unit tests, and the client-tool test below sends a whole request with tools."""
-    real = await real_gateway(function_calling_server, max_rounds=1)  # then one answer without tools
+    # the built-in prompt names today's date, and what this small model generates under the
+    # grammar changes with it (a 2 December prompt made it write a URL until max_tokens cut the
+    # call's JSON): pinned to a date on which it writes a query, so the test does not change daily
+    real = await real_gateway(function_calling_server, max_rounds=1,  # then one answer without tools
+                              system_prompt=PINNED_TOOL_PROMPT)
     resp = await real.client.post("/v1/responses", json={
         "model": "agent", "input": "What do otters eat?", "stream": True, "max_output_tokens": 48,
         "temperature": 0, "tools": [{"type": "web_search"}], "tool_choice": {"type": "web_search"}})
