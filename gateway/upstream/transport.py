@@ -17,13 +17,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from gateway.errors import UpstreamError
+from gateway.errors import AgentGatewayError, UpstreamError
 
 KEEPALIVE = 30.0  # seconds an idle upstream connection is kept
 JSON = "application/json"
 
 
-class TransportFault(Exception):
+class TransportFault(AgentGatewayError):
     """A failed exchange, said the same whatever the library; `__cause__` holds the library's error."""
 
 
