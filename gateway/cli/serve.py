@@ -150,6 +150,25 @@ def freeze_startup_objects() -> None:
     gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
 
 
+async def drain(app: Any, grace: float) -> None:
+    """SIGTERM: refuse new requests and claim no queued run; in-flight requests and background runs
+    get `grace` seconds to end (the runs still going are then stopped, stored `incomplete`, as the
+    app's cleanup does; queued ones stay queued for another replica or the restarted one)."""
+    from gateway.http import appkeys
+    from gateway.http.background import BACKGROUND_RUNS
+
+    lifecycle, background = app[appkeys.LIFECYCLE], app[BACKGROUND_RUNS]
+    background.draining = True
+    log.info("shutting down: %d request(s) in flight, %d background run(s), grace %.0f s", lifecycle.in_flight,
+             len(background.running()), grace)
+    requests_ended, runs_ended = await asyncio.gather(lifecycle.drain(grace), background.wait_all(grace))
+    if not requests_ended:
+        log.warning("grace period over with %d request(s) still running; closing them", lifecycle.in_flight)
+    if not runs_ended:
+        log.warning("grace period over with %d background run(s) still running; stopping them (stored "
+                    "incomplete)", len(background.running()))
+
+
 async def serve(settings: Settings, warnings: Sequence[str] = ()) -> None:
     from gateway.http import appkeys
     from gateway.http.app import create_app
@@ -190,11 +209,7 @@ async def serve(settings: Settings, warnings: Sequence[str] = ()) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         await stop.wait()
-        lifecycle = app[appkeys.LIFECYCLE]
-        log.info("shutting down: %d request(s) in flight, grace %.0f s", lifecycle.in_flight,
-                 settings.shutdown_grace)
-        if not await lifecycle.drain(settings.shutdown_grace):
-            log.warning("grace period over with %d request(s) still running; closing them", lifecycle.in_flight)
+        await drain(app, settings.shutdown_grace)
     finally:
         await runner.cleanup()
         if tracer_provider is not None:

@@ -197,7 +197,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("database_url", "API_SERVER_DATABASE_URL", "api_server.database_url", _parse_database_url, None,
            "postgresql://user:password@host:port/db: a store shared by replicas (unset: SQLite in the profile)"),
     Option("max_concurrent_runs", "API_SERVER_MAX_CONCURRENT_RUNS", "api_server.max_concurrent_runs",
-           _parse_int, 32, "agent runs at once; beyond it 429 with Retry-After, before the body is read", minimum=1),
+           _parse_int, 32, "agent runs at once, background ones included; beyond it 429 with Retry-After, "
+           "before the body is read (a background request waits queued)", minimum=1),
+    Option("max_queued_runs", "API_SERVER_MAX_QUEUED_RUNS", "api_server.max_queued_runs", _parse_int, 64,
+           "background responses waiting for a run slot, across replicas; beyond it 429", minimum=0),
+    Option("max_run_events_mb", "API_SERVER_MAX_RUN_EVENTS_MB", "api_server.max_run_events_mb", _parse_float,
+           16.0, "megabytes of stream events a background response keeps for resumed streams; past it the "
+           "response ends failed", minimum=0.001),
     Option("max_body_bytes", "API_SERVER_MAX_BODY_BYTES", "api_server.max_body_bytes", _parse_int,
            10_000_000, "request body limit in bytes (413 beyond it)", minimum=1),
     Option("body_timeout", "API_SERVER_BODY_TIMEOUT", "api_server.body_timeout", _parse_float, 30.0,
@@ -207,7 +213,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_connections", "API_SERVER_MAX_CONNECTIONS", "api_server.max_connections", _parse_int, 1000,
            "open connections at most; beyond it new ones wait to be accepted", minimum=1),
     Option("shutdown_grace", "API_SERVER_SHUTDOWN_GRACE", "api_server.shutdown_grace", _parse_float, 10.0,
-           "seconds in-flight requests get to finish on SIGTERM", minimum=0),
+           "seconds in-flight requests and background runs get to finish on SIGTERM", minimum=0),
     Option("idempotency_ttl", "API_SERVER_IDEMPOTENCY_TTL", "api_server.idempotency_ttl", _parse_float, 300.0,
            "seconds a non-streaming reply stays replayable for its Idempotency-Key (0 = not kept)", minimum=0),
     Option("keepalive_interval", "API_SERVER_KEEPALIVE_SECONDS", "api_server.keepalive_seconds", _parse_float,

@@ -18,7 +18,6 @@ from gateway.config.settings import Settings
 from gateway.http import appkeys
 from gateway.http.access_log import add_request_id_header
 from gateway.http.auth import add_rate_headers
-from gateway.http.background import background_runs_ctx
 from gateway.http.checks import add_security_headers, allowed_hosts
 from gateway.http.cors import CorsPolicy, add_cors_headers
 from gateway.http.key_usage import KeyUsageObserver
@@ -29,6 +28,7 @@ from gateway.http.metrics import Metrics
 from gateway.http.middleware import front_door
 from gateway.http.observe import GatewayObserver
 from gateway.http.routes import chat, conversations, health, metrics, models, openapi, responses, web_status
+from gateway.http.routes.responses_queue import background_runs_ctx
 from gateway.store.api import ResponseStore, StoreUnavailableError
 from gateway.store.idempotency import IdempotencyCache, InMemoryIdempotencyCache
 from gateway.store.keys import COUNTERS, KeyStore, UsageDelta
@@ -66,7 +66,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     app[appkeys.CORS_POLICY] = CorsPolicy.from_origins(settings.cors_origins)
     app[appkeys.ALLOWED_HOSTS] = allowed_hosts(settings)
     app[appkeys.STARTED_AT] = int(time.time())
-    app[appkeys.LIMITER] = RunLimiter(settings.max_concurrent_runs)
+    app[appkeys.LIMITER] = RunLimiter(settings.max_concurrent_runs, queue=settings.max_queued_runs > 0)
     app[appkeys.LIFECYCLE] = Lifecycle()
     # one database for the store and the Idempotency-Key entries when replicas share PostgreSQL
     database: PostgresDatabase | None = None

@@ -9,7 +9,8 @@ Limits, each off unless the key has it (`agent-gateway keys create ... --rpm/--m
 - requests per minute, counted per replica: a sliding minute in memory, so admission costs no
   database round trip; behind N replicas a client can get up to N times the figure. Every response
   of such a key carries OpenAI's x-ratelimit-*-requests headers; past it, 429 with Retry-After.
-- concurrent runs (chat completions and responses being generated), per replica: 429 with Retry-After.
+- concurrent runs (chat completions and responses being generated; a background response for its
+  whole run, not only its create request), per replica: 429 with Retry-After.
 - stored bytes: a store that would pass it is a 429 `insufficient_quota` (store/owned.py); reads
   and deletes still work.
 """
@@ -24,7 +25,7 @@ from aiohttp import web
 
 from gateway.errors import AuthenticationError, InsufficientQuotaError, RateLimitError
 from gateway.http import appkeys
-from gateway.http.keyring import CURRENT_CALLER, CURRENT_RATE, KeyRing
+from gateway.http.keyring import CURRENT_CALLER, CURRENT_RATE, Caller, KeyRing
 from gateway.store.keys import key_hash
 from gateway.store.owned import OwnedStore
 
@@ -59,8 +60,29 @@ def authenticate(request: web.Request, presented: str | None, open_path: bool) -
     return ring
 
 
-def enter_run(request: web.Request) -> Callable[[], None] | None:
-    """For a key with a concurrent-runs limit, a run's slot (the returned call gives it back)."""
+class KeyRunSlot:
+    """One run of a key with a concurrent-runs limit: held by the request, or handed over to the
+    background run it starts (which holds it for its whole life)."""
+
+    def __init__(self, release: Callable[[], None] | None) -> None:
+        self._release = release
+
+    def release(self) -> None:
+        if self._release is not None:
+            release, self._release = self._release, None
+            release()
+
+    def hand_over(self) -> KeyRunSlot:
+        """A slot holding this one's place, whose release is now the taker's (this one's is a no-op)."""
+        taken, self._release = KeyRunSlot(self._release), None
+        return taken
+
+
+KEY_RUN_SLOT = web.RequestKey("key_run_slot", KeyRunSlot)
+
+
+def enter_run(request: web.Request) -> KeyRunSlot | None:
+    """For a key with a concurrent-runs limit, a run's slot (its `release` gives it back)."""
     caller = CURRENT_CALLER.get()
     if caller is None or caller.max_concurrent is None or request.method != "POST" or request.path not in RUN_PATHS:
         return None
@@ -68,7 +90,15 @@ def enter_run(request: web.Request) -> Callable[[], None] | None:
     if not ring.enter_run(caller):
         raise RateLimitError(f"Key '{caller.name}' already has {caller.max_concurrent} runs in progress, its "
                              "limit; retry when one ends.", retry_after=1)
-    return lambda: ring.leave_run(caller)
+    slot = request[KEY_RUN_SLOT] = KeyRunSlot(lambda: ring.leave_run(caller))
+    return slot
+
+
+def hand_over_key_slot(request: web.Request) -> KeyRunSlot | None:
+    """The request's key run slot, now the caller's to release (a background run's, for its life);
+    the request's end then gives nothing back."""
+    slot = request.get(KEY_RUN_SLOT)
+    return slot.hand_over() if slot is not None else None
 
 
 def add_rate_headers(request: web.Request, response: web.StreamResponse) -> None:
@@ -102,8 +132,13 @@ def owner_key(request: web.Request, presented: str | None) -> str:
 
 def store_of(request: web.Request) -> OwnedStore:
     """The request's view of the store: its caller's objects only."""
-    ring = request.app[appkeys.KEYRING]
-    caller = CURRENT_CALLER.get() or ring.default
+    return store_for(request.app, CURRENT_CALLER.get())
+
+
+def store_for(app: web.Application, caller: Caller | None) -> OwnedStore:
+    """`caller`'s view of the store (None: the default key's), its stored-bytes quota checked."""
+    ring = app[appkeys.KEYRING]
+    caller = caller or ring.default
     room = None
     if caller.max_stored_bytes is not None:
         limit = caller.max_stored_bytes
@@ -117,4 +152,4 @@ def store_of(request: web.Request) -> OwnedStore:
                     param=None)
             ring.stored_bytes[caller.name] = used + size  # until the next refresh counts it exactly
 
-    return OwnedStore(request.app[appkeys.STORE], caller.owner, room)
+    return OwnedStore(app[appkeys.STORE], caller.owner, room)

@@ -1,14 +1,17 @@
-"""Background runs of this process: their tasks and their events, for resumed streams and cancel.
+"""Background runs this process holds: their tasks, their events in memory, and the batched copy
+of those events in the store (store/runs.py) that any replica's follower reads.
 
 A background response (`background: true`) runs in a task the app owns, not the request's: the
 client may leave, poll with GET, follow the events with `GET ...?stream=true&starting_after=N`, or
-cancel. The record in the store says the status to any replica; the events and the task live
-here, in the process that runs it (events are not shared across replicas: a resumed stream must
-reach the replica that runs the response).
+cancel, on this replica or another. Its events go to the store in batches (every FLUSH_SECONDS or
+FLUSH_FRAMES frames, and at the end), so a token stream is not one write per delta; followers on
+this replica read the frames in memory, others read the store (http/run_follow.py): the same
+sequence either way. The lease, cancels from other replicas and expired runs are
+http/run_keeper.py's.
 
-Bounds: a run's events are its own output (bounded by AGENT_RUN_TIMEOUT and the model's limits);
-a finished run's events are kept `KEEP_SECONDS` (OpenAI keeps background data about 10 minutes
-for polling), then dropped at the next registration.
+Bounds: a run's events are capped by API_SERVER_MAX_RUN_EVENTS_MB (past it the run ends failed);
+the frames in memory go when the run ends (the store keeps them KEEP_SECONDS, as OpenAI keeps
+background data about 10 minutes for polling).
 """
 
 from __future__ import annotations
@@ -16,50 +19,124 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from collections.abc import AsyncIterator, Callable
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from gateway.errors import GatewayError
+from gateway.http import appkeys
+from gateway.store.runs import LostRunError, RunStore
+
 log = logging.getLogger("agent_gateway.background")
 
-#: how long a finished run's events stay for a resumed stream
+#: how long a finished run's events stay in the store for a resumed stream
 KEEP_SECONDS = 600.0
+#: a batch of events goes to the store this long after its first frame, or at FLUSH_FRAMES frames
+FLUSH_SECONDS = 0.05
+FLUSH_FRAMES = 64
+
+
+def run_store(app: web.Application) -> RunStore:
+    return app[appkeys.STORE].runs
+
+
+class EventsLimitError(GatewayError):
+    """A run's events passed API_SERVER_MAX_RUN_EVENTS_MB: it ends failed, saying so."""
 
 
 class BackgroundRun:
-    """One background response's task and its events, as SSE frames indexed by sequence number."""
+    """One background response this process runs: its task, and its events as SSE frames indexed
+    by sequence number, in memory and (batched) in the store."""
 
-    def __init__(self, response_id: str, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, response_id: str, *, store: RunStore, replica: str) -> None:
         self.response_id = response_id
         self.frames: list[bytes] = []
+        self.event_bytes = 0
         self.task: asyncio.Task[None] | None = None
         #: the final record is being written: a cancel now would race it, so it waits instead
         self.saving = False
-        #: why the task was cancelled: "cancel" (the client's) or "shutdown"
+        #: why the task was cancelled: "cancel" (the client's), "shutdown", or "lost" (another
+        #: replica expired its lease: nothing more of it is written)
         self.stop_reason = "cancel"
-        self.ended_at: float | None = None
-        self._clock = clock
+        self.done = False
+        self._store, self._replica = store, replica
         self._changed = asyncio.Event()
-
-    @property
-    def done(self) -> bool:
-        return self.ended_at is not None
+        self._stored = 0  # frames already in the store
+        self._flush_lock = asyncio.Lock()
+        self._flusher: asyncio.Task[None] | None = None
 
     def push(self, seq: int, frame: bytes) -> None:
         if seq != len(self.frames):  # the builder numbers events 0, 1, 2...: a gap is a bug
             raise AssertionError(f"event {seq} after {len(self.frames)} events")
         self.frames.append(frame)
+        self.event_bytes += len(frame)
         self._wake()
 
-    def end(self) -> None:
-        if self.ended_at is None:
-            self.ended_at = self._clock()
-            self._wake()
+    def stop(self, reason: str) -> None:
+        """Cancel the task (unless it is writing its final record, which must not be cut)."""
+        if self.task is not None and not self.task.done() and not self.saving:
+            self.stop_reason = reason
+            self.task.cancel()
 
     def _wake(self) -> None:
         self._changed.set()
         self._changed = asyncio.Event()
+
+    # ---- the store's copy ---------------------------------------------------------------------
+
+    def start_flushing(self) -> None:
+        self._flusher = asyncio.get_running_loop().create_task(self._flush_loop())
+
+    async def _flush_loop(self) -> None:
+        while True:
+            if self._stored == len(self.frames):
+                await self._changed.wait()
+            # asyncio.timeout, not wait_for: 3.11's wait_for may swallow the task's cancellation
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(FLUSH_SECONDS):
+                    while len(self.frames) - self._stored < FLUSH_FRAMES:
+                        await self._changed.wait()
+            try:
+                await self.flush()
+            except LostRunError:
+                log.warning("background response %s was lost (its lease expired); stopping it", self.response_id)
+                self.stop("lost")
+                return
+            except GatewayError as exc:  # a store fault: the next batch tries again, with these frames
+                log.warning("events of background response %s not stored yet: %s", self.response_id,
+                            exc.detail or exc.message)
+                await asyncio.sleep(FLUSH_SECONDS * 10)
+
+    async def flush(self) -> None:
+        """Store every frame not stored yet (LostRunError: this replica no longer holds the run)."""
+        async with self._flush_lock:
+            batch = self.frames[self._stored:]
+            if batch:
+                await self._store.append_events(self.response_id, self._stored, batch, replica=self._replica)
+                self._stored += len(batch)
+
+    async def close(self, status: str | None) -> None:
+        """The run ended: the last frames stored, then the run `finish`ed with `status` (None: lost,
+        nothing more written), and the followers here told."""
+        if self._flusher is not None:
+            self._flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._flusher
+        try:
+            if status is not None:
+                await asyncio.shield(self.flush())
+                await asyncio.shield(self._store.finish(self.response_id, status, replica=self._replica))
+        except LostRunError:
+            log.warning("background response %s ended %s after its lease was lost", self.response_id, status)
+        except GatewayError as exc:
+            log.warning("the end of background response %s was not stored: %s", self.response_id,
+                        exc.detail or exc.message)
+        finally:
+            self.done = True
+            self._wake()
 
     async def follow(self, after: int, *, idle: float) -> AsyncIterator[bytes]:
         """The frames after sequence number `after`, then each new one until the run ends;
@@ -74,39 +151,60 @@ class BackgroundRun:
                 return
             else:
                 try:
-                    await asyncio.wait_for(changed.wait(), timeout=idle)
+                    async with asyncio.timeout(idle):
+                        await changed.wait()
                 except TimeoutError:
                     yield b""
 
 
-class BackgroundRuns:
-    """The process's background runs by response id."""
+def replica_name() -> str:
+    """Unique per process, readable in the database: host, pid and a random part (pids repeat)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
-    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+
+class BackgroundRuns:
+    """The background runs this process holds, by response id (only while they run)."""
+
+    def __init__(self, replica: str | None = None) -> None:
+        self.replica = replica or replica_name()
+        #: SIGTERM: no new run is claimed from the queue
+        self.draining = False
         self._runs: dict[str, BackgroundRun] = {}
-        self._clock = clock
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     def get(self, response_id: str) -> BackgroundRun | None:
         return self._runs.get(response_id)
 
-    def register(self, response_id: str) -> BackgroundRun:
-        self._forget_old()
-        run = self._runs[response_id] = BackgroundRun(response_id, clock=self._clock)
+    def running(self) -> list[BackgroundRun]:
+        return list(self._runs.values())
+
+    def register(self, response_id: str, store: RunStore) -> BackgroundRun:
+        run = self._runs[response_id] = BackgroundRun(response_id, store=store, replica=self.replica)
+        self._idle.clear()
         return run
 
-    def _forget_old(self) -> None:
-        now = self._clock()
-        for response_id in [rid for rid, run in self._runs.items()
-                            if run.ended_at is not None and now - run.ended_at > KEEP_SECONDS]:
-            del self._runs[response_id]
+    def forget(self, run: BackgroundRun) -> None:
+        if self._runs.get(run.response_id) is run:
+            del self._runs[run.response_id]
+        if not self._runs:
+            self._idle.set()
+
+    async def wait_all(self, timeout: float) -> bool:
+        """SIGTERM's grace: wait up to `timeout` seconds for every run to end; True if all did."""
+        try:
+            async with asyncio.timeout(timeout):
+                await self._idle.wait()
+        except TimeoutError:
+            return False
+        return True
 
     async def stop_all(self) -> None:
         """At shutdown: cancel the runs still going and wait for each to record how it ended."""
         tasks = []
         for run in self._runs.values():
             if run.task is not None and not run.task.done():
-                run.stop_reason = "shutdown"
-                run.task.cancel()
+                run.stop("shutdown")
                 tasks.append(run.task)
         if tasks:
             log.info("shutdown: stopping %d background run(s)", len(tasks))
@@ -115,11 +213,3 @@ class BackgroundRuns:
 
 
 BACKGROUND_RUNS = web.AppKey("background_runs", BackgroundRuns)
-
-
-async def background_runs_ctx(app: web.Application) -> AsyncIterator[None]:
-    """cleanup_ctx: the registry for the app's life; its runs stopped before the store closes
-    (so append this after the store's context)."""
-    runs = app[BACKGROUND_RUNS] = BackgroundRuns()
-    yield
-    await runs.stop_all()

@@ -180,6 +180,7 @@ async def continue_if_a_run_slot_is_free(request: web.Request) -> None:
     its whole body only to get the 429 after it: with every run slot busy, no 100 is sent and the
     front door's 429 is the client's first answer (it then never sends the body)."""
     limiter = request.app[appkeys.LIMITER]
-    if limiter.active >= limiter.limit:
+    if limiter.active >= limiter.limit and not limiter.may_read_over_slots(request.method, request.path,
+                                                                            request.content_length):
         return None
     return await _default_expect_handler(request)

@@ -95,6 +95,15 @@ class KeyRing:
             return None
         return caller
 
+    def by_name(self, name: str) -> Caller | None:
+        """The live key named `name` (a queued background response acts as the key that made it)."""
+        if name == DEFAULT_KEY:
+            return self.default
+        for caller in self._by_hash.values():
+            if caller.name == name:
+                return None if caller.expires_at is not None and caller.expires_at <= time.time() else caller
+        return None
+
     # ---- per-request limits and usage --------------------------------------------------------
 
     def rate(self, caller: Caller, now: float) -> tuple[int, float, bool]:

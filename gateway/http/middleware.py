@@ -5,7 +5,8 @@
 3. admission: not shutting down (503), declared body size (413), key (401) or, with no key, Host
    (403) (gateway/middlewares.py);
    an admitted request counts as in flight until its handler returns; one that runs the agent
-   takes its run slot (or its 429) before anything reads its body (gateway/http/lifecycle.py);
+   takes its run slot (or its 429) before anything reads its body (gateway/http/lifecycle.py; past
+   the slots a few small /v1/responses bodies are read, to queue a background one);
 4. browser preflights are answered here, needing no key (gateway/cors.py);
 5. Idempotency-Key, after auth, so only accepted credentials reach its cache (gateway/idempotency.py).
 
@@ -21,18 +22,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 
 from aiohttp import web
 
 from gateway.errors import GatewayError
 from gateway.http import appkeys
 from gateway.http.access_log import begin_request, log_access
-from gateway.http.auth import enter_run
+from gateway.http.auth import KeyRunSlot, enter_run
 from gateway.http.checks import Handler, admit, error_response, from_http_exception, internal_error
 from gateway.http.cors import preflight_response
 from gateway.http.idempotency import run_idempotent, wants_idempotency
-from gateway.http.lifecycle import Lifecycle
+from gateway.http.lifecycle import OVER_SLOTS, Lifecycle
 from gateway.http.log_limits import RateLimitedLog
 
 log = logging.getLogger("agent_gateway")
@@ -46,10 +46,10 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
     status: int | str = "-"
     try:
         lifecycle: Lifecycle | None = None
-        leave_run: Callable[[], None] | None = None
+        key_slot: KeyRunSlot | None = None
         try:
             lifecycle = admit(request)
-            leave_run = enter_run(request)  # a key's concurrent-runs limit (http/auth.py)
+            key_slot = enter_run(request)  # a key's concurrent-runs limit (http/auth.py)
             preflight = preflight_response(request)
             response: web.StreamResponse
             if preflight is not None:
@@ -57,15 +57,16 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
             else:
                 # the run slot before the body: a request that cannot run is refused unread
                 limiter = request.app[appkeys.LIMITER]
-                running = limiter.take_for(request.method, request.path)
+                taken = limiter.take_for(request.method, request.path, request)
+                if taken == "over":
+                    request[OVER_SLOTS] = True
                 try:
                     if wants_idempotency(request):
                         response = await run_idempotent(request, handler)
                     else:
                         response = await handler(request)
                 finally:
-                    if running:
-                        limiter.release()
+                    limiter.release_for(taken)
         except GatewayError as exc:
             if exc.detail and exc.status >= 500:  # where and why, for whoever runs the gateway
                 log.warning("answered %d: %s", exc.status, exc.detail)
@@ -81,8 +82,8 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
         except Exception:
             response = internal_error(request)
         finally:
-            if leave_run is not None:
-                leave_run()
+            if key_slot is not None:  # a no-op once a background run took it over
+                key_slot.release()
             if lifecycle is not None:
                 lifecycle.leave()
         status = response.status

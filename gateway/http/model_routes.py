@@ -21,9 +21,14 @@ def model_not_found(model: str | None) -> NotFoundError:
                          code="model_not_found")
 
 
-async def route_turn(request: web.Request, model: str | None) -> RouteTurn:
+def _app(of: web.Request | web.Application) -> web.Application:
+    """The app of a request, or the app itself (a queued background response starts with no request)."""
+    return of if isinstance(of, web.Application) else of.app
+
+
+async def route_turn(request: web.Request | web.Application, model: str | None) -> RouteTurn:
     """The turn on the route `model` names (routes are configured), or the 404."""
-    routes = request.app[appkeys.ROUTES]
+    routes = _app(request)[appkeys.ROUTES]
     route = routes.resolve(model) or await routes.find(model)
     if route is None:
         raise model_not_found(model)
@@ -32,12 +37,12 @@ async def route_turn(request: web.Request, model: str | None) -> RouteTurn:
     return turn
 
 
-async def context_window(request: web.Request, turn: RouteTurn | None) -> int:
+async def context_window(request: web.Request | web.Application, turn: RouteTurn | None) -> int:
     """The turn's budget in tokens: without routes, what `ContextWindows` says for the upstream's
     model; on a route, its own `context_window` (configured, else what its upstream's `/models`
     listed), else `LLM_CONTEXT_WINDOW`, else the documented default. A route's upstream is not
     asked for more than its listing (its `/props` may be another server's)."""
-    app = request.app
+    app = _app(request)
     if turn is None:
         return await app[appkeys.CONTEXT_WINDOWS].tokens(await app[appkeys.UPSTREAM].model())
     if turn.route.context_window is not None:

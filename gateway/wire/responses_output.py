@@ -184,9 +184,12 @@ class ResponseBuilder:
         self._end("failed")
         return self._ending(events, "response.failed")
 
-    def interrupt(self) -> list[dict[str, Any]]:
-        """End because the client went away: an `incomplete` response with what was produced."""
+    def interrupt(self, reason: str | None = None) -> list[dict[str, Any]]:
+        """End because the client went away (or, with `reason` as `incomplete_details.reason`, the
+        gateway stopped): an `incomplete` response with what was produced."""
         events = self._close_open("incomplete")
+        if reason is not None:
+            self._incomplete_details = {"reason": reason}
         self._end("incomplete")
         return self._ending(events, "response.incomplete")
 

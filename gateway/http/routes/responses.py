@@ -13,28 +13,25 @@ from typing import Any
 from aiohttp import web
 
 from gateway.agent.events import AgentEvent
-from gateway.agent.loop import AgentRequest
 from gateway.common import json_out
 from gateway.errors import GatewayError, InvalidRequestError, NotFoundError, echo
-from gateway.http import appkeys
+from gateway.http import appkeys, run_follow
 from gateway.http.auth import store_of
-from gateway.http.background import BACKGROUND_RUNS
+from gateway.http.background import BACKGROUND_RUNS, run_store
 from gateway.http.body import read_json_object
 from gateway.http.checks import continue_if_a_run_slot_is_free
-from gateway.http.model_routes import context_window, route_turn
-from gateway.http.routes import responses_background
+from gateway.http.lifecycle import OVER_SLOTS, too_many_runs
+from gateway.http.routes import responses_background, responses_queue
 from gateway.http.routes.conversations import include_values
-from gateway.http.routes.responses_reply import Continuation as _Continuation
 from gateway.http.routes.responses_reply import Reply as _Reply
 from gateway.http.routes.responses_reply import ending_on_assistant as _ending_on_assistant
 from gateway.http.routes.responses_reply import named as _named
+from gateway.http.routes.responses_turn import prepare_turn
 from gateway.http.runs import Messages, run_streamed, run_whole
-from gateway.store.api import ResponseStore, UnknownConversationError
-from gateway.upstream.routes import RouteTurn
-from gateway.wire import context_budget, ids
-from gateway.wire.conversations import is_conversation_id, item_list, parse_list_query, transcript
+from gateway.wire import ids
+from gateway.wire.conversations import item_list, parse_list_query
 from gateway.wire.responses_output import ResponseBuilder
-from gateway.wire.responses_request import ResponsesRequest, parse_responses_request
+from gateway.wire.responses_request import parse_responses_request
 
 log = logging.getLogger("agent_gateway.responses")
 routes = web.RouteTableDef()
@@ -48,87 +45,24 @@ def _response_id(request: web.Request) -> str:
     return ids.check_path(request.match_info["response_id"], "response", "response_id")
 
 
-async def _continuation(store: ResponseStore, parsed: ResponsesRequest, budget: int) -> _Continuation:
-    """What the turn continues, read newest first within `budget` bytes (context_budget.py)."""
-    if parsed.previous_response_id is not None:
-        previous = await store.chain(parsed.previous_response_id, max_bytes=budget)
-        if previous is None:
-            raise NotFoundError(
-                f"Previous response with id '{echo(parsed.previous_response_id)}' not found.",
-                param="previous_response_id", code="previous_response_not_found",
-            )
-        if previous.records and previous.records[0].response.get("status") in ("queued", "in_progress"):
-            # a background response still running has no turn to continue from yet
-            raise InvalidRequestError(f"Response '{echo(parsed.previous_response_id)}' is still in progress; "
-                                      "continue from it once it has ended.", param="previous_response_id")
-        return _Continuation(previous.transcript(), previous.complete, parent_id=parsed.previous_response_id)
-    if parsed.conversation is None:
-        return _Continuation()
-    if is_conversation_id(parsed.conversation):
-        return await _conversation_object(store, parsed, parsed.conversation, budget)
-    head = await store.conversation_head(parsed.conversation, touch=False)
-    chain = await store.chain(head.id, max_bytes=budget) if head is not None else None
-    if head is None or chain is None:  # no head, or evicted between the two reads: a fresh start
-        return _Continuation(expected_head="")
-    return _Continuation(chain.transcript(), chain.complete, parent_id=head.id, expected_head=head.id)
-
-
-async def _conversation_object(store: ResponseStore, parsed: ResponsesRequest, conversation_id: str,
-                               budget: int) -> _Continuation:
-    try:
-        tail = await store.conversation_tail(conversation_id, max_bytes=budget,
-                                             check_ids=[given["id"] for given in parsed.input_items])
-    except UnknownConversationError:
-        raise UnknownConversationError.on(conversation_id, param="conversation") from None
-    for index, given in enumerate(parsed.input_items):
-        if given["id"] in tail.taken:  # refused now, not after the model ran: the append would be
-            raise InvalidRequestError(f"An item with id '{echo(given['id'])}' is already in conversation "
-                                      f"'{conversation_id}'; send only the new items.", param=f"input[{index}].id")
-    return _Continuation(transcript([(item.item, item.model) for item in tail.items]), tail.complete,
-                         conversation_id=conversation_id, expected_last=tail.last_id)
-
-
-async def _within_window(request: web.Request, parsed: ResponsesRequest,
-                         turn: RouteTurn | None) -> tuple[_Continuation, list[Any]]:
-    """The continuation, its history cut to the context window (or a 400, see context_budget.py)."""
-    instructions = [{"role": "system", "content": parsed.instructions}] if parsed.instructions else []
-    fixed = context_budget.fixed_tokens([*instructions, *parsed.messages, *parsed.chat_tools],
-                                        parsed.max_output_tokens)
-    if parsed.previous_response_id is None and parsed.conversation is None \
-            and fixed <= context_budget.SMALLEST_WINDOW:
-        return _Continuation(), []  # fits any model: no window to look up
-    window = await context_window(request, turn)
-    continuation = await _continuation(store_of(request), parsed, context_budget.history_bytes(window, fixed))
-    history = context_budget.fit(continuation.transcript, complete=continuation.complete, window=window,
-                                 fixed=fixed, truncation=parsed.truncation)
-    return continuation, history
-
-
 @routes.post("/v1/responses", expect_handler=continue_if_a_run_slot_is_free)
 async def create_response(request: web.Request) -> web.StreamResponse:
-    parsed = parse_responses_request(await read_json_object(request))
+    body = await read_json_object(request)
+    parsed = parse_responses_request(body)
+    if request.get(OVER_SLOTS):  # admitted past the run slots only to see whether it may queue
+        if not parsed.background:
+            raise too_many_runs(request.app[appkeys.LIMITER].limit)
+        return await responses_queue.enqueue(request, body, parsed)
     app = request.app
-    settings = app[appkeys.SETTINGS]
     store = store_of(request)
-    # the model the client names now, whatever a previous response used (as OpenAI does)
-    turn = await route_turn(request, parsed.model) if settings.llm_models is not None else None
-    continuation, history = await _within_window(request, parsed, turn)
-    agent_request = AgentRequest(
-        messages=[*history, *parsed.messages], client_tools=parsed.chat_tools,
-        params=parsed.upstream_params(), stream=parsed.stream, instructions=parsed.instructions,
-        web=parsed.web,
-    )
-    if turn is None:
-        model, reasoning = parsed.model or settings.model_name, settings.reasoning
-    else:
-        agent_request.opener, agent_request.web_tools = turn.open, turn.route.web_tools
-        model, reasoning = turn.route.id, turn.route.reasoning
+    prepared = await prepare_turn(app, store, parsed)
+    agent_request, continuation, turn = prepared.agent_request, prepared.continuation, prepared.turn
     if parsed.background:  # every event kept, streamed or not, for a stream resumed later
-        builder = ResponseBuilder(parsed, model=model, events=True, reasoning=reasoning == "show")
-        run = app[BACKGROUND_RUNS].register(builder.id)
+        builder = ResponseBuilder(parsed, model=prepared.model, events=True, reasoning=prepared.reasoning)
+        run = app[BACKGROUND_RUNS].register(builder.id, run_store(app))
         background = responses_background.BackgroundReply(store, parsed, builder, continuation, turn, run=run)
         return await responses_background.start(request, agent_request, background)
-    builder = ResponseBuilder(parsed, model=model, events=parsed.stream, reasoning=reasoning == "show")
+    builder = ResponseBuilder(parsed, model=prepared.model, events=parsed.stream, reasoning=prepared.reasoning)
     if parsed.stream:
         reply = _ResponsesStream(store, parsed, builder, continuation, turn)
         return await run_streamed(request, agent_request, reply, log=log)
@@ -195,7 +129,7 @@ async def retrieve_response(request: web.Request) -> web.StreamResponse:
     if record is None:
         raise _not_found(response_id)
     if request.query.get("stream", "false").lower() == "true":
-        return await responses_background.resume(request, record)
+        return await run_follow.resume(request, record)
     return web.Response(body=json_out.dumps(record.response), content_type="application/json", charset="utf-8")
 
 

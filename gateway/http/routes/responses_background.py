@@ -1,17 +1,20 @@
-"""Background responses (`background: true`): the run in an app-owned task, cancel, resumed streams.
+"""Background responses (`background: true`): the run in an app-owned task, its end, and cancel.
 
 The record is stored `in_progress` before the client learns the id, and replaced when the run
 ends (`completed`, `incomplete`, `failed`, or `cancelled`), through the same `put` as any response
 (an upsert by id; a turn of a conversation appends to it only when it completed or was
-incomplete, as a foreground turn). The run holds a run slot (API_SERVER_MAX_CONCURRENT_RUNS) until
-it ends. Its events live in this process (http/background.py): a stream, at creation or resumed,
-follows them; the client leaving ends only its stream, never the run.
+incomplete, as a foreground turn). The run holds a run slot (API_SERVER_MAX_CONCURRENT_RUNS), and
+its key's slot when the key has a concurrent-runs limit, until it ends. Its run in the store
+(store/runs.py: lease, cancel mark, events) lets any replica follow it (http/run_follow.py) or
+cancel it; http/run_keeper.py keeps its lease.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 from typing import Any
 
 from aiohttp import web
@@ -21,18 +24,25 @@ from gateway.agent.loop import AgentRequest
 from gateway.common import json_out
 from gateway.errors import GatewayError, InvalidRequestError
 from gateway.http import appkeys
-from gateway.http.auth import store_of
-from gateway.http.background import BACKGROUND_RUNS, BackgroundRun
+from gateway.http.auth import KeyRunSlot, hand_over_key_slot, store_of
+from gateway.http.background import BACKGROUND_RUNS, BackgroundRun, EventsLimitError, run_store
 from gateway.http.routes.responses_reply import Continuation, Reply, ending_on_assistant
+from gateway.http.run_follow import follow_local, stream
+from gateway.http.run_keeper import LEASE_SECONDS, record_expired, watch_cancel
 from gateway.http.runs import Messages, run_timeout_error
-from gateway.http.sse import KEEPALIVE_FRAME, SSEWriter, named_frames
+from gateway.http.sse import named_frames
 from gateway.store.api import ResponseStore, StoredResponse
+from gateway.store.runs import TERMINAL
 from gateway.upstream.routes import RouteTurn
 from gateway.wire.responses_output import ResponseBuilder, event_json
 from gateway.wire.responses_request import ResponsesRequest
 
 log = logging.getLogger("agent_gateway.responses")
-TERMINAL = frozenset({"completed", "incomplete", "failed", "cancelled"})
+#: `incomplete_details.reason` of a run the gateway's shutdown cut short (openai-python types the
+#: field as max_output_tokens | content_filter but parses any string)
+SHUTDOWN_REASON = "gateway_shutdown"
+#: how long a cancel waits for the replica running the response to stop it
+CANCEL_WAIT_SECONDS = 5.0
 
 
 class BackgroundReply(Reply):
@@ -69,13 +79,14 @@ class BackgroundReply(Reply):
                         exc.detail or exc.message)
 
     async def stopped(self, reason: str, messages: Messages) -> None:
-        """Cancelled by the client (`cancelled`) or by shutdown (`incomplete`): stored as such,
-        nothing appended to a conversation, no head moved."""
+        """Cancelled by the client (`cancelled`) or by shutdown (`incomplete`, its
+        `incomplete_details.reason` SHUTDOWN_REASON): stored as such, nothing appended to a
+        conversation, no head moved."""
         builder = self.builder
         if reason == "cancel":
             builder.cancel()
         else:
-            self.record(builder.interrupt())
+            self.record(builder.interrupt(reason=SHUTDOWN_REASON))
         await asyncio.shield(self.store.put(StoredResponse(
             id=builder.id, created_at=builder.created_at, response=builder.response(),
             transcript=[*self.parsed.messages, *ending_on_assistant(messages)],
@@ -83,36 +94,66 @@ class BackgroundReply(Reply):
 
 
 async def start(request: web.Request, agent_request: AgentRequest, reply: BackgroundReply) -> web.StreamResponse:
-    """Store the response `in_progress`, start its run, and answer: the Response object at once,
-    or (with `stream`) the run's events as they come."""
+    """Store the response `in_progress` and its run, start the run, and answer: the Response
+    object at once, or (with `stream`) the run's events as they come."""
     app = request.app
-    reply.served()
-    reply.record(reply.builder.start())
-    await reply.placeholder()
-    # the run's own slot: the request's is released when this handler returns
-    limiter = app[appkeys.LIMITER]
-    limiter.hold_for_background()
-    task = asyncio.get_running_loop().create_task(_drive(app, agent_request, reply))
-    reply.run.task = task
-    task.add_done_callback(lambda _: limiter.release())
+    run = reply.run
+    try:
+        reply.served()
+        reply.record(reply.builder.start())
+        await reply.placeholder()
+        await run_store(app).begin(run.response_id, store_of(request).owner, replica=app[BACKGROUND_RUNS].replica,
+                                   lease_seconds=LEASE_SECONDS)
+    except BaseException:
+        app[BACKGROUND_RUNS].forget(run)
+        raise
+    launch(app, agent_request, reply, hand_over_key_slot(request))
     if not reply.parsed.stream:
         return web.Response(body=json_out.dumps(reply.builder.response()), content_type="application/json")
-    return await follow(request, reply.run, after=-1)
+    return await stream(request, run.response_id, follow_local(request, run, -1))
+
+
+def launch(app: web.Application, agent_request: AgentRequest, reply: BackgroundReply,
+           key_slot: KeyRunSlot | None) -> None:
+    """Run a begun (or claimed) background response: its task holds a run slot, and its key's
+    slot, until it ends."""
+    limiter, registry, run = app[appkeys.LIMITER], app[BACKGROUND_RUNS], reply.run
+    limiter.hold_for_background()
+    run.start_flushing()
+    loop = asyncio.get_running_loop()
+    task = run.task = loop.create_task(_drive(app, agent_request, reply))
+    watcher = loop.create_task(watch_cancel(app, run))
+
+    def ended(_: object) -> None:
+        watcher.cancel()
+        registry.forget(run)
+        if key_slot is not None:
+            key_slot.release()
+        limiter.release()  # last: it may start a queued run at once
+
+    task.add_done_callback(ended)
 
 
 async def _drive(app: web.Application, agent_request: AgentRequest, reply: BackgroundReply) -> None:
     settings = app[appkeys.SETTINGS]
+    events_limit = settings.max_run_events_mb * 1_000_000
     agent_run = app[appkeys.AGENT].run(agent_request)
     run, builder = reply.run, reply.builder
     finished: Finished | None = None
     error: GatewayError | None = None
+    status: str | None = None
     try:
         try:
-            async with asyncio.timeout(settings.run_timeout):
-                async for event in agent_run.events:
+            async with asyncio.timeout(settings.run_timeout), contextlib.aclosing(agent_run.events) as events:
+                async for event in events:
                     if isinstance(event, Finished):
                         finished = event
                     reply.record(builder.feed(event))
+                    if run.event_bytes > events_limit:
+                        raise EventsLimitError(
+                            f"The response's stream events passed API_SERVER_MAX_RUN_EVENTS_MB "
+                            f"({settings.max_run_events_mb:g} MB), the most a background response keeps; "
+                            "it was stopped there.", code="server_error")
         except TimeoutError:
             error = run_timeout_error(settings.run_timeout)
         except GatewayError as exc:
@@ -143,81 +184,58 @@ async def _drive(app: web.Application, agent_request: AgentRequest, reply: Backg
                 log.warning("the failed response %s was not stored: %s", builder.id, exc.detail or exc.message)
                 await reply.failed_without_output()
             reply.record(closing)
+        status = builder.status
     except asyncio.CancelledError:
-        if not run.saving:  # the upstream call is abandoned with the task; record how it ended
+        if run.stop_reason == "lost":  # another replica failed it: nothing more of it is ours to write
+            log.info("background response %s stopped: its lease was lost", builder.id)
+        elif not run.saving:  # the upstream call is abandoned with the task; record how it ended
+            run.saving = True
             log.info("background response %s stopped (%s)", builder.id, run.stop_reason)
             try:
                 await reply.stopped(run.stop_reason, agent_run.messages)
             except GatewayError as exc:
                 log.warning("the stopped response %s was not stored: %s", builder.id, exc.detail or exc.message)
+            status = builder.status
     finally:
-        run.end()
-
-
-async def follow(request: web.Request, run: BackgroundRun, *, after: int) -> web.StreamResponse:
-    """Stream the run's events after sequence number `after` until it ends. The client leaving
-    ends this stream only."""
-    sse = SSEWriter(request)
-    idle = request.app[appkeys.SETTINGS].keepalive_interval
-    try:
-        async for frames in run.follow(after, idle=idle):
-            await sse.send(frames or KEEPALIVE_FRAME)
-        await sse.finish()
-    except (ConnectionError, RuntimeError):
-        log.info("client left the stream of background response %s; the run goes on", run.response_id)
-    return sse.response
-
-
-def _starting_after(request: web.Request, run: BackgroundRun) -> int:
-    raw = request.query.get("starting_after")
-    if raw is None:
-        return -1
-    try:
-        after = int(raw)
-    except ValueError:
-        raise InvalidRequestError("'starting_after' must be an integer sequence number.",
-                                  param="starting_after") from None
-    if after < -1 or after >= len(run.frames):  # a client resumes after an event it was sent
-        raise InvalidRequestError(f"'starting_after' {after} is beyond the last event of this response "
-                                  f"({len(run.frames) - 1}).", param="starting_after")
-    return after
-
-
-async def resume(request: web.Request, record: StoredResponse) -> web.StreamResponse:
-    """GET /v1/responses/{id}?stream=true: the events after `starting_after`, then live."""
-    if not record.response.get("background"):
-        raise InvalidRequestError("Only a background response can be streamed again; this one was not "
-                                  "created with 'background': true.", param="stream")
-    run = request.app[BACKGROUND_RUNS].get(record.id)
-    if run is None:
-        raise InvalidRequestError("The events of this response are no longer available (they are kept "
-                                  "about 10 minutes after it ends, by the replica that ran it).",
-                                  param="stream")
-    return await follow(request, run, after=_starting_after(request, run))
+        await run.close(status)
 
 
 async def cancel(request: web.Request, record: StoredResponse) -> web.Response:
-    """POST /v1/responses/{id}/cancel for the caller's record `record`."""
+    """POST /v1/responses/{id}/cancel for the caller's record `record`: on the replica running it,
+    its task is stopped here; elsewhere the store carries the request to its holder, and the
+    answer waits (CANCEL_WAIT_SECONDS at most) for the run to end."""
     if not record.response.get("background"):
         raise InvalidRequestError("Only responses created with 'background': true can be cancelled.",
                                   param="response_id")
     response = record.response
     if response.get("status") not in TERMINAL:
-        run = request.app[BACKGROUND_RUNS].get(record.id)
-        if run is not None and run.task is not None and not run.task.done():
-            if not run.saving:
-                run.stop_reason = "cancel"
-                run.task.cancel()
-            await asyncio.wait([run.task])  # it records how it ended
-            stored = await _current(request, record.id)
-            response = stored.response if stored is not None else response
-        elif run is None:  # not running here (a replica that died, or another one): say so in the record
-            response = {**response, "status": "cancelled"}
-            await store_of(request).put(StoredResponse(
-                id=record.id, created_at=record.created_at, response=response, transcript=record.transcript,
-                input_items=record.input_items))
+        local = request.app[BACKGROUND_RUNS].get(record.id)
+        if local is not None and local.task is not None and not local.task.done():
+            local.stop("cancel")
+            await asyncio.wait([local.task])  # it records how it ended
+        else:
+            await _cancel_elsewhere(request, record)
+        stored = await store_of(request).get(record.id, touch=False)
+        response = stored.response if stored is not None else response
     return web.Response(body=json_out.dumps(response), content_type="application/json", charset="utf-8")
 
 
-async def _current(request: web.Request, response_id: str) -> StoredResponse | None:
-    return await store_of(request).get(response_id, touch=False)
+async def _cancel_elsewhere(request: web.Request, record: StoredResponse) -> None:
+    app = request.app
+    store = run_store(app)
+    run = await store.request_cancel(record.id)
+    deadline = time.monotonic() + CANCEL_WAIT_SECONDS
+    while run is not None and run.status not in TERMINAL and (left := deadline - time.monotonic()) > 0:
+        await store.wait(record.id, timeout=min(left, 1.0))
+        run = await store.get(record.id)
+    if run is not None and run.status not in TERMINAL:  # its holder may be dead, its lease run out
+        await record_expired(app, await store.expire())
+        run = await store.get(record.id)
+    if run is None or run.status == "cancelled":
+        # a queued run cancelled before it started (or a run no longer in the store): nobody else
+        # writes its record
+        current = await store_of(request).get(record.id, touch=False)
+        if current is not None and current.response.get("status") not in TERMINAL:
+            await store_of(request).put(StoredResponse(
+                id=current.id, created_at=current.created_at, response={**current.response, "status": "cancelled"},
+                transcript=current.transcript, input_items=current.input_items))
