@@ -112,7 +112,7 @@ async def measure(args: argparse.Namespace) -> int:
         env["WEB_CACHE_TTL"] = "0"  # every request makes its provider call, none is answered from the cache
     gateway = subprocess.Popen(
         ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-         args.python or sys.executable, "-m", "gateway", "serve", "--port", str(port)],
+         args.python or sys.executable, "-m", args.gateway_module, "serve", "--port", str(port)],
         env=env, cwd=src, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     stream = args.scenario == "stream"
@@ -150,6 +150,8 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--src", help="a checkout to measure instead of this one (A/B)")
     parser.add_argument("--python", help="the interpreter to run the gateway with (default: this one)")
+    parser.add_argument("--gateway-module", default="gateway",
+                        help="the module run as the gateway (bench.reqwest_gateway: pyreqwest as the upstream client)")
     parser.add_argument("--env", nargs="*", default=[], metavar="NAME=VALUE", help="extra gateway settings")
     parser.add_argument("--out", help="folder for the callgrind dump (default: a new temp folder)")
     return asyncio.run(measure(parser.parse_args()))

@@ -92,7 +92,7 @@ async def main_async(args: argparse.Namespace) -> int:
             env["API_SERVER_DATABASE_URL"] = cluster.url()
         src = Path(args.src).resolve() if args.src else processes.REPO
         env["PYTHONPATH"] = str(src)  # the gateway under test, e.g. an older commit for an A/B run
-        gateway = await processes.start("gateway", ["-m", "gateway", "serve", "--port", "0"], env, cwd=src)
+        gateway = await processes.start("gateway", ["-m", args.gateway_module, "serve", "--port", "0"], env, cwd=src)
         await asyncio.sleep(0.5)
         idle_fresh = gateway.rss_mb()
         print(f"fake upstream {fake.base_url} (pid {fake.pid}), gateway {gateway.base_url} (pid {gateway.pid}), "
@@ -154,6 +154,8 @@ def main() -> None:
     parser.add_argument("--src", metavar="DIR",
                         help="run the gateway from this checkout (e.g. `git archive COMMIT | tar -x -C DIR`)")
     parser.add_argument("--json", metavar="FILE", help="also write the rows and machine details as JSON")
+    parser.add_argument("--gateway-module", default="gateway",
+                        help="the module run as the gateway (bench.reqwest_gateway: pyreqwest as the upstream client)")
     sys.exit(asyncio.run(main_async(parser.parse_args())))
 
 

@@ -39,6 +39,12 @@
     ├── BindError                     (cli/serve) the listening socket cannot be opened: exit 1
     ├── SchemaVersionError            (store) the database has a newer schema than this gateway: exit 1
     ├── LostRunError                  (store/runs) this replica no longer holds a background run: it stops
+    ├── TransportFault                (upstream/transport) an upstream HTTP exchange failed, library-neutral:
+    │   │                             upstream/faults.py makes it the client's UpstreamError
+    │   ├── Unreachable               no connection (refused, no such host, TLS)
+    │   ├── ClosedUnanswered          closed before any byte of a reply (retried once on a pooled one)
+    │   ├── Disconnected              closed mid-reply
+    │   └── Unreadable                bytes that are not a readable HTTP reply
     └── UsageError                    (cli_config) a bad key or value on the command line: exit 2
 
 Every GatewayError carries `message`, `param` and `code`; the class fixes `status` and `type`. A

@@ -1,6 +1,7 @@
-"""The upstream model: any OpenAI-compatible `/v1` endpoint, through one aiohttp `ClientSession`.
+"""The upstream model: any OpenAI-compatible `/v1` endpoint, through one HTTP transport
+(gateway/upstream/transport.py; aiohttp's client, gateway/upstream/aiohttp_transport.py).
 
-The session honours `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` (read at start), keeps connections alive
+It honours `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` (read at start), keeps connections alive
 between requests, and times out a connect after `LLM_CONNECT_TIMEOUT` and a read after `LLM_TIMEOUT`
 without a byte. Replies, streamed or whole, come out as typed deltas (`providers.upstream_deltas`).
 
@@ -15,14 +16,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import ssl
-import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
-from contextvars import ContextVar
 from typing import Any
 
-import aiohttp
-from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
 from gateway import __version__
@@ -33,23 +29,23 @@ from gateway.errors import (
     RateLimitError,
     UpstreamError,
 )
+from gateway.upstream import transport as transports
 from gateway.upstream.deltas import Finish, Text, UpstreamDelta, deltas_of
 from gateway.upstream.faults import fault
 from gateway.upstream.shapes import completion_deltas, well_formed
 from gateway.upstream.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta, plain_text, sse_batches
 from gateway.upstream.text import error_message, without_credentials
+from gateway.upstream.transport import JSON, ClosedUnanswered, Reply, Transport, TransportSettings
 
 #: After `[DONE]`, how long (and how much) to read for the end of the body, so that the connection
 #: goes back to the pool instead of being closed (a new TCP connection per stream otherwise).
 DRAIN_SECONDS = 0.05
 DRAIN_BYTES = 64 * 1024
 MAX_BODY = 64 * 1024 * 1024  # a whole (non-streamed) reply larger than this is not a model reply
-KEEPALIVE = 30.0  # seconds an idle upstream connection is kept
-JSON = "application/json"
-_POST_HEADERS = {"Content-Type": JSON}
+MAX_ERROR_BODY = 1024 * 1024  # of an error reply, read for its message
 #: Sends one chat request (payload, stream, headers) and returns its reply's head with the client it came from.
 Opener = Callable[[dict[str, Any], bool, "Mapping[str, str] | None"],
-                  Awaitable[tuple[aiohttp.ClientResponse, "UpstreamClient"]]]
+                  Awaitable[tuple[Reply, "UpstreamClient"]]]
 
 
 def _parse_retry_after(value: str | None) -> float | None:
@@ -61,32 +57,8 @@ def _parse_retry_after(value: str | None) -> float | None:
         return None
 
 
-#: Whether the upstream request this task made last went out on a pooled connection. A context
-#: variable (per task), not shared state: each request's task reads the answer its own connect set.
-_REUSED: ContextVar[bool] = ContextVar("upstream_connection_reused", default=False)
-
-
-class _PoolConnector(aiohttp.TCPConnector):
-    """aiohttp's connector, telling (in `_REUSED`) whether a connection came from the pool: a
-    pooled connection the server closed unanswered (its keep-alive ran out as the request went)
-    is retried once, where aiohttp itself retries only idempotent methods. (A TraceConfig's
-    `on_connection_reuseconn` says the same at several times the cost per request.)"""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._used: weakref.WeakSet[Any] = weakref.WeakSet()
-
-    async def connect(self, req: Any, traces: Any, timeout: aiohttp.ClientTimeout) -> Any:
-        connection = await super().connect(req, traces, timeout)
-        protocol = connection.protocol
-        if protocol is not None:
-            _REUSED.set(protocol in self._used)
-            self._used.add(protocol)
-        return connection
-
-
 class UpstreamClient:
-    """One aiohttp session (its keep-alive connection pool) to the upstream model for the app's lifetime."""
+    """One HTTP transport (its keep-alive connection pool) to the upstream model for the app's lifetime."""
 
     def __init__(
         self,
@@ -110,76 +82,58 @@ class UpstreamClient:
         self._model = model
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
-        self._session: aiohttp.ClientSession | None = None
-        self._proxy: URL | None = None
-        self._proxy_auth: aiohttp.BasicAuth | None = None
+        self._transport: Transport | None = None
+        self._errors: tuple[type[BaseException], ...] = ()
         self._model_lock = asyncio.Lock()
-        self._chat_url = self._url / "chat/completions"
-        self._models_url = self._url / "models"
+        self._chat_url = str(self._url / "chat/completions")
+        self._models_url = str(self._url / "models")
 
     async def start(self) -> None:
         headers = {"Accept": JSON, "User-Agent": f"agent-gateway/{__version__}"}
         if self._authorization:
             headers["Authorization"] = self._authorization
-        # built here, not aiohttp's context made at import: SSL_CERT_FILE set since is honoured
-        tls = ssl.create_default_context() if self._url.scheme == "https" else True
-        connector = _PoolConnector(limit=0, keepalive_timeout=KEEPALIVE, ssl=tls)
-        # The proxy the environment names for the upstream (HTTP(S)_PROXY, NO_PROXY, ~/.netrc for
-        # its credentials), looked up once by the function `trust_env=True` would call on every
-        # request: there it is two thread-pool hops per request (the proxy, then ~/.netrc).
-        try:
-            self._proxy, self._proxy_auth = get_env_proxy_for_url(self._url)
-        except LookupError:
-            self._proxy = self._proxy_auth = None
-        self._session = aiohttp.ClientSession(
-            connector=connector, headers=headers, trust_env=False,
-            cookie_jar=aiohttp.DummyCookieJar(),  # an API client keeps no cookies (and filters none per request)
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout,
-                                          sock_read=self._read_timeout))
+        self._transport = transports.open_transport(TransportSettings(
+            str(self._url), headers, self._connect_timeout, self._read_timeout))
+        self._errors = self._transport.errors
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        if self._transport is not None:
+            await self._transport.close()
+            self._transport = None
 
     @property
-    def session(self) -> aiohttp.ClientSession:
-        if self._session is None:
+    def transport(self) -> Transport:
+        if self._transport is None:
             raise RuntimeError("UpstreamClient.start() was not awaited")
-        return self._session
+        return self._transport
 
     def _fault(self, exc: BaseException) -> GatewayError:
-        return fault(exc, self.base_url, self._secrets)
+        return fault(self.transport.neutral(exc), self.base_url, self._secrets)
 
-    async def _request(self, method: str, url: URL, body: bytes | None = None,
-                       headers: Mapping[str, str] | None = None) -> aiohttp.ClientResponse:
+    async def _request(self, method: str, url: str, body: bytes | None = None,
+                       headers: Mapping[str, str] | None = None, stream: bool = False) -> Reply:
         """The reply's head, or the typed gateway error for a fault or an HTTP status of 400 and above."""
-        sent = _POST_HEADERS if body is not None else None
-        if headers:  # e.g. a trace's `traceparent`
-            sent = {**(sent or {}), **headers}
+        transport = self.transport
         for attempt in (1, 2):
-            _REUSED.set(False)
             try:
-                response = await self.session.request(
-                    method, url, data=body, headers=sent,
-                    proxy=self._proxy, proxy_auth=self._proxy_auth)
-            except aiohttp.ServerDisconnectedError as exc:
+                reply = await transport.send(method, url, body, headers, stream=stream)
+            except ClosedUnanswered as exc:
                 # closed unanswered on a pooled connection: the request never reached the server
-                if attempt == 1 and _REUSED.get():
+                if attempt == 1 and exc.reused:
                     continue
-                raise self._fault(exc) from exc
-            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                raise fault(exc, self.base_url, self._secrets) from exc.__cause__
+            except self._errors as exc:
                 raise self._fault(exc) from exc
             break
-        if response.status >= 400:
+        if reply.status >= 400:
             try:
-                await self._raise_for_status(response)
+                await self._raise_for_status(reply)
             finally:
-                response.release()  # back to the pool when read whole, closed otherwise
-        return response
+                await reply.close()
+        return reply
 
     async def post_chat(self, payload: dict[str, Any], *, stream: bool, headers: Mapping[str, str] | None = None,
-                        model: str | None = None) -> aiohttp.ClientResponse:
+                        model: str | None = None) -> Reply:
         """POST /chat/completions for `model` (default: the configured one), up to the reply's
         head: a fault or an error status raises here, before any byte of the reply is read. The
         encoded body lives only for the call: a stream's generator frame would otherwise hold it
@@ -187,17 +141,20 @@ class UpstreamClient:
         body: dict[str, Any] = {**payload, "model": model or await self.model(), "stream": stream}
         if stream:
             body["stream_options"] = {"include_usage": True}
-        return await self._request("POST", self._chat_url, json_out.dumps(body, ensure_ascii=True), headers)
+        return await self._request("POST", self._chat_url, json_out.dumps(body, ensure_ascii=True), headers,
+                                   stream)
 
-    async def _raise_for_status(self, response: aiohttp.ClientResponse) -> None:
+    async def _raise_for_status(self, reply: Reply) -> None:
         try:
-            body = await _read(response, 1024 * 1024)
-        except (aiohttp.ClientError, TimeoutError, OSError, UpstreamError):
+            body = await reply.read_whole(MAX_ERROR_BODY)
+        except UpstreamError:  # larger than MAX_ERROR_BODY
             body = b""
-        message = f"upstream model error (HTTP {response.status}): {error_message(body, self._secrets)}"
-        if response.status == 429:
-            raise RateLimitError(message, retry_after=_parse_retry_after(response.headers.get("Retry-After")))
-        if response.status in (400, 422):
+        except self._errors:
+            body = b""
+        message = f"upstream model error (HTTP {reply.status}): {error_message(body, self._secrets)}"
+        if reply.status == 429:
+            raise RateLimitError(message, retry_after=_parse_retry_after(reply.header("Retry-After")))
+        if reply.status in (400, 422):
             raise InvalidRequestError(message, code="upstream_rejected")
         raise UpstreamError(message)
 
@@ -229,7 +186,7 @@ class UpstreamClient:
 
     async def get_json(self, path: str, *, at_root: bool = False) -> dict[str, Any]:
         """GET `path` under the base URL (or the server's root: llama.cpp's `/props`), as JSON."""
-        response = await self._request("GET", (self._url.parent if at_root else self._url) / path)
+        response = await self._request("GET", str((self._url.parent if at_root else self._url) / path))
         return await self._read_json(response, what="the upstream's model list")
 
     async def deltas(self, payload: dict[str, Any], *, stream: bool, headers: Mapping[str, str] | None = None,
@@ -243,18 +200,18 @@ class UpstreamClient:
         else:
             response, client = await opener(payload, stream, headers)
         try:
-            if not stream or not response.headers.get("Content-Type", "").startswith("text/event-stream"):
+            if not stream or not (response.header("Content-Type") or "").startswith("text/event-stream"):
                 # Some servers ignore stream=true; a whole completion is the same deltas.
                 for delta in completion_deltas(await client._read_json(response)):
                     yield delta
                 return
             finished = False  # a finish_reason came: a stream without [DONE] after it is whole
             # closed here, not left to the loop's finaliser hook, when the stream returns at [DONE]
-            async with contextlib.aclosing(sse_batches(response.content.readany)) as batches:
+            async with contextlib.aclosing(sse_batches(response.read_chunk)) as batches:
                 async for frames in batches:
                     for frame in frames:
                         if is_done(frame):  # before JSON: a refused parse raises, which is dear
-                            await _finish_body(response)
+                            await response.finish(DRAIN_SECONDS, DRAIN_BYTES)
                             return
                         chunk = load_text_delta(frame)  # the fast lane: most frames end here
                         if chunk is not None:
@@ -273,18 +230,16 @@ class UpstreamClient:
             if not finished:  # llama-cpp-python's empty 200 when its template fails: no answer
                 raise UpstreamError("the upstream model ended its stream unfinished "
                                     "(no finish_reason, no [DONE])", code="upstream_stream_cut")
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        except client._errors as exc:
             raise client._fault(exc) from exc
         finally:
-            response.close()  # a no-op once the reply was read whole and its connection released
+            await response.close()  # a no-op once the reply was read whole and its connection released
 
-    async def _read_json(self, response: aiohttp.ClientResponse, *, what: str = "the upstream model") -> dict[str, Any]:
+    async def _read_json(self, response: Reply, *, what: str = "the upstream model") -> dict[str, Any]:
         try:
-            raw = await _read(response, MAX_BODY)
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raw = await response.read_whole(MAX_BODY)
+        except self._errors as exc:
             raise self._fault(exc) from exc
-        finally:
-            response.release()
         try:
             data = json_in.loads(raw)
         except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested thousands deep
@@ -310,35 +265,3 @@ class UpstreamClient:
             raise UpstreamError("the upstream model sent a malformed stream frame (unexpected shape)")
         return chunk
 
-
-async def _read(response: aiohttp.ClientResponse, limit: int) -> bytes:
-    """The whole body (decoded), refused past `limit` bytes."""
-    content = response.content
-    parts = []
-    size = 0
-    while piece := await content.readany():
-        parts.append(piece)
-        size += len(piece)
-        if size > limit:
-            raise UpstreamError(f"the upstream model's reply is larger than {limit // (1024 * 1024)} MiB")
-        if content.at_eof():  # the usual case, a reply that came whole: no second read to learn it ended
-            break
-    return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-async def _finish_body(response: aiohttp.ClientResponse) -> None:
-    """Read what follows `[DONE]` (normally only the chunked-encoding terminator, a few bytes behind)
-    so the connection can be reused; a server that keeps talking is left to be closed as before."""
-    content = response.content
-    if content.at_eof():  # the usual case: the terminator came with [DONE]
-        response.release()
-        return
-    drained = 0
-    with contextlib.suppress(TimeoutError, aiohttp.ClientError):
-        async with asyncio.timeout(DRAIN_SECONDS):
-            while drained <= DRAIN_BYTES:
-                piece = await content.readany()
-                if not piece:
-                    response.release()
-                    return
-                drained += len(piece)

@@ -28,13 +28,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
-
 from gateway.config.routes import RouteSpec
 from gateway.config.settings import Settings
 from gateway.errors import GatewayError, InvalidRequestError, RateLimitError, UpstreamTimeoutError
 from gateway.upstream.client import UpstreamClient
 from gateway.upstream.context_window import from_model_entry
+from gateway.upstream.transport import Reply
 
 log = logging.getLogger("agent_gateway.routes")
 
@@ -216,7 +215,7 @@ class RouteTable:
     async def _list(self, state: UpstreamState) -> None:
         try:
             entries = await state.client.model_entries()
-        except (GatewayError, aiohttp.ClientError, OSError) as exc:
+        except (GatewayError, OSError) as exc:  # the client's faults are GatewayErrors
             state.error = exc.message if isinstance(exc, GatewayError) else str(exc)
             state.answered = False
             return
@@ -315,7 +314,7 @@ class RouteTurn:
         self._table = table
 
     async def open(self, payload: dict[str, Any], stream: bool,
-                   headers: Mapping[str, str] | None) -> tuple[aiohttp.ClientResponse, UpstreamClient]:
+                   headers: Mapping[str, str] | None) -> tuple[Reply, UpstreamClient]:
         """The `opener` for UpstreamClient.deltas: the first route of the chain whose upstream
         answers, its reply's head and client."""
         route = self.route

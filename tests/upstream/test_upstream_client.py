@@ -15,10 +15,12 @@ from typing import Any
 
 import pytest
 
+from gateway.http.app import create_app
 from tests.fakes.raw_upstream import Close, RawUpstream, Script, completion_body, ok
 from tests.fakes.upstream import Reply
 from tests.support.faults import free_port
 from tests.support.helpers import assert_error_envelope
+from tests.support.live_gateway import SERVE_RUNNER_OPTIONS
 
 CHAT = "/v1/chat/completions"
 HI = {"messages": [{"role": "user", "content": "hi"}]}
@@ -146,6 +148,26 @@ async def test_a_new_connection_closed_unanswered_is_a_502_not_retried(make_clie
     status, data = await answer(client)
     assert status == 502 and "closed the connection" in data["error"]["message"]
     assert len(raw.requests) == 1  # a POST is not repeated when the server may have acted on it
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_client_leaving_before_the_upstream_answers_closes_the_upstream_connection(
+        aiohttp_client, make_settings, raw_upstream, stream):
+    # an upstream still working on its answer (no byte of the reply yet), as a model thinking is
+    raw = await raw_upstream(lambda conn, n, req: b"")
+    client = await aiohttp_client(create_app(make_settings(llm_base_url=raw.base_url)),
+                                  server_kwargs=SERVE_RUNNER_OPTIONS)
+    pending = asyncio.ensure_future(client.post(CHAT, json={**HI, "stream": stream}))
+    while not raw.requests:
+        await asyncio.sleep(0.01)
+    pending.cancel()  # the client goes away
+    with pytest.raises(asyncio.CancelledError):
+        await pending
+    for _ in range(50):  # within a second: the upstream stops working for nobody
+        if raw.closed_by_client:
+            break
+        await asyncio.sleep(0.02)
+    assert raw.closed_by_client == 1
 
 
 @pytest.mark.parametrize("stream", [False, True])
