@@ -67,7 +67,7 @@ def begin_request(request: web.Request) -> str:
     return request_id
 
 
-def log_access(request: web.Request, request_id: str, status: int | str, started: float, ended: float) -> None:
+def log_access(method: str, path: str, request_id: str, status: int | str, started: float, ended: float) -> None:
     """The access line: method, path, final status, duration and id; never headers, query or body.
     Called once the reply has left (the front door schedules it), in the request's context, so the
     record carries the id."""
@@ -77,11 +77,11 @@ def log_access(request: web.Request, request_id: str, status: int | str, started
         key_name = caller.name if caller is not None else "-"
         turn = MODEL_ROUTE.get()
         if turn is None:
-            access_log.info("%s %s %s %.0fms id=%s key=%s", printable(request.method), printable(request.path),
+            access_log.info("%s %s %s %.0fms id=%s key=%s", printable(method), printable(path),
                             status, (ended - started) * 1000, request_id, key_name)
         else:  # with model routes: the one that served (a configured id, not the client's text)
-            access_log.info("%s %s %s %.0fms id=%s key=%s model=%s", printable(request.method),
-                            printable(request.path), status, (ended - started) * 1000, request_id, key_name,
+            access_log.info("%s %s %s %.0fms id=%s key=%s model=%s", printable(method),
+                            printable(path), status, (ended - started) * 1000, request_id, key_name,
                             turn.served.id)
 
 

@@ -116,10 +116,10 @@ class Metrics:
 
     # -- per request (the front door and the response-prepare hook) --
 
-    def request_done(self, request: web.Request, status: int | str, started: float, now: float) -> None:
-        """`now`: when the front door let the request go (the call itself may come a little later)."""
-        route = route_of(request)
-        method = request.method if request.method in KNOWN_METHODS else "other"
+    def request_done(self, route: str, method: str, status: int | str, started: float, now: float) -> None:
+        """`route`: `route_of(request)`; `now`: when the front door let the request go (the call
+        itself may come a little later)."""
+        method = method if method in KNOWN_METHODS else "other"
         self.requests.inc((route, method, str(status)))
         first_byte = FIRST_BYTE_AT.get()
         if first_byte is None:

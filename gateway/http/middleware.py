@@ -34,6 +34,7 @@ from gateway.http.cors import preflight_response
 from gateway.http.idempotency import run_idempotent, wants_idempotency
 from gateway.http.lifecycle import OVER_SLOTS, Lifecycle
 from gateway.http.log_limits import RateLimitedLog
+from gateway.http.metrics import Metrics, route_of
 
 log = logging.getLogger("agent_gateway")
 _client_details = RateLimitedLog(log)
@@ -106,10 +107,14 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
         # before the access line and the request's metrics are made, and the next request on a
         # kept-alive connection does not wait for them either (http/after_reply.py,
         # bench/README.md). Run in a copy of this context: the access record carries the request id.
-        after_reply.add(_after_reply, request, request_id, status, started, time.perf_counter())
+        # It keeps what it records, never the request: that would hold its body (up to the body
+        # limit) until the queue runs, for every reply queued meanwhile.
+        after_reply.add(_after_reply, request.app.get(appkeys.METRICS), request.method, request.path,
+                        route_of(request), request_id, status, started, time.perf_counter())
 
 
-def _after_reply(request: web.Request, request_id: str, status: int | str, started: float, ended: float) -> None:
-    log_access(request, request_id, status, started, ended)
-    if (metrics := request.app.get(appkeys.METRICS)) is not None:  # once per request (metrics.py)
-        metrics.request_done(request, status, started, ended)
+def _after_reply(metrics: Metrics | None, method: str, path: str, route: str, request_id: str,
+                 status: int | str, started: float, ended: float) -> None:
+    log_access(method, path, request_id, status, started, ended)
+    if metrics is not None:  # once per request (metrics.py)
+        metrics.request_done(route, method, status, started, ended)
