@@ -43,16 +43,21 @@ def test_a_wire_module_loads_no_server_store_or_upstream_code(module: str) -> No
     assert forbidden == [], f"{module} pulls in {forbidden[:8]}"
 
 
+def _imported(path: Path) -> list[str]:
+    """The absolute module names a file imports (`import a.b`, `from a.b import c`)."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+        elif isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+    return names
+
+
 def test_providers_import_nothing_from_gateway() -> None:
     offenders = []
     for path in _py_files("providers", "plugins"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = []
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module]
-            elif isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            offenders += [f"{path.relative_to(REPO)}: {n}" for n in names if n.split(".")[0] == "gateway"]
+        offenders += [f"{path.relative_to(REPO)}: {n}" for n in _imported(path) if n.split(".")[0] == "gateway"]
     assert offenders == []
 
 
@@ -61,14 +66,8 @@ def test_the_agent_imports_no_wire_format_nor_the_server() -> None:
     reasoning tags) is the wire's to take out (gateway/wire/frontends.py)."""
     offenders = []
     for path in _py_files("gateway/agent"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = []
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module]
-            elif isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            offenders += [f"{path.relative_to(REPO)}: {n}" for n in names
-                          if n.startswith(("gateway.wire", "gateway.http"))]
+        offenders += [f"{path.relative_to(REPO)}: {n}" for n in _imported(path)
+                      if n.startswith(("gateway.wire", "gateway.http"))]
     assert offenders == []
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.common.message_text import text_of
 from gateway.upstream.deltas import REASONING_FIELDS
 
 _REASONING_KEYS = frozenset(REASONING_FIELDS)
@@ -31,20 +32,12 @@ def upstream_conversation(prompt: str, instructions: str | None,
     rest: list[dict[str, Any]] = []
     for message in messages:
         if message.get("role") in _SYSTEM_ROLES:
-            text = _text_of(message.get("content"))
+            text = text_of(message.get("content"))
             if text:
                 system.append(text)
         else:
             rest.append(clean_message(message))
     return [{"role": "system", "content": SYSTEM_BREAK.join(system)}, *rest]
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return ""
 
 
 def clean_message(message: dict[str, Any]) -> dict[str, Any]:

@@ -27,6 +27,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from gateway.common.message_text import text_of
 from gateway.wire.markers import strip_markers
 
 TASK_PREFIX = "### Task:"
@@ -70,7 +71,7 @@ def tool_progress(setting: str, headers: Mapping[str, str], tools: list[dict[str
 def last_user_text(messages: list[dict[str, Any]]) -> str:
     for message in reversed(messages):
         if message.get("role") == "user":
-            return _text_of(message.get("content"))
+            return text_of(message.get("content"))
     return ""
 
 
@@ -89,14 +90,6 @@ def first_web_source(messages: list[dict[str, Any]]) -> int:
     if "<source id=" not in text:
         return 1
     return max((int(n) for n in _SOURCE_ID.findall(text)), default=0) + 1
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return ""
 
 
 def _cleaned(text: str) -> str:
