@@ -68,15 +68,18 @@ def follow_local(request: web.Request, run: BackgroundRun, after: int) -> AsyncI
     return run.follow(after, idle=request.app[appkeys.SETTINGS].keepalive_interval)
 
 
-def _starting_after(request: web.Request, last_seq: int) -> int:
+def _starting_after(request: web.Request) -> int:
     raw = request.query.get("starting_after")
     if raw is None:
         return -1
     try:
-        after = int(raw)
+        return int(raw)
     except ValueError:
         raise InvalidRequestError("'starting_after' must be an integer sequence number.",
                                   param="starting_after") from None
+
+
+def _within(after: int, last_seq: int) -> int:
     if after < -1 or after > last_seq:  # a client resumes after an event it was sent
         raise InvalidRequestError(f"'starting_after' {after} is beyond the last event of this response "
                                   f"({last_seq}).", param="starting_after")
@@ -88,25 +91,25 @@ async def resume(request: web.Request, record: StoredResponse) -> web.StreamResp
     if not record.response.get("background"):
         raise InvalidRequestError("Only a background response can be streamed again; this one was not "
                                   "created with 'background': true.", param="stream")
+    wanted = _starting_after(request)
     local = request.app[BACKGROUND_RUNS].get(record.id)
     if local is not None:
-        after = _starting_after(request, len(local.frames) - 1)
+        after = _within(wanted, len(local.frames) - 1)
         return await stream(request, record.id, follow_local(request, local, after))
     store = run_store(request.app)
     run = await store.get(record.id)
     if run is None:
         raise InvalidRequestError(GONE_MESSAGE, param="stream")
-    wanted = request.query.get("starting_after", "")
-    if wanted.lstrip("-").isdigit() and int(wanted) > run.last_seq:
+    if wanted > run.last_seq:
         # the replica running it stores its events in batches: one the client was just sent
         # there may not have reached the store yet
         deadline = time.monotonic() + CATCH_UP_SECONDS
-        while run is not None and run.status not in TERMINAL and run.last_seq < int(wanted) \
+        while run is not None and run.status not in TERMINAL and run.last_seq < wanted \
                 and (left := deadline - time.monotonic()) > 0:
             await store.wait(record.id, timeout=left)
             run = await store.get(record.id)
         if run is None:
             raise InvalidRequestError(GONE_MESSAGE, param="stream")
-    after = _starting_after(request, run.last_seq)
+    after = _within(wanted, run.last_seq)
     idle = request.app[appkeys.SETTINGS].keepalive_interval
     return await stream(request, record.id, from_store(store, record.id, after, idle=idle))
