@@ -32,6 +32,8 @@
     ├── ProviderError                 (providers/web.py) a web provider's failure: the tool's failure envelope
     │   ├── HTTPStatusError           (providers/http.py) the service answered an HTTP error
     │   └── BlockedUrlError           (providers/urlsafety.py) a URL the gateway will not fetch
+    ├── BodyTooLarge                  (providers/http_session.py) a service's answer passed 16 MiB:
+    │                                 providers/http.py makes it the provider's ProviderError
     ├── PluginLoadError               (providers/errors.py) a plugin cannot load: reported, the rest load
     ├── DuplicateProviderError        (providers/registry.py; also a ValueError) a provider name is taken
     ├── SettingsError                 (settings; also a ValueError) a bad setting: serve refuses to start

@@ -1,36 +1,34 @@
-"""Shared HTTP plumbing for web providers: one pooled httpx client each, errors as one sentence.
+"""Shared HTTP plumbing for web providers: one pooled aiohttp session each, errors as one sentence.
 
 Providers call `await call_json(...)`; any transport fault, HTTP error or non-JSON body becomes a
 `ProviderError` whose message names the service and says what happened (bad key, out of credits,
-rate limited with the wait, timeout ...).
-
-httpx is imported when the first client opens, not with this module: with what it pulls in (and
-the rich/click/pygments its CLI module loads when they are installed) it is a noticeable share of
-a fresh gateway's memory, and providers are built at start-up whether or not a request uses them.
+rate limited with the wait, timeout ...). The client itself is providers/http_session.py.
 """
 
 from __future__ import annotations
 
-import functools
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import aiohttp
 
 from providers.failures import TIMEOUT, UNREACHABLE, kind_for_status
+from providers.http_session import (
+    DEFAULT_SECONDS,
+    MAX_BODY_BYTES,
+    BodyTooLarge,
+    ServiceClient,
+    ServiceResponse,
+    connect_reason,
+    http_timeout,
+    tls_context,
+)
 from providers.web import ProviderError
 
-if TYPE_CHECKING:
-    import ssl
-
-    import httpx
-
-DEFAULT_SECONDS = 30.0
-# httpcore checks every pooled connection on each request start and each response close (a
-# poll() per idle socket, to notice servers that hung up), so a provider call costs more with
-# every idle connection kept: keep few, and not for long. 4 covers the concurrent calls one
-# provider sees from a gateway's agent runs; beyond it a burst reconnects (bench/README.md).
-MAX_IDLE_CONNECTIONS = 4
-IDLE_SECONDS = 5.0
+__all__ = ["DEFAULT_SECONDS", "HTTPStatusError", "LazyClient", "ServiceClient", "ServiceResponse", "call_json",
+           "decoded_body", "describe_http_error", "http_timeout", "json_body", "new_client", "parse_retry_after",
+           "send", "tls_context"]
 
 
 class HTTPStatusError(ProviderError):
@@ -68,32 +66,9 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
-def http_timeout(seconds: float) -> httpx.Timeout:
-    """A total budget whose connect phase never waits longer than 10 s (or the budget itself)."""
-    import httpx
-
-    return httpx.Timeout(seconds, connect=min(10.0, seconds))
-
-
-@functools.cache
-def tls_context() -> ssl.SSLContext:
-    """The verified TLS context all provider clients share: httpx's own default (certifi's CAs, or
-    SSL_CERT_FILE / SSL_CERT_DIR when set), built on the first client. A context per client would
-    load the CA bundle again, memory and start-up time, for each provider used."""
-    import httpx
-
-    return httpx.create_ssl_context()
-
-
-def new_client(timeout: httpx.Timeout | float = DEFAULT_SECONDS) -> httpx.AsyncClient:
+def new_client(timeout: aiohttp.ClientTimeout | float = DEFAULT_SECONDS) -> ServiceClient:
     """A pooled client; a number of seconds becomes `http_timeout(seconds)`."""
-    import httpx
-
-    if isinstance(timeout, int | float):
-        timeout = http_timeout(timeout)
-    limits = httpx.Limits(max_keepalive_connections=MAX_IDLE_CONNECTIONS, keepalive_expiry=IDLE_SECONDS)
-    return httpx.AsyncClient(timeout=timeout, follow_redirects=False, verify=tls_context(), limits=limits,
-                             headers={"User-Agent": "agent-gateway"})
+    return ServiceClient(timeout)
 
 
 def _service_detail(body: Any) -> str | None:
@@ -134,7 +109,7 @@ def describe_http_error(service: str, status: int, body: Any, retry_after: str |
     return f"{service} answered HTTP {status}{suffix}"
 
 
-def _decode(response: httpx.Response) -> Any:
+def _decode(response: ServiceResponse) -> Any:
     try:
         return response.json()
     except ValueError:
@@ -142,26 +117,31 @@ def _decode(response: httpx.Response) -> Any:
 
 
 async def send(
-    client: httpx.AsyncClient,
+    client: ServiceClient,
     service: str,
     method: str,
     url: str,
     **kwargs: Any,
-) -> httpx.Response:
+) -> ServiceResponse:
     """Send one request; transport faults become ProviderError, HTTP statuses are left to the caller
-    (for providers whose services give a status a meaning worth its own sentence)."""
-    import httpx  # already loaded: `client` is one
-
+    (for providers whose services give a status a meaning worth its own sentence). `kwargs` are
+    `ServiceClient.request`'s: headers, json, params, timeout."""
     try:
         return await client.request(method, url, **kwargs)
-    except httpx.TimeoutException as exc:
+    except TimeoutError as exc:  # aiohttp's connect and read timeouts are TimeoutErrors too
         raise ProviderError(f"{service} timed out ({type(exc).__name__})", retryable=True, kind=TIMEOUT) from exc
-    except httpx.HTTPError as exc:
+    except BodyTooLarge as exc:
+        raise ProviderError(f"{service} sent an answer larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB, "
+                            "the most a provider reads", retryable=False) from exc
+    except aiohttp.ClientConnectorError as exc:
+        raise ProviderError(f"{service} could not be reached: {connect_reason(exc)}", retryable=True,
+                            kind=UNREACHABLE) from exc
+    except (aiohttp.ClientError, OSError) as exc:
         raise ProviderError(f"{service} could not be reached: {exc or type(exc).__name__}", retryable=True,
                             kind=UNREACHABLE) from exc
 
 
-def json_body(service: str, response: httpx.Response) -> Any:
+def json_body(service: str, response: ServiceResponse) -> Any:
     """The decoded JSON body of a successful response, or ProviderError with one sentence."""
     try:
         return response.json()
@@ -171,13 +151,13 @@ def json_body(service: str, response: httpx.Response) -> Any:
         ) from exc
 
 
-def decoded_body(response: httpx.Response) -> Any:
+def decoded_body(response: ServiceResponse) -> Any:
     """JSON when the body is JSON, else the text: for reading error bodies."""
     return _decode(response)
 
 
 async def call_json(
-    client: httpx.AsyncClient,
+    client: ServiceClient,
     service: str,
     method: str,
     url: str,
@@ -195,22 +175,17 @@ async def call_json(
 
 
 class LazyClient:
-    """One pooled httpx client per provider, opened on first use and closed in `aclose()`.
+    """One pooled client per provider, its session opened on first use and closed in `aclose()`.
 
-    Providers are built at startup whether or not they are ever used; creating the client lazily
+    Providers are built at startup whether or not they are ever used; opening the session lazily
     keeps unused providers free of sockets and of event-loop ties made before the loop runs.
     """
 
-    def __init__(self, timeout: httpx.Timeout | float = DEFAULT_SECONDS) -> None:
-        self._timeout = timeout
-        self._client: httpx.AsyncClient | None = None
+    def __init__(self, timeout: aiohttp.ClientTimeout | float = DEFAULT_SECONDS) -> None:
+        self._client = ServiceClient(timeout)
 
-    def get(self) -> httpx.AsyncClient:
-        if self._client is None or self._client.is_closed:
-            self._client = new_client(self._timeout)
+    def get(self) -> ServiceClient:
         return self._client
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        await self._client.aclose()

@@ -2,7 +2,7 @@
 
 `ServiceProvider` reads the key and the base URL from the profile environment, answers
 `is_available` / `unavailable_reason` ("set TAVILY_API_KEY"), owns one lazily opened, pooled
-httpx client (closed in `aclose`), and sends requests whose faults become one sentence naming
+aiohttp session (closed in `aclose`), and sends requests whose faults become one sentence naming
 the service (see providers/http.py). Its `search` / `extract` / `crawl` run the `do_*` hooks and
 turn a raised `ProviderError` into the failure envelope. A subclass keeps only what is specific
 to its service: auth headers, building requests and mapping responses.
@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import aiohttp
 
 from providers.http import (
     HTTPStatusError,
     LazyClient,
+    ServiceResponse,
     decoded_body,
     describe_http_error,
-    http_timeout,
     json_body,
     send,
 )
@@ -37,9 +39,6 @@ from providers.web import (
     named_options,
     page,
 )
-
-if TYPE_CHECKING:
-    import httpx  # imported on first use by providers/http.py, not at start-up
 
 
 class ServiceProvider(WebSearchProvider):
@@ -57,7 +56,7 @@ class ServiceProvider(WebSearchProvider):
     def __init__(self, env: Mapping[str, str], *, timeout: float = 30.0) -> None:
         self._key = env_value(env, self.key_var) if self.key_var else ""
         self._base = base_url(env, self.url_var, self.default_url)
-        self._http = LazyClient(timeout)  # seconds: the httpx.Timeout is built when the client opens
+        self._http = LazyClient(timeout)  # the session opens on the first request
 
     @property
     def display_name(self) -> str:
@@ -116,12 +115,12 @@ class ServiceProvider(WebSearchProvider):
         """Where `path` lives; an absolute URL (a `next` link the service gave) is used as is."""
         return path if "://" in path else self._base + path
 
-    def describe_error(self, response: httpx.Response) -> str:
+    def describe_error(self, response: ServiceResponse) -> str:
         """The one sentence for an HTTP error answer; override to add service-specific advice."""
         retry_after = response.headers.get("Retry-After")
         return describe_http_error(self.service, response.status_code, decoded_body(response), retry_after)
 
-    def http_error(self, response: httpx.Response) -> HTTPStatusError:
+    def http_error(self, response: ServiceResponse) -> HTTPStatusError:
         """The error raised for an HTTP error answer: `describe_error`'s sentence, retryable and
         kind from the status. Override to give a status a different kind (xAI's retired model)."""
         return HTTPStatusError(self.describe_error(response), response.status_code, response.headers.get("Retry-After"))
@@ -133,7 +132,7 @@ class ServiceProvider(WebSearchProvider):
         *,
         payload: Any = None,
         params: Mapping[str, Any] | None = None,
-        timeout: httpx.Timeout | float | None = None,
+        timeout: aiohttp.ClientTimeout | float | None = None,
     ) -> Any:
         """Send one request and return the decoded JSON body.
 
@@ -147,19 +146,20 @@ class ServiceProvider(WebSearchProvider):
         if payload is not None:
             kwargs["json"] = payload
         if params is not None:
-            kwargs["params"] = dict(params)
+            kwargs["params"] = params
         if timeout is not None:
-            kwargs["timeout"] = http_timeout(timeout) if isinstance(timeout, int | float) else timeout
+            kwargs["timeout"] = timeout
         response = await send(self._http.get(), self.service, method, self.url_for(path), **kwargs)
         if response.status_code >= 400:
             raise self.http_error(response)
         return json_body(self.service, response)
 
-    async def post_json(self, path: str, payload: Any, *, timeout: httpx.Timeout | float | None = None) -> Any:
+    async def post_json(self, path: str, payload: Any, *, timeout: aiohttp.ClientTimeout | float | None = None) -> Any:
         return await self.call_json("POST", path, payload=payload, timeout=timeout)
 
     async def get_json(
-        self, path: str, params: Mapping[str, Any] | None = None, *, timeout: httpx.Timeout | float | None = None
+        self, path: str, params: Mapping[str, Any] | None = None, *,
+        timeout: aiohttp.ClientTimeout | float | None = None,
     ) -> Any:
         return await self.call_json("GET", path, params=params, timeout=timeout)
 

@@ -24,7 +24,7 @@ from providers.service import ServiceProvider
 from providers.web import Envelope, ProviderError, search_result
 
 if TYPE_CHECKING:
-    import httpx  # annotations only: httpx loads with the first request
+    from providers.http import ServiceResponse
 
 SERVICE = "Brave Search"
 MAX_QUERY_CHARS = 400
@@ -53,7 +53,7 @@ class BraveProvider(ServiceProvider):
         return {"X-Subscription-Token": self._key, "Accept": "application/json"}
 
     @staticmethod
-    def _retry_after(response: httpx.Response) -> str | None:
+    def _retry_after(response: ServiceResponse) -> str | None:
         retry_after = response.headers.get("Retry-After")
         if retry_after is None and response.status_code == 429:
             # Brave reports seconds until each rate window resets, e.g. "1, 1419704".
@@ -61,11 +61,11 @@ class BraveProvider(ServiceProvider):
             retry_after = reset.split(",")[0].strip() or None
         return retry_after
 
-    def http_error(self, response: httpx.Response) -> HTTPStatusError:
+    def http_error(self, response: ServiceResponse) -> HTTPStatusError:
         # The reset time also keeps the provider skipped that long (not only said in the sentence).
         return HTTPStatusError(self.describe_error(response), response.status_code, self._retry_after(response))
 
-    def describe_error(self, response: httpx.Response) -> str:
+    def describe_error(self, response: ServiceResponse) -> str:
         body = decoded_body(response)
         retry_after = self._retry_after(response)
         error = body.get("error") if isinstance(body, dict) else None

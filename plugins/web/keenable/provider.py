@@ -18,7 +18,7 @@ from providers.service import ServiceProvider, fetch_each
 from providers.web import Envelope, ProviderError, page
 
 if TYPE_CHECKING:
-    import httpx  # annotations only: httpx loads with the first request
+    from providers.http import ServiceResponse
 
 SERVICE = "Keenable"
 KEY_VAR = "KEENABLE_API_KEY"
@@ -56,7 +56,7 @@ class KeenableProvider(ServiceProvider):
     def auth_headers(self) -> dict[str, str]:
         return {"X-API-Key": self._key} if self._key else {"X-Keenable-Title": APP_TITLE}
 
-    def describe_error(self, response: httpx.Response) -> str:
+    def describe_error(self, response: ServiceResponse) -> str:
         message = super().describe_error(response)
         if response.status_code == 429 and not self._key:
             return f"{message}; set {KEY_VAR} to lift the keyless limit"

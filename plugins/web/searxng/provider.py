@@ -15,7 +15,7 @@ from providers.service import ServiceProvider
 from providers.web import Envelope, ProviderError, failure, search_result
 
 if TYPE_CHECKING:
-    import httpx  # annotations only: httpx loads with the first request
+    from providers.http import ServiceResponse
 
 SERVICE = "SearXNG"
 
@@ -32,7 +32,7 @@ class SearxngProvider(ServiceProvider):
     def auth_headers(self) -> dict[str, str]:
         return {"Accept": "application/json"}
 
-    def describe_error(self, response: httpx.Response) -> str:
+    def describe_error(self, response: ServiceResponse) -> str:
         status = response.status_code
         if status == 403:
             return (

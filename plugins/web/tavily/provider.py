@@ -16,6 +16,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
+from providers.http import http_timeout
 from providers.locales import country_name
 from providers.payload import bounded, optional_list, require_list, search_hits, text
 from providers.service import PageSet, ServiceProvider, batches
@@ -136,11 +137,9 @@ class TavilyProvider(ServiceProvider):
         low, high = CRAWL_TIMEOUT_RANGE
         service_seconds = int(max(low, min(high, self._crawl_timeout - CRAWL_MARGIN)))
         payload["timeout"] = service_seconds
-        import httpx  # on first use, not at start-up (providers/http.py says why)
-
         # The client outwaits Tavily's own deadline by the margin, so Tavily's answer arrives.
         waited = max(self._crawl_timeout, service_seconds + CRAWL_MARGIN)
-        body = await self.post_json("/crawl", payload, timeout=httpx.Timeout(waited, connect=10.0))
+        body = await self.post_json("/crawl", payload, timeout=http_timeout(waited))
         pages = []
         for item in require_list(body, "results", self.service)[:limit]:
             page_url = text(item.get("url"))

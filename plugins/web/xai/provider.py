@@ -28,7 +28,7 @@ from providers.service import ServiceProvider
 from providers.web import Envelope, ProviderError, search_result
 
 if TYPE_CHECKING:
-    import httpx  # annotations only: httpx loads with the first request
+    from providers.http import ServiceResponse
 
 SERVICE = "xAI"
 MODEL_VAR = "XAI_MODEL"
@@ -129,7 +129,7 @@ class XaiProvider(ServiceProvider):
     def auth_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._key}"}
 
-    def http_error(self, response: httpx.Response) -> HTTPStatusError:
+    def http_error(self, response: ServiceResponse) -> HTTPStatusError:
         if _names_a_missing_model(response.status_code, decoded_body(response)):
             # Not this request's fault: every search fails until XAI_MODEL changes, so the chain
             # moves on (retryable) and the cool-down soon skips xAI.
