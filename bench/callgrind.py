@@ -7,7 +7,7 @@
 
 `search` is one web_search tool round per request: the fake upstream asks for a `web_search` call,
 the gateway queries the fake SearXNG (bench/fake_search.py, served by the same fake process) over
-its provider kit (providers/http.py, httpx), then the fake answers; the result cache is off
+its provider kit (providers/http.py, aiohttp), then the fake answers; the result cache is off
 (`WEB_CACHE_TTL=0`) so every request makes one provider call (at c=1 only: identical searches in
 flight together share one call, and the run stops when the search count is not the request
 count). `--python` runs the gateway with
