@@ -48,9 +48,9 @@ def tls_context() -> ssl.SSLContext:
     """The verified TLS context all provider clients share: certifi's CAs, or SSL_CERT_FILE /
     SSL_CERT_DIR when set (what httpx did before), built on the first client. A context per
     client would load the CA bundle again, memory and start-up time, for each provider used."""
-    cafile, capath = os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
-    if cafile or capath:
-        return ssl.create_default_context(cafile=cafile or None, capath=capath or None)
+    paths = ssl.get_default_verify_paths()  # names OpenSSL's own variables, SSL_CERT_FILE / _DIR
+    if os.environ.get(paths.openssl_cafile_env) or os.environ.get(paths.openssl_capath_env):
+        return ssl.create_default_context()  # OpenSSL loads what they name instead of the system's CAs
     import certifi
 
     return ssl.create_default_context(cafile=certifi.where())
