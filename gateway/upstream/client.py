@@ -33,7 +33,7 @@ from gateway.upstream import transport as transports
 from gateway.upstream.deltas import Finish, Text, UpstreamDelta, deltas_of
 from gateway.upstream.faults import fault
 from gateway.upstream.shapes import completion_deltas, well_formed
-from gateway.upstream.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta, plain_text, sse_batches
+from gateway.upstream.sse_frames import fast_chunk, is_done, is_text_delta, load_stdlib, sse_batches, usual_text
 from gateway.upstream.text import error_message, without_credentials
 from gateway.upstream.transport import JSON, ClosedUnanswered, Reply, Transport, TransportSettings
 
@@ -210,17 +210,18 @@ class UpstreamClient:
             async with contextlib.aclosing(sse_batches(response.read_chunk)) as batches:
                 async for frames in batches:
                     for frame in frames:
-                        if is_done(frame):  # before JSON: a refused parse raises, which is dear
+                        # before JSON: a refused parse raises, which is dear; a frame longer than
+                        # 16 bytes is never [DONE] (the length first: no call for the usual frame)
+                        if len(frame) <= 16 and is_done(frame):
                             await response.finish(DRAIN_SECONDS, DRAIN_BYTES)
                             return
-                        chunk = load_text_delta(frame)  # the fast lane: most frames end here
-                        if chunk is not None:
-                            text = plain_text(chunk)
-                            if text is not None:
-                                if text:
-                                    yield Text(text)
-                                continue
-                        else:
+                        chunk = fast_chunk(frame)  # the fast lane: most frames end at the next line
+                        text = usual_text(chunk)
+                        if text is not None:
+                            if text:
+                                yield Text(text)
+                            continue
+                        if not is_text_delta(chunk):  # refused by orjson, or not a text delta
                             chunk = client._checked_frame(frame)
                             if chunk is None:
                                 continue

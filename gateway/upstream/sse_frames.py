@@ -36,36 +36,51 @@ def load_stdlib(payload: bytes) -> Any:
     return json_in.loads(payload.strip().decode("utf-8", "replace"))
 
 
-def load_text_delta(payload: bytes, fast: FastLoads | None = FAST_LOADS) -> dict[str, Any] | None:
-    """The frame's object when `fast` can read it and it is a plain text delta (`is_text_delta`);
-    None sends the caller down the stdlib path, which then decides.
-
-    A refusal from orjson (NaN, lone surrogates, bad UTF-8 ...) is not an answer, and only text
-    deltas are taken from it because it turns integers past 64 bits into floats: a text delta
-    holds no number the gateway reads, so its result is the same either way.
-    """
+def fast_chunk(payload: bytes, fast: FastLoads | None = FAST_LOADS) -> Any:
+    """`fast`'s reading of the frame, None when it refuses it (NaN, lone surrogates, bad UTF-8 ...)
+    or there is no `fast`: the stdlib path decides then. Only a text delta may be taken from it
+    (`usual_text`, `is_text_delta`): it turns integers past 64 bits into floats, and a text delta
+    holds no number the gateway reads."""
     if fast is None:
         return None
     try:
-        chunk = fast(payload)
+        return fast(payload)
     except ValueError:
         return None
+
+
+def load_text_delta(payload: bytes, fast: FastLoads | None = FAST_LOADS) -> dict[str, Any] | None:
+    """The frame's object when `fast` can read it and it is a plain text delta (`is_text_delta`);
+    None sends the caller down the stdlib path, which then decides."""
+    chunk = fast_chunk(payload, fast)
     return chunk if is_text_delta(chunk) else None
 
 
-def plain_text(chunk: dict[str, Any]) -> str | None:
-    """For a chunk `is_text_delta` accepted: its text ("" for none) when it has one choice and no
-    finish reason, the frame nearly every chunk of a stream is; None for any other shape, and for
-    a chunk with reasoning in it (deltas_of reads that)."""
-    choices = chunk["choices"]
-    if len(choices) != 1 or choices[0].get("finish_reason") is not None:
+def usual_text(chunk: Any) -> str | None:
+    """The text ("" for none) of the frame nearly every chunk of a stream is: a text delta
+    (`is_text_delta`) with one choice, no finish reason and no reasoning; None for anything else
+    (the caller then asks `is_text_delta`, and `deltas_of` reads the chunk). One pass where the
+    shape check and the text's lookup were two, paid on every frame."""
+    if type(chunk) is not dict or chunk.get("usage") is not None or "error" in chunk:
         return None
-    delta = choices[0]["delta"]
-    # {"content": ...} alone, the usual frame, holds no reasoning: no lookups for it
-    if (len(delta) > 1 or "content" not in delta) and (
-            delta.get("reasoning_content") or delta.get("reasoning") or delta.get("reasoning_text")):
+    choices = chunk.get("choices")
+    if type(choices) is not list or len(choices) != 1:
         return None
-    return delta.get("content") or ""
+    choice = choices[0]
+    if type(choice) is not dict or choice.get("finish_reason") is not None:
+        return None
+    delta = choice.get("delta")
+    if type(delta) is not dict:
+        return None
+    content = delta.get("content")
+    # {"content": ...} alone, the usual frame, holds no tool call nor reasoning: no lookups for it
+    if (len(delta) > 1 or content is None) and (
+            delta.get("tool_calls") is not None or delta.get("reasoning_content") or delta.get("reasoning")
+            or delta.get("reasoning_text")):
+        return None
+    if content is None:
+        return ""
+    return content if type(content) is str else None
 
 
 def is_text_delta(chunk: Any) -> bool:

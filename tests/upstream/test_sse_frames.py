@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from gateway.upstream.deltas import Text, deltas_of
 from gateway.upstream.shapes import well_formed as _well_formed
-from gateway.upstream.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta
+from gateway.upstream.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta, usual_text
 from tests.fakes.upstream import Reply
 from tests.support.helpers import chat_chunks, streamed_text
 
@@ -70,6 +71,25 @@ def test_lone_surrogates_become_replacement_characters_on_the_stdlib_path():
 def test_anything_but_a_plain_text_delta_leaves_the_fast_lane(chunk):
     assert not is_text_delta(chunk)
     assert load_text_delta(json.dumps(chunk).encode(), fast=orjson.loads) is None
+
+
+@pytest.mark.parametrize("chunk", [
+    frame("x"), frame(""), frame(None), {"choices": [{"delta": {}}]}, {"choices": [{"delta": {"role": "assistant"}}]},
+    {"choices": [{"delta": {"content": "x"}, "finish_reason": "stop"}]},
+    {"choices": [{"delta": {"content": "a", "reasoning_content": "think"}}]},
+    {"choices": [{"delta": {"reasoning": "think"}}]}, {"choices": [{"delta": {"reasoning_text": "think"}}]},
+    {"choices": [{"delta": {"content": "a"}}, {"delta": {"content": "b"}}]}, {"choices": []},
+    frame("x", usage={"prompt_tokens": 1, "completion_tokens": 2}),
+    {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}}]},
+    {"error": {"message": "boom"}}, {"choices": [{"delta": {"content": 5}}]}, {"choices": [{"delta": None}]}, [1, 2],
+], ids=["text", "empty", "null", "no-content", "role", "finish", "reasoning-content", "reasoning", "reasoning-text",
+        "two-choices", "no-choices", "usage", "tool-calls", "error", "content-int", "delta-null", "array"])
+def test_the_usual_frames_text_is_what_the_deltas_hold(chunk):
+    # the fast lane's one-pass read gives the agent what the full reading (deltas_of) would, or steps aside
+    text = usual_text(chunk)
+    if text is not None:
+        assert is_text_delta(chunk)
+        assert deltas_of(chunk, "delta") == ([Text(text)] if text else [])
 
 
 def test_integers_past_64_bits_never_reach_the_agent_as_floats():
