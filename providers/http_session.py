@@ -25,10 +25,11 @@ from providers.errors import AgentGatewayError
 
 DEFAULT_SECONDS = 30.0
 # aiohttp keeps idle connections without polling them (httpcore poll()ed each one per request), so
-# idling costs a later call nothing: keep them as long as aiohttp's default, 15 s, which outlasts
-# the seconds between one agent run's rounds; a server that closes sooner is met with aiohttp's
-# own retry of an idempotent request on a dropped pooled connection.
-IDLE_SECONDS = 15.0
+# idling costs a later call nothing. But a connection kept past the server's own keep-alive is a
+# POST sent into a closing socket, which aiohttp does not retry (only idempotent methods): Node's
+# and uvicorn's servers (self-hosted Firecrawl, SearXNG behind granian ...) close idle connections
+# after 5 s. 4 s stays under them and still spans the rounds of one agent turn that follow quickly.
+IDLE_SECONDS = 4.0
 #: The most of an answer a provider reads: search and extract answers are kilobytes to a few MiB.
 MAX_BODY_BYTES = 16 * 1024 * 1024
 USER_AGENT = {"User-Agent": "agent-gateway"}
