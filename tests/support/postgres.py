@@ -59,11 +59,20 @@ class Cluster:
                   "-o", f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1", "start")
 
     def start_if_stopped(self) -> None:
-        if self._run("pg_ctl", "-D", str(self.data), "status", check=False).returncode != 0:
+        if not self._running():
             self.start()
 
+    def _running(self) -> bool:
+        return self._run("pg_ctl", "-D", str(self.data), "status", check=False).returncode == 0
+
     def stop(self, mode: str = "fast") -> None:
-        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop", check=False)
+        """Stopped when this returns. A fast stop ends with a checkpoint, which on a loaded machine can
+        outlast pg_ctl's wait: it then returns with the server still shutting down, `start_if_stopped`
+        sees it alive and starts nothing, and the server is gone a moment later. Such a stop goes on
+        as an immediate one (no checkpoint)."""
+        done = self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "30", "stop", check=False)
+        if done.returncode != 0 and mode != "immediate" and self._running():
+            self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "-t", "60", "stop", check=False)
 
     def psql(self, sql: str, database: str = "postgres") -> str:
         done = self._run("psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", USER, "-d", database,
