@@ -13,6 +13,7 @@ from gateway.agent import sources
 from gateway.agent.events import AgentEvent, ToolCallFinished, ToolCallStarted
 from gateway.agent.observer import CURRENT_TOOL_REPORT, AgentObserver, ToolReport
 from gateway.agent.toolbox import Toolbox, ToolContext
+from gateway.common import json_in
 from gateway.upstream.deltas import ToolCallPart
 
 
@@ -118,7 +119,7 @@ def parse_arguments(raw: str) -> dict[str, Any] | str:
     if not raw or not raw.strip():
         return {}
     try:
-        value = json.loads(raw)
+        value = json_in.loads(raw.encode("utf-8", "surrogatepass"))  # orjson's way; the stdlib's result
     except ValueError:
         return "the arguments were not valid JSON; call the tool again with a JSON object"
     if not isinstance(value, dict):
