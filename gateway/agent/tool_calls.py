@@ -13,7 +13,6 @@ from gateway.agent import sources
 from gateway.agent.events import AgentEvent, ToolCallFinished, ToolCallStarted
 from gateway.agent.observer import CURRENT_TOOL_REPORT, AgentObserver, ToolReport
 from gateway.agent.toolbox import Toolbox, ToolContext
-from gateway.common import json_in
 from gateway.upstream.deltas import ToolCallPart
 
 
@@ -119,7 +118,7 @@ def parse_arguments(raw: str) -> dict[str, Any] | str:
     if not raw or not raw.strip():
         return {}
     try:
-        value = json_in.loads(raw.encode("utf-8", "surrogatepass"))  # orjson's way; the stdlib's result
+        value = json.loads(raw)
     except ValueError:
         return "the arguments were not valid JSON; call the tool again with a JSON object"
     if not isinstance(value, dict):
