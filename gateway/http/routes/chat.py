@@ -101,7 +101,11 @@ async def _check_window(request: web.Request, turn: RouteTurn | None, messages: 
     """The client sends its whole history, so only `disabled` applies: a 400 before anything goes
     upstream, rather than the upstream's own error (or a silent cut) for a history over the window."""
     output = params.get("max_completion_tokens", params.get("max_tokens"))
-    fixed = context_budget.fixed_tokens([*messages, *tools], output if isinstance(output, int) else None)
+    max_output = output if isinstance(output, int) else None
+    fixed_items = [*messages, *tools]
+    if context_budget.fixed_tokens_at_most(fixed_items, max_output) <= context_budget.SMALLEST_WINDOW:
+        return  # far below any window (most requests): no estimate per message needed
+    fixed = context_budget.fixed_tokens(fixed_items, max_output)
     if fixed <= context_budget.SMALLEST_WINDOW:
         return
     window = await context_window(request, turn)
