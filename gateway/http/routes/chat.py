@@ -32,7 +32,8 @@ routes = web.RouteTableDef()
 @routes.post("/v1/chat/completions", expect_handler=continue_if_a_run_slot_is_free)
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     chat = parse_chat_request(await read_json_object(request))
-    settings = request.app[appkeys.SETTINGS]
+    app = request.app  # a property over the match info: read once
+    settings = app[appkeys.SETTINGS]
     # None without `models:` (checked here on the settings: no lookup, no coroutine per request for it)
     turn = await route_turn(request, chat.model) if settings.llm_models is not None else None
     await _check_window(request, turn, chat.messages, [*chat.client_tools], chat.params)
@@ -50,7 +51,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         encoder = ChatChunkEncoder(model, include_usage=chat.include_usage, progress=progress,
                                    reasoning=reasoning)
         return await _stream(request, agent_request, _ChatStream(encoder, turn))
-    return await _complete(request, agent_request, _ChatWhole(model, reasoning, turn))
+    return await run_whole(app, agent_request, _ChatWhole(model, reasoning, turn))
 
 
 class _ChatWhole:
@@ -110,10 +111,6 @@ async def _check_window(request: web.Request, turn: RouteTurn | None, messages: 
         return
     window = await context_window(request, turn)
     context_budget.fit([], complete=True, window=window, fixed=fixed, truncation="disabled", api="chat")
-
-
-async def _complete(request: web.Request, agent_request: AgentRequest, reply: _ChatWhole) -> web.Response:
-    return await run_whole(request.app, agent_request, reply)
 
 
 async def _stream(request: web.Request, agent_request: AgentRequest, reply: _ChatStream) -> web.StreamResponse:
