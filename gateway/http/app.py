@@ -30,6 +30,7 @@ from gateway.http.middleware import front_door
 from gateway.http.observe import GatewayObserver
 from gateway.http.routes import chat, conversations, health, metrics, models, openapi, responses, web_status
 from gateway.http.routes.responses_queue import background_runs_ctx
+from gateway.http.run_deadlines import RunDeadlines
 from gateway.store.api import ResponseStore, StoreUnavailableError
 from gateway.store.idempotency import IdempotencyCache, InMemoryIdempotencyCache
 from gateway.store.keys import COUNTERS, KeyStore, UsageDelta
@@ -69,6 +70,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     app[appkeys.STARTED_AT] = int(time.time())
     app[appkeys.LIMITER] = RunLimiter(settings.max_concurrent_runs, queue=settings.max_queued_runs > 0)
     app[appkeys.LIFECYCLE] = Lifecycle()
+    app[appkeys.RUN_DEADLINES] = RunDeadlines(settings.run_timeout)
     # one database for the store and the Idempotency-Key entries when replicas share PostgreSQL
     database: PostgresDatabase | None = None
     if settings.database_url:
