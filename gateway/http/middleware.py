@@ -53,7 +53,8 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
         try:
             lifecycle = admit(request, app)
             key_slot = enter_run(request)  # a key's concurrent-runs limit (http/auth.py)
-            preflight = preflight_response(request)
+            # a preflight is an OPTIONS request (cors.is_preflight): no call for any other method
+            preflight = preflight_response(request) if request.method == "OPTIONS" else None
             response: web.StreamResponse
             if preflight is not None:
                 response = preflight
