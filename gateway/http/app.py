@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -30,6 +30,7 @@ from gateway.http.middleware import front_door
 from gateway.http.observe import GatewayObserver
 from gateway.http.routes import chat, conversations, health, metrics, models, openapi, responses, web_status
 from gateway.http.routes.responses_queue import background_runs_ctx
+from gateway.http.run_deadlines import RunDeadlines
 from gateway.store.api import ResponseStore, StoreUnavailableError
 from gateway.store.idempotency import IdempotencyCache, InMemoryIdempotencyCache
 from gateway.store.keys import COUNTERS, KeyStore, UsageDelta
@@ -69,6 +70,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     app[appkeys.STARTED_AT] = int(time.time())
     app[appkeys.LIMITER] = RunLimiter(settings.max_concurrent_runs, queue=settings.max_queued_runs > 0)
     app[appkeys.LIFECYCLE] = Lifecycle()
+    app[appkeys.RUN_DEADLINES] = RunDeadlines(settings.run_timeout)
     # one database for the store and the Idempotency-Key entries when replicas share PostgreSQL
     database: PostgresDatabase | None = None
     if settings.database_url:
@@ -90,7 +92,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
         app.router.add_routes(metrics.routes)
     after_reply = app[appkeys.AFTER_REPLY] = AfterReply()
     observer = KeyUsageObserver(GatewayObserver(app.get(appkeys.METRICS), tracer, after_reply), app[appkeys.KEYRING])
-    app.on_response_prepare.append(_response_headers)
+    app.on_response_prepare.append(_response_headers(app[appkeys.CORS_POLICY], app.get(appkeys.METRICS)))
     app.cleanup_ctx.append(_upstream_ctx)
     app.cleanup_ctx.append(_agent_ctx(tools, observer))
     app.cleanup_ctx.append(_store_ctx(database))
@@ -109,15 +111,24 @@ async def _write_after_reply(app: web.Application) -> None:
     app[appkeys.AFTER_REPLY].run()
 
 
-async def _response_headers(request: web.Request, response: web.StreamResponse) -> None:
+def _response_headers(cors: CorsPolicy, metrics_: Metrics | None) -> Callable[
+        [web.Request, web.StreamResponse], Awaitable[None]]:
     """The on_response_prepare hook: runs for JSON, errors and streams alike. One hook calling
-    plain functions rather than three hooks: a signal receiver is a coroutine per response."""
-    add_security_headers(response)
-    add_request_id_header(response)
-    add_cors_headers(request, response)
-    add_rate_headers(request, response)
-    if (metrics_ := request.app.get(appkeys.METRICS)) is not None:
-        metrics_.response_prepared(request, response)
+    plain functions rather than three hooks: a signal receiver is a coroutine per response. What
+    the app fixed at its build (its CORS policy, whether it counts metrics) is bound here, not
+    looked up on every response."""
+    cors_enabled = cors.enabled
+
+    async def hook(request: web.Request, response: web.StreamResponse) -> None:
+        add_security_headers(response)
+        add_request_id_header(response)
+        if cors_enabled:  # off (no API_SERVER_CORS_ORIGINS): no CORS header at all
+            add_cors_headers(request, response)
+        add_rate_headers(request, response)
+        if metrics_ is not None:
+            metrics_.response_prepared(request, response)
+
+    return hook
 
 
 def _metrics(app: web.Application) -> Metrics:

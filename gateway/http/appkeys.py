@@ -14,6 +14,7 @@ from gateway.http.after_reply import AfterReply
 from gateway.http.keyring import KeyRing
 from gateway.http.lifecycle import Lifecycle, RunLimiter
 from gateway.http.metrics import Metrics
+from gateway.http.run_deadlines import RunDeadlines
 from gateway.store.api import ResponseStore
 from gateway.store.idempotency import IdempotencyCache
 from gateway.upstream.client import UpstreamClient
@@ -33,6 +34,8 @@ TOOLBOX = web.AppKey("toolbox", Toolbox)
 AGENT = web.AppKey("agent", Agent)
 LIMITER = web.AppKey("limiter", RunLimiter)
 LIFECYCLE = web.AppKey("lifecycle", Lifecycle)
+#: AGENT_RUN_TIMEOUT of whole (non-streamed) runs (http/run_deadlines.py)
+RUN_DEADLINES = web.AppKey("run_deadlines", RunDeadlines)
 STARTED_AT = web.AppKey("started_at", int)
 STORE = web.AppKey("response_store", ResponseStore)
 IDEMPOTENCY = web.AppKey("idempotency", IdempotencyCache)

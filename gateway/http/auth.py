@@ -32,9 +32,9 @@ from gateway.store.owned import OwnedStore
 RUN_PATHS = frozenset({"/v1/chat/completions", "/v1/responses"})
 
 
-def authenticate(request: web.Request, presented: str | None, open_path: bool) -> KeyRing:
-    """Sets the request's caller, or raises 401/429. `open_path`: a route that needs no key."""
-    ring = request.app[appkeys.KEYRING]
+def authenticate(ring: KeyRing, presented: str | None, open_path: bool) -> KeyRing:
+    """Sets the request's caller among `ring`'s keys, or raises 401/429. `open_path`: a route
+    that needs no key."""
     CURRENT_RATE.set(None)
     if open_path:
         CURRENT_CALLER.set(None)

@@ -57,7 +57,8 @@ class BatchingStreamHandler(logging.StreamHandler[TextIO]):
             return
         records, self._kept = self._kept, []
         try:
-            self.stream.write("".join([self.format(r) + self.terminator for r in records]))
+            format_ = (self.formatter or logging.Formatter()).format  # Handler.format's choice, looked up once
+            self.stream.write("".join([format_(r) + self.terminator for r in records]))
             self.flush()
         except Exception:  # as StreamHandler.emit: report, never raise into the caller
             self.handleError(records[0])

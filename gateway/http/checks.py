@@ -91,18 +91,19 @@ def internal_error(request: web.Request) -> web.Response:
     return error_response(GatewayError("internal error; see the gateway's log", code="internal_error"))
 
 
-def admit(request: web.Request) -> Lifecycle:
+def admit(request: web.Request, app: web.Application) -> Lifecycle:
     """The checks before routing, in this order: not shutting down (503), declared body size
     (413), key (401, or 429 past its rpm) or, with no key, Host (403). The caller must `leave()` the returned lifecycle
-    once the request is done."""
-    app = request.app
+    once the request is done. `app`: the request's (the caller has it at hand)."""
     lifecycle = app[appkeys.LIFECYCLE]
     if lifecycle.draining:
         raise ServiceUnavailableError("the gateway is shutting down; retry shortly", retry_after=1)
     settings = app[appkeys.SETTINGS]
     check_body_size(request, settings.max_body_bytes)
     open_path = request.path in OPEN_PATHS or request.method == "OPTIONS"
-    ring = authenticate(request, presented_key(request), open_path)  # 401/429: http/auth.py
+    ring = app[appkeys.KEYRING]
+    # a keyless gateway reads no key: the Authorization header is parsed only when keys exist
+    authenticate(ring, None if ring.keyless else presented_key(request), open_path)  # 401/429: http/auth.py
     hosts = app[appkeys.ALLOWED_HOSTS]
     if hosts is not None and ring.keyless:
         check_host(request, hosts)

@@ -41,6 +41,11 @@ class KeyUsageObserver(AgentObserver):
         return self.inner.tool_call(tool)
 
     def turn_finished(self, tool_rounds: int, prompt_tokens: int, completion_tokens: int) -> None:
-        self._count("input_tokens", prompt_tokens)
-        self._count("output_tokens", completion_tokens)
+        caller = CURRENT_CALLER.get()
+        if caller is not None and (prompt_tokens > 0 or completion_tokens > 0):  # both counts, one lookup
+            delta = self.ring.usage_of(caller.name)
+            if prompt_tokens > 0:
+                delta.input_tokens += min(prompt_tokens, MAX_PER_CALL)
+            if completion_tokens > 0:
+                delta.output_tokens += min(completion_tokens, MAX_PER_CALL)
         self.inner.turn_finished(tool_rounds, prompt_tokens, completion_tokens)

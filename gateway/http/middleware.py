@@ -42,7 +42,8 @@ _client_details = RateLimitedLog(log)
 
 @web.middleware
 async def front_door(request: web.Request, handler: Handler) -> web.StreamResponse:
-    after_reply = request.app[appkeys.AFTER_REPLY]
+    app = request.app  # a property over the match info: read once
+    after_reply = app[appkeys.AFTER_REPLY]
     request_id = begin_request(request)
     started = time.perf_counter()
     status: int | str = "-"
@@ -50,15 +51,16 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
         lifecycle: Lifecycle | None = None
         key_slot: KeyRunSlot | None = None
         try:
-            lifecycle = admit(request)
+            lifecycle = admit(request, app)
             key_slot = enter_run(request)  # a key's concurrent-runs limit (http/auth.py)
-            preflight = preflight_response(request)
+            # a preflight is an OPTIONS request (cors.is_preflight): no call for any other method
+            preflight = preflight_response(request) if request.method == "OPTIONS" else None
             response: web.StreamResponse
             if preflight is not None:
                 response = preflight
             else:
                 # the run slot before the body: a request that cannot run is refused unread
-                limiter = request.app[appkeys.LIMITER]
+                limiter = app[appkeys.LIMITER]
                 taken = limiter.take_for(request.method, request.path, request)
                 if taken == "over":
                     request[OVER_SLOTS] = True
@@ -109,7 +111,7 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
         # bench/README.md). Run in a copy of this context: the access record carries the request id.
         # It keeps what it records, never the request: that would hold its body (up to the body
         # limit) until the queue runs, for every reply queued meanwhile.
-        after_reply.add(_after_reply, request.app.get(appkeys.METRICS), request.method, request.path,
+        after_reply.add(_after_reply, app.get(appkeys.METRICS), request.method, request.path,
                         route_of(request), request_id, status, started, time.perf_counter())
 
 

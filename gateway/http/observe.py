@@ -47,8 +47,8 @@ class _Upstream(UpstreamCall):
         if metrics is not None:
             # recorded later (http/after_reply.py): the agent's reply, rendered and written in this
             # step, need not wait for the bookkeeping
-            self._observer.after_reply.add(metrics.upstream_done, outcome, now - self._started,
-                                           None if self._first is None else self._first - self._started)
+            self._observer.after_reply.add_figures(metrics.upstream_done, outcome, now - self._started,
+                                                   None if self._first is None else self._first - self._started)
         if self._span is not None:
             _end(self._span, outcome)
 
@@ -102,4 +102,4 @@ class GatewayObserver(AgentObserver):
 
     def turn_finished(self, tool_rounds: int, prompt_tokens: int, completion_tokens: int) -> None:
         if self.metrics is not None:
-            self.after_reply.add(self.metrics.turn_done, tool_rounds, prompt_tokens, completion_tokens)
+            self.after_reply.add_figures(self.metrics.turn_done, tool_rounds, prompt_tokens, completion_tokens)

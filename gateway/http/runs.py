@@ -101,20 +101,26 @@ def _no_retry_after_work(error: GatewayError, worked: bool) -> GatewayError:
 async def run_whole(app: web.Application, agent_request: AgentRequest, reply: WholeReply[R]) -> R:
     """Run one turn for a non-streamed reply. A failure anywhere, the reply's own `end` included
     (a tool ran, then the store failed), is an HTTP error; after work it says `x-should-retry: false`."""
-    settings = app[appkeys.SETTINGS]
+    deadlines = app[appkeys.RUN_DEADLINES]  # AGENT_RUN_TIMEOUT, without a timer per run (http/run_deadlines.py)
     agent_run = app[appkeys.AGENT].run(agent_request)
     worked = False
     finished: Finished | None = None
     try:
-        async with asyncio.timeout(settings.run_timeout):
+        run = deadlines.enter()
+        try:
             async for event in agent_run.events:
                 worked = worked or isinstance(event, ToolCallStarted)
                 if isinstance(event, Finished):
                     finished = event
                 reply.feed(event)
+        except BaseException as exc:
+            if deadlines.leave(run, exc):
+                raise TimeoutError from exc
+            raise
+        deadlines.leave(run)
         return await reply.end(finished.messages if finished else agent_run.messages)
     except TimeoutError as exc:
-        raise _no_retry_after_work(run_timeout_error(settings.run_timeout), worked) from exc
+        raise _no_retry_after_work(run_timeout_error(deadlines.timeout), worked) from exc
     except GatewayError as exc:
         _no_retry_after_work(exc, worked)
         raise

@@ -25,6 +25,7 @@ import logging
 import re
 import resource
 import socket
+from collections.abc import Coroutine
 from typing import Any
 
 from aiohttp import web
@@ -105,12 +106,14 @@ class GatewayRequestHandler(RequestHandler):
             return
         super().log_exception(*args, **kwargs)
 
-    async def finish_response(self, request: BaseRequest, resp: web.StreamResponse,
-                              start_time: float | None) -> tuple[web.StreamResponse, bool]:
+    def finish_response(self, request: BaseRequest, resp: web.StreamResponse,
+                        start_time: float | None) -> Coroutine[Any, Any, tuple[web.StreamResponse, bool]]:
+        # a plain function handing back aiohttp's coroutine: no coroutine of its own wrapped
+        # around every reply's write (the caller awaits what it returns, as before)
         if isinstance(resp, web.HTTPException) and resp.status >= 400 and resp.content_type == "text/plain":
             # raised by aiohttp outside the middleware (an unknown Expect): same envelope as the rest
             resp = error_response(from_http_exception(resp, request))
-        return await super().finish_response(request, resp, start_time)
+        return super().finish_response(request, resp, start_time)
 
 
 class GatewayServer(Server):

@@ -42,13 +42,15 @@ class ChatRequest:
 
 
 def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
+    # The usual values are checked inline; `expect` (a call) runs only to word the 400.
     model = body.get("model")
-    if model is not None:
+    if model is not None and not isinstance(model, str):
         expect(model, str, "model", "a string")
     messages = body.get("messages")
     if messages is None:
         raise InvalidRequestError("'messages' is required", param="messages")
-    expect(messages, list, "messages", "a list of messages")
+    if not isinstance(messages, list):
+        expect(messages, list, "messages", "a list of messages")
     if not messages:
         raise InvalidRequestError("'messages' must contain at least one message", param="messages")
     for index, message in enumerate(messages):
@@ -57,7 +59,8 @@ def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
     stream = body.get("stream", False)
     if stream is None:
         stream = False
-    expect(stream, bool, "stream", "true or false")
+    elif stream is not False and stream is not True:
+        expect(stream, bool, "stream", "true or false")
     stream_options = body.get("stream_options")
     include_usage = False
     if stream_options is not None:
@@ -91,7 +94,7 @@ def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
         if body.get("tool_choice") is not None:
             chat_tool_choice(body["tool_choice"])
 
-    tools = _check_tools(body.get("tools"))
+    tools = _check_tools(listed) if (listed := body.get("tools")) is not None else []
     params = {name: body[name] for name in PASSTHROUGH if body.get(name) is not None} if named else {}
     if "tool_choice" in params and not tools and params["tool_choice"] != "none":  # "none" also binds our tools
         params.pop("tool_choice")
@@ -99,11 +102,13 @@ def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
     user = body.get("user")
     if isinstance(user, str) and user:
         params["user"] = user  # Open WebUI may send an object; upstreams want a string
-    web = web_search.chat_options(body.get("web_search_options"))
+    options = body.get("web_search_options")
+    web = web_search.chat_options(options) if options is not None else None
     messages = frontends.without_gateway_writing(messages)
+    question = frontends.last_user_text(messages)  # read once for both frontend checks
     return ChatRequest(messages, model, stream, include_usage, tools, params, web,
-                       frontends.is_background_task(messages, stream=stream, tools=bool(tools)),
-                       frontends.first_web_source(messages))
+                       frontends.is_background_task(messages, stream=stream, tools=bool(tools), text=question),
+                       frontends.first_web_source(messages, text=question))
 
 
 def _check_message(message: Any, param: str) -> None:

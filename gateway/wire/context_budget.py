@@ -60,6 +60,15 @@ def fixed_tokens(fixed: list[Any], max_output: int | None) -> int:
     return tokens(fixed) + (max_output or 0) + AGENT_RESERVE
 
 
+def fixed_tokens_at_most(fixed: list[Any], max_output: int | None) -> int:
+    """An upper bound of `fixed_tokens(fixed, max_output)` from one encoding of the whole list:
+    each item's own encoding is part of the list's (which adds only brackets and commas, and
+    escapes nothing an item's own would not), so its length divided once is at least the sum of
+    the items' divided one by one."""
+    return (len(json_out.dumps(fixed, ensure_ascii=True)) // BYTES_PER_TOKEN + MESSAGE_OVERHEAD * len(fixed)
+            + (max_output or 0) + AGENT_RESERVE)
+
+
 def history_bytes(window: int, fixed: int) -> int:
     """The stored bytes of history worth reading: what the window leaves after `fixed` tokens."""
     return max(0, window - fixed) * BYTES_PER_TOKEN

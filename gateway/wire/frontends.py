@@ -75,18 +75,20 @@ def last_user_text(messages: list[dict[str, Any]]) -> str:
     return ""
 
 
-def is_background_task(messages: list[dict[str, Any]], *, stream: bool, tools: bool) -> bool:
-    """A frontend's housekeeping prompt (Open WebUI's title/tags/follow-ups/queries): no web tools."""
+def is_background_task(messages: list[dict[str, Any]], *, stream: bool, tools: bool, text: str | None = None) -> bool:
+    """A frontend's housekeeping prompt (Open WebUI's title/tags/follow-ups/queries): no web tools.
+    `text`: `last_user_text(messages)` when the caller has it already."""
     if stream or tools:
         return False
-    text = last_user_text(messages).lstrip()
+    text = (last_user_text(messages) if text is None else text).lstrip()
     return text.startswith(TASK_PREFIX) and not text[len(TASK_PREFIX):].lstrip().startswith(RAG_TASK)
 
 
-def first_web_source(messages: list[dict[str, Any]]) -> int:
+def first_web_source(messages: list[dict[str, Any]], *, text: str | None = None) -> int:
     """The number the web's first source gets: after the `<source id="N">` documents of Open
-    WebUI's document template in the question, so that `[1]` still means its first document."""
-    text = last_user_text(messages)
+    WebUI's document template in the question, so that `[1]` still means its first document.
+    `text`: `last_user_text(messages)` when the caller has it already."""
+    text = last_user_text(messages) if text is None else text
     if "<source id=" not in text:
         return 1
     return max((int(n) for n in _SOURCE_ID.findall(text)), default=0) + 1

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from gateway.http.access_log import LOG_FORMAT, LogFormatter, RequestIdFilter
+from gateway.http.access_log import LOG_FORMAT, LogFormatter, RequestIdFilter, log_access
 from tests.conftest import API_KEY
 from tests.fakes.upstream import Reply, error
 from tests.support.helpers import access_lines, chat_chunks
@@ -95,3 +95,32 @@ def test_serve_log_lines_read_as_the_stdlib_formatter_writes_them(created):
     ours = LogFormatter(LOG_FORMAT)
     for _ in range(2):  # the second record in the same second takes the cached date and time
         assert ours.format(record) == logging.Formatter(LOG_FORMAT).format(record)
+
+
+@pytest.mark.parametrize("threads", [False, True])
+def test_access_records_under_serve_hold_what_logging_would_put_on_them(monkeypatch, threads):
+    """`serve` turns off the caller lookup (access_log.configure_logging): access lines are then made
+    from a template, and must carry every field a record made by logging carries, with the same values."""
+    monkeypatch.setattr(logging, "_srcfile", None)
+    monkeypatch.setattr(logging, "logThreads", threads)
+    seen: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    access = logging.getLogger("agent_gateway.access")
+    keep = Keep()
+    access.addHandler(keep)
+    monkeypatch.setattr(access, "level", logging.INFO)
+    try:
+        log_access("POST", "/v1/chat/completions", "rid-7", 200, 1.0, 1.25)
+        access.info("%s %s %s %.0fms id=%s key=%s", "POST", "/v1/chat/completions", 200, 250.0, "rid-7", "-")
+    finally:
+        access.removeHandler(keep)
+    ours, stock = (record.__dict__ for record in seen)
+    timing = {"created", "msecs", "relativeCreated"}
+    assert {k: v for k, v in ours.items() if k not in timing} == {k: v for k, v in stock.items() if k not in timing}
+    assert abs(ours["created"] - stock["created"]) < 5 and 0 <= ours["msecs"] < 1000
+    assert ours["relativeCreated"] == pytest.approx((ours["created"] - logging._startTime) * 1000)  # type: ignore[attr-defined]
+    assert seen[0].getMessage() == "POST /v1/chat/completions 200 250ms id=rid-7 key=-"

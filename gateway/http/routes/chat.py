@@ -32,10 +32,13 @@ routes = web.RouteTableDef()
 @routes.post("/v1/chat/completions", expect_handler=continue_if_a_run_slot_is_free)
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     chat = parse_chat_request(await read_json_object(request))
-    settings = request.app[appkeys.SETTINGS]
+    app = request.app  # a property over the match info: read once
+    settings = app[appkeys.SETTINGS]
     # None without `models:` (checked here on the settings: no lookup, no coroutine per request for it)
     turn = await route_turn(request, chat.model) if settings.llm_models is not None else None
-    await _check_window(request, turn, chat.messages, [*chat.client_tools], chat.params)
+    fixed = _fixed_tokens_past_smallest_window(chat.messages, chat.client_tools, chat.params)
+    if fixed is not None:  # the window is looked up (and a coroutine made) only for a long input
+        await _check_window(request, turn, fixed)
     agent_request = AgentRequest(
         messages=chat.messages, client_tools=chat.client_tools, params=chat.params, stream=chat.stream,
         web=chat.web, background=chat.background, first_source=chat.first_source,
@@ -50,7 +53,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         encoder = ChatChunkEncoder(model, include_usage=chat.include_usage, progress=progress,
                                    reasoning=reasoning)
         return await _stream(request, agent_request, _ChatStream(encoder, turn))
-    return await _complete(request, agent_request, _ChatWhole(model, reasoning, turn))
+    return await run_whole(app, agent_request, _ChatWhole(model, reasoning, turn))
 
 
 class _ChatWhole:
@@ -96,20 +99,22 @@ class _ChatStream:
 DONE = frames(["[DONE]"])
 
 
-async def _check_window(request: web.Request, turn: RouteTurn | None, messages: Messages, tools: list[Any],
-                        params: dict[str, Any]) -> None:
+def _fixed_tokens_past_smallest_window(messages: Messages, tools: list[Any], params: dict[str, Any]) -> int | None:
+    """The turn's fixed tokens when they pass the smallest context window, else None (nothing to check)."""
+    output = params.get("max_completion_tokens", params.get("max_tokens"))
+    max_output = output if isinstance(output, int) else None
+    fixed_items = [*messages, *tools]
+    if context_budget.fixed_tokens_at_most(fixed_items, max_output) <= context_budget.SMALLEST_WINDOW:
+        return None  # far below any window (most requests): no estimate per message needed
+    fixed = context_budget.fixed_tokens(fixed_items, max_output)
+    return fixed if fixed > context_budget.SMALLEST_WINDOW else None
+
+
+async def _check_window(request: web.Request, turn: RouteTurn | None, fixed: int) -> None:
     """The client sends its whole history, so only `disabled` applies: a 400 before anything goes
     upstream, rather than the upstream's own error (or a silent cut) for a history over the window."""
-    output = params.get("max_completion_tokens", params.get("max_tokens"))
-    fixed = context_budget.fixed_tokens([*messages, *tools], output if isinstance(output, int) else None)
-    if fixed <= context_budget.SMALLEST_WINDOW:
-        return
     window = await context_window(request, turn)
     context_budget.fit([], complete=True, window=window, fixed=fixed, truncation="disabled", api="chat")
-
-
-async def _complete(request: web.Request, agent_request: AgentRequest, reply: _ChatWhole) -> web.Response:
-    return await run_whole(request.app, agent_request, reply)
 
 
 async def _stream(request: web.Request, agent_request: AgentRequest, reply: _ChatStream) -> web.StreamResponse:
