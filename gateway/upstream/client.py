@@ -33,7 +33,15 @@ from gateway.upstream import transport as transports
 from gateway.upstream.deltas import Finish, Text, Texts, UpstreamDelta, deltas_of
 from gateway.upstream.faults import fault
 from gateway.upstream.shapes import completion_deltas, well_formed
-from gateway.upstream.sse_frames import fast_chunk, is_done, is_text_delta, load_stdlib, sse_batches, usual_text
+from gateway.upstream.sse_frames import (
+    UsualFrames,
+    fast_chunk,
+    is_done,
+    is_text_delta,
+    load_stdlib,
+    sse_batches,
+    usual_text,
+)
 from gateway.upstream.text import error_message, without_credentials
 from gateway.upstream.transport import JSON, ClosedUnanswered, Reply, Transport, TransportSettings
 
@@ -210,6 +218,7 @@ class UpstreamClient:
             # burst, not one per frame), except a call's first text, which leaves alone at once:
             # the time to the first byte stays one frame's, not the whole burst's parse.
             first = True
+            usual = UsualFrames()  # the usual frame by its bytes, once one has been parsed
             # closed here, not left to the loop's finaliser hook, when the stream returns at [DONE]
             async with contextlib.aclosing(sse_batches(response.read_chunk)) as batches:
                 async for frames in batches:
@@ -222,8 +231,12 @@ class UpstreamClient:
                                 yield Texts(texts)
                             await response.finish(DRAIN_SECONDS, DRAIN_BYTES)
                             return
-                        chunk = fast_chunk(frame)  # the fast lane: most frames end at the next line
-                        text = usual_text(chunk)
+                        text = usual.text(frame)  # the fastest lane: no parse
+                        if text is None:
+                            chunk = fast_chunk(frame)  # the fast lane: most other frames end below
+                            text = usual_text(chunk)
+                            if text:
+                                usual.learn(frame, text)
                         if text is not None:
                             if not text:
                                 continue
