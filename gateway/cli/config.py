@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from gateway.cli.commands import help_line
 from gateway.config import view as config_view
 from gateway.config.envvars import PROCESS_ONLY, is_secret_name, known_names, nearest, plugin_variables
 from gateway.config.files import set_config_value, set_env_value, unset_config_value, unset_env_value
@@ -44,7 +45,7 @@ class UsageError(AgentGatewayError):
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("config", help="read and change the profile's settings (.env and config.yaml)")
+    parser = subparsers.add_parser("config", help=help_line("config"))
     actions = parser.add_subparsers(dest="config_action", metavar="ACTION", required=True)
 
     set_ = actions.add_parser("set", help="UPPER_CASE keys go to .env, dotted keys to config.yaml")

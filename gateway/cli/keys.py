@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
+from gateway.cli.commands import help_line
 from gateway.config.settings import Settings, load_settings
 from gateway.store.api import StoreUnavailableError
 from gateway.store.keys import ApiKey, DuplicateKeyError, KeyStore, KeyUsage, key_hash, new_key
@@ -25,7 +26,7 @@ DAY = 86400
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("keys", help="API keys with owners, limits and usage (in the profile's store)")
+    parser = subparsers.add_parser("keys", help=help_line("keys"))
     actions = parser.add_subparsers(dest="keys_action", metavar="ACTION", required=True)
 
     create = actions.add_parser("create", help="make a key named NAME and print it once")

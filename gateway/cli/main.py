@@ -7,21 +7,18 @@ Each command module exposes `register(subparsers)`, which adds its parser(s) and
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
 from gateway import __version__
-from gateway.cli import config as cli_config
-from gateway.cli import keys as cli_keys
-from gateway.cli import profile as cli_profile
-from gateway.cli import serve as cli_serve
-from gateway.cli import web as cli_web
+from gateway.cli.commands import COMMANDS, command_named
 from gateway.config.settings import SettingsError, validate_profile_name
 
-COMMAND_MODULES = (cli_serve, cli_web, cli_profile, cli_config, cli_keys)
 
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The whole CLI's parser; the command argv names gets its real options, every other command a
+    stand-in with its help line (enough for `--help` and for argparse's "invalid choice")."""
     parser = argparse.ArgumentParser(
         prog="agent-gateway",
         description="An OpenAI-compatible gateway with a web-tool-using agent behind it.",
@@ -30,13 +27,19 @@ def build_parser() -> argparse.ArgumentParser:
                         help="use profile NAME (<home>/profiles/NAME) instead of the default profile")
     parser.add_argument("--version", action="version", version=f"agent-gateway {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in COMMAND_MODULES:
-        module.register(subparsers)
+    command = command_named(argv)
+    if command is not None:
+        importlib.import_module(COMMANDS[command][0]).register(subparsers)
+    registered = set(subparsers.choices)
+    for name, (_module, help_line) in COMMANDS.items():
+        if name not in registered:
+            subparsers.add_parser(name, help=help_line)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

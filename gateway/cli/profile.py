@@ -10,12 +10,13 @@ import argparse
 import os
 import sys
 
+from gateway.cli.commands import help_line
 from gateway.config import profiles
 from gateway.config.settings import default_home
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("profile", help="create, list and delete profiles (separate gateways)")
+    parser = subparsers.add_parser("profile", help=help_line("profile"))
     actions = parser.add_subparsers(dest="profile_action", metavar="ACTION", required=True)
 
     create = actions.add_parser("create", help="make <home>/profiles/NAME with its own port and key")

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import IO, Any
 
+from gateway.cli.commands import help_line
 from gateway.common.redact import redact_url
 from gateway.config.settings import Settings, load_settings
 from gateway.errors import AgentGatewayError
@@ -32,7 +33,7 @@ class BindError(AgentGatewayError):
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("serve", help="start the HTTP gateway")
+    parser = subparsers.add_parser("serve", help=help_line("serve"))
     parser.add_argument("--host", help="bind address (API_SERVER_HOST)")
     parser.add_argument("--port", help="port (API_SERVER_PORT); 0 picks a free one")
     parser.set_defaults(func=run)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from gateway.agent.web_fallback import chain_report
+from gateway.cli.commands import help_line
 from gateway.cli.web_check import CHECK_PAGE, run_check
 from gateway.config.files import get_config_value, set_config_value
 from gateway.config.profiles import ProfileError, require_profile
@@ -149,14 +150,14 @@ def _list(settings: Settings) -> str:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    tools = subparsers.add_parser("tools", help="show web providers, their capabilities and which are active")
+    tools = subparsers.add_parser("tools", help=help_line("tools"))
     tools.add_argument("--check", nargs="*", metavar="NAME", default=None,
                        help="run one small real search (and extract) through each configured provider, "
                             "or the NAMEd ones; exit 1 if any failed")
     tools.add_argument("--page", default=None, metavar="URL",
                        help=f"the page --check extracts (default {CHECK_PAGE})")
     tools.set_defaults(func=_run_tools)
-    plugins = subparsers.add_parser("plugins", help="list, enable or disable web provider plugins")
+    plugins = subparsers.add_parser("plugins", help=help_line("plugins"))
     plugins.add_argument("action", choices=("list", "enable", "disable"))
     plugins.add_argument("name", nargs="?", help="plugin name (for enable / disable)")
     plugins.set_defaults(func=_run_plugins)
