@@ -38,11 +38,11 @@ def pooled_connections(client: object) -> int:
 
 
 async def run(burst: int, calls: int) -> None:
-    from providers.http import call_json, new_client
+    from providers.http import ServiceClient, call_json
 
     proc, url = start_fake()
     try:
-        client = new_client(10.0)
+        client = ServiceClient(10.0)
         search = f"{url}/search"
         await asyncio.gather(*(call_json(client, "fake", "GET", search, params={"q": f"b{i}", "format": "json"})
                                for i in range(burst)))

@@ -7,6 +7,7 @@ rate limited with the wait, timeout ...). The client itself is providers/http_se
 
 from __future__ import annotations
 
+import warnings
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -67,7 +68,9 @@ def parse_retry_after(value: str | None) -> float | None:
 
 
 def new_client(timeout: aiohttp.ClientTimeout | float = DEFAULT_SECONDS) -> ServiceClient:
-    """A pooled client; a number of seconds becomes `http_timeout(seconds)`."""
+    """Deprecated (kept for round 3, removed after): `ServiceClient(timeout)` is the same client."""
+    warnings.warn("providers.http.new_client is deprecated: use providers.http.ServiceClient(timeout)",
+                  DeprecationWarning, stacklevel=2)
     return ServiceClient(timeout)
 
 
@@ -136,6 +139,9 @@ async def send(
     except aiohttp.ClientConnectorError as exc:
         raise ProviderError(f"{service} could not be reached: {connect_reason(exc)}", retryable=True,
                             kind=UNREACHABLE) from exc
+    except aiohttp.ClientHttpProxyError as exc:  # the proxy refused the tunnel (CONNECT) or the request
+        raise ProviderError(f"{service} could not be reached: the proxy answered {exc.status} {exc.message}",
+                            retryable=True, kind=UNREACHABLE) from exc
     except (aiohttp.ClientError, OSError) as exc:
         raise ProviderError(f"{service} could not be reached: {exc or type(exc).__name__}", retryable=True,
                             kind=UNREACHABLE) from exc
@@ -174,18 +180,14 @@ async def call_json(
     return json_body(service, response)
 
 
-class LazyClient:
-    """One pooled client per provider, its session opened on first use and closed in `aclose()`.
-
-    Providers are built at startup whether or not they are ever used; opening the session lazily
-    keeps unused providers free of sockets and of event-loop ties made before the loop runs.
-    """
+class LazyClient(ServiceClient):
+    """Deprecated (kept for round 3, removed after): a `ServiceClient` opens its session on first
+    use itself, so this is one; `get()` answers the client itself, as it answered the one it held."""
 
     def __init__(self, timeout: aiohttp.ClientTimeout | float = DEFAULT_SECONDS) -> None:
-        self._client = ServiceClient(timeout)
+        warnings.warn("providers.http.LazyClient is deprecated: a ServiceClient(timeout) is lazy itself, "
+                      "use it directly (no get())", DeprecationWarning, stacklevel=2)
+        super().__init__(timeout)
 
     def get(self) -> ServiceClient:
-        return self._client
-
-    async def aclose(self) -> None:
-        await self._client.aclose()
+        return self

@@ -14,7 +14,7 @@ import os
 import socket
 import ssl
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
@@ -22,6 +22,11 @@ from multidict import CIMultiDictProxy
 from yarl import URL
 
 from providers.errors import AgentGatewayError
+
+try:  # a default dependency (the gateway's JSON is orjson's too), but the kit runs without it
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover - depends on the environment
+    _fast_loads = None  # type: ignore[assignment]
 
 DEFAULT_SECONDS = 30.0
 # aiohttp keeps idle connections without polling them (httpcore poll()ed each one per request), so
@@ -85,7 +90,15 @@ class ServiceResponse:
         return self.content.decode("utf-8", errors="replace")
 
     def json(self) -> Any:
-        """The body as JSON; ValueError when it is not."""
+        """The body as JSON; ValueError when it is not.
+
+        orjson first (a few times quicker on a search answer), the stdlib for what orjson refuses
+        (NaN, a byte-order mark, a lone surrogate's escape) so those read as they always did."""
+        if _fast_loads is not None:
+            try:
+                return _fast_loads(self.content)
+            except ValueError:  # orjson.JSONDecodeError
+                pass
         return json.loads(self.content)
 
 
@@ -100,15 +113,50 @@ def _query(params: Mapping[str, Any]) -> list[tuple[str, str]]:
     return pairs
 
 
+class Route(NamedTuple):
+    """How one URL is reached: its parsed form and the environment's proxy for its origin.
+
+    The proxy's credentials (`http://user:pass@proxy:3128`) go as a `Proxy-Authorization` header:
+    in the request itself for an `http://` target (sent to the proxy in absolute form), on the
+    CONNECT for an `https://` one (the request inside the tunnel never carries them), which is
+    what aiohttp's deprecated `proxy_auth` did."""
+
+    url: URL
+    proxy: URL | None = None
+    #: Headers added to the request (an http target's Proxy-Authorization), or None.
+    headers: Mapping[str, str] | None = None
+    #: Headers of the CONNECT (an https target's Proxy-Authorization), or None.
+    proxy_headers: Mapping[str, str] | None = None
+
+
+#: URLs whose route a client keeps: a provider calls a handful of endpoints, a few more with paging links.
+MAX_ROUTES = 64
+
+
+def route_for(url: URL) -> Route:
+    """The environment's proxy for `url` (HTTP(S)_PROXY, NO_PROXY), its credentials as headers."""
+    try:
+        proxy, auth = get_env_proxy_for_url(url)
+    except LookupError:
+        return Route(url)
+    if auth is None:
+        return Route(url, proxy)
+    credentials = {"Proxy-Authorization": auth.encode()}
+    if url.scheme == "https":
+        return Route(url, proxy, proxy_headers=credentials)
+    return Route(url, proxy, headers=credentials)
+
+
 class ServiceClient:
     """One provider's aiohttp session (its keep-alive pool), opened in the running loop on first use."""
 
     def __init__(self, timeout: aiohttp.ClientTimeout | float = DEFAULT_SECONDS) -> None:
         self._timeout = http_timeout(timeout) if isinstance(timeout, int | float) else timeout
         self._session: aiohttp.ClientSession | None = None
-        # The proxy the environment names per origin, looked up once: `trust_env=True` would
-        # look it up (and ~/.netrc) in the thread pool on every request.
-        self._proxies: dict[tuple[str, str | None, int | None], tuple[URL | None, aiohttp.BasicAuth | None]] = {}
+        # Each URL's route, worked out once: parsing the URL and deciding its proxy were a part of
+        # every call, and `trust_env=True` would look the proxy (and ~/.netrc) up in the thread
+        # pool on every request. Bounded: cleared when full (URLs built per call churn it).
+        self._routes: dict[str, Route] = {}
 
     @property
     def is_closed(self) -> bool:
@@ -122,30 +170,33 @@ class ServiceClient:
                 cookie_jar=aiohttp.DummyCookieJar())  # an API client keeps no cookies
         return self._session
 
-    def _proxy_for(self, url: URL) -> tuple[URL | None, aiohttp.BasicAuth | None]:
-        origin = (url.scheme, url.host, url.port)
-        found = self._proxies.get(origin)
-        if found is None:
-            try:
-                found = get_env_proxy_for_url(url)
-            except LookupError:
-                found = (None, None)
-            self._proxies[origin] = found
-        return found
+    def _route(self, url: str) -> Route:
+        route = self._routes.get(url)
+        if route is None:
+            route = route_for(URL(url))
+            if len(self._routes) >= MAX_ROUTES:
+                self._routes.clear()
+            self._routes[url] = route
+        return route
 
     async def request(self, method: str, url: str, *, headers: Mapping[str, str] | None = None,
                       json: Any = None, params: Mapping[str, Any] | None = None,
                       timeout: aiohttp.ClientTimeout | float | None = None) -> ServiceResponse:
         """Send one request (no redirects followed) and read its answer whole (at most MAX_BODY_BYTES)."""
-        target = URL(url)
-        proxy, proxy_auth = self._proxy_for(target)
+        route = self._route(url)
         kwargs: dict[str, Any] = {}
         if timeout is not None:
             kwargs["timeout"] = http_timeout(timeout) if isinstance(timeout, int | float) else timeout
         if params:
             kwargs["params"] = _query(params)
-        async with self._open().request(method, target, headers=headers, json=json, allow_redirects=False,
-                                        proxy=proxy, proxy_auth=proxy_auth, **kwargs) as response:
+        if route.proxy is not None:
+            kwargs["proxy"] = route.proxy
+            if route.headers is not None:
+                headers = {**headers, **route.headers} if headers else route.headers
+            if route.proxy_headers is not None:
+                kwargs["proxy_headers"] = route.proxy_headers
+        async with self._open().request(method, route.url, headers=headers, json=json, allow_redirects=False,
+                                        **kwargs) as response:
             declared = response.content_length
             if declared is not None and declared > MAX_BODY_BYTES:
                 raise BodyTooLarge

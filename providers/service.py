@@ -22,7 +22,7 @@ import aiohttp
 
 from providers.http import (
     HTTPStatusError,
-    LazyClient,
+    ServiceClient,
     ServiceResponse,
     decoded_body,
     describe_http_error,
@@ -56,7 +56,7 @@ class ServiceProvider(WebSearchProvider):
     def __init__(self, env: Mapping[str, str], *, timeout: float = 30.0) -> None:
         self._key = env_value(env, self.key_var) if self.key_var else ""
         self._base = base_url(env, self.url_var, self.default_url)
-        self._http = LazyClient(timeout)  # the session opens on the first request
+        self._http = ServiceClient(timeout)  # its session opens on the first request
 
     @property
     def display_name(self) -> str:
@@ -149,7 +149,7 @@ class ServiceProvider(WebSearchProvider):
             kwargs["params"] = params
         if timeout is not None:
             kwargs["timeout"] = timeout
-        response = await send(self._http.get(), self.service, method, self.url_for(path), **kwargs)
+        response = await send(self._http, self.service, method, self.url_for(path), **kwargs)
         if response.status_code >= 400:
             raise self.http_error(response)
         return json_body(self.service, response)

@@ -43,6 +43,7 @@ gateway reads the kind from the sentence.
 from __future__ import annotations
 
 import inspect
+import weakref
 from abc import ABC
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
@@ -121,16 +122,33 @@ class WebSearchProvider(ABC):  # noqa: B024 - every method has a sensible defaul
         """Release pooled connections; called once when the gateway shuts down."""
 
 
+#: named_options' answers by function: `inspect.signature` was ~10% of a web_search round's CPU
+#: (two calls per search, bench/README.md "Round 3 session 4"), and a function's parameters do not
+#: change. Weak keys: a plugin's functions are not kept alive by the cache.
+_NAMED_OPTIONS: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
 def named_options(method: Callable[..., Any]) -> frozenset[str]:
     """The `SEARCH_OPTIONS` a callable names as parameters (a bare `**kwargs` names none)."""
+    # A bound method's answer is its function's: `self` is never one of SEARCH_OPTIONS.
+    function = getattr(method, "__func__", method)
+    try:
+        return _NAMED_OPTIONS[function]
+    except (KeyError, TypeError):  # TypeError: not weak-referenceable, asked afresh every time
+        pass
     try:
         parameters = inspect.signature(method).parameters
     except (TypeError, ValueError):
         return frozenset()
-    return frozenset(
+    named = frozenset(
         name for name, p in parameters.items()
         if name in SEARCH_OPTIONS and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
     )
+    try:
+        _NAMED_OPTIONS[function] = named
+    except TypeError:
+        pass
+    return named
 
 
 def search_options_of(provider: Any) -> frozenset[str]:

@@ -12,11 +12,11 @@ number (`[3]`), which frontends draw as chips and the wire turns into `url_citat
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from gateway.agent.events import Source
+from gateway.common import json_in, json_out
 
 SEARCH_TOOL = "web_search"
 EXTRACT_TOOL = "web_extract"
@@ -64,7 +64,10 @@ class SourceNumbers:
         if name not in (SEARCH_TOOL, EXTRACT_TOOL):
             return True, output, ()
         try:
-            envelope = json.loads(output)
+            # orjson's way (gateway/common/json_in.py): the stdlib's parse and dump of the output
+            # were a tenth of a web_search round's own CPU. Our tools escape lone surrogates
+            # (web_tools.to_json); "surrogatepass" keeps any other text's from failing the encode.
+            envelope = json_in.loads(output.encode("utf-8", "surrogatepass"))
         except ValueError:
             return False, output, ()
         if not isinstance(envelope, dict) or envelope.get("success") is not True:
@@ -72,7 +75,7 @@ class SourceNumbers:
         found = self._sources(name, envelope)
         if not found:
             return True, output, found
-        return True, json.dumps(envelope, ensure_ascii=False), found
+        return True, json_out.dumps(envelope, ensure_ascii=True).decode(), found
 
     def _sources(self, name: str, envelope: dict[str, Any]) -> tuple[Source, ...]:
         """The pages of the envelope, each entry numbered in place (`id`)."""

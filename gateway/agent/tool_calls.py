@@ -43,8 +43,11 @@ class ToolRunner:
             marker = tool.marker(arguments) if tool is not None and isinstance(arguments, dict) else None
             queries, urls = sources.wanted(call.name, arguments) if tool is not None else ((), ())
             yield ToolCallStarted(call.id, call.name, call.arguments, marker, queries, urls)
-        outputs = await asyncio.gather(
-            *(self._run_one(c, a, allowed, context) for c, a in zip(calls, parsed, strict=True)))
+        if len(calls) == 1:  # the usual round: no task of its own (gather's), one loop pass fewer
+            outputs = [await self._run_one(calls[0], parsed[0], allowed, context)]
+        else:
+            outputs = await asyncio.gather(
+                *(self._run_one(c, a, allowed, context) for c, a in zip(calls, parsed, strict=True)))
         for call, (output, ok) in zip(calls, outputs, strict=True):
             worked, output, found = numbers.outcome(call.name, output) if ok else (False, output, ())
             yield ToolCallFinished(call.id, call.name, output, worked, found)
@@ -55,11 +58,13 @@ class ToolRunner:
         # a name the model made up is not a label: metric labels stay a bounded set
         observed = self.observer.tool_call(call.name if call.name in self.toolbox else "unknown")
         report = ToolReport()
-        CURRENT_TOOL_REPORT.set(report)  # in this call's own task context (gather made the task)
+        # in this call's own task context when gather made one; reset after, for a call run in the turn's
+        token = CURRENT_TOOL_REPORT.set(report)
         outcome = "cancelled"
         try:
             output, ok, outcome = await self._run_tool(call, arguments, allowed, context)
         finally:
+            CURRENT_TOOL_REPORT.reset(token)
             observed.finish(report.provider, report.outcome if outcome == "ok" else outcome)
         return output, ok
 
@@ -72,7 +77,9 @@ class ToolRunner:
         if isinstance(arguments, str):
             return tool_error(arguments), False, "bad_arguments"
         try:
-            output = await asyncio.wait_for(tool.run(arguments, context), timeout=self.tool_timeout)
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for runs the tool in a task of its own
+            async with asyncio.timeout(self.tool_timeout):
+                output = await tool.run(arguments, context)
         except TimeoutError:
             return tool_error(f"{call.name} timed out after {self.tool_timeout:g} s"), False, "timeout"
         except Exception as exc:  # noqa: BLE001 - a tool's bug must cost the call, not the turn

@@ -173,7 +173,8 @@ class ResultCache:
             task = asyncio.create_task(self._run(key, produce))
             self._in_flight[key] = task
         try:
-            return await asyncio.wait_for(asyncio.shield(task), timeout)
+            async with asyncio.timeout(timeout):  # not wait_for: one future and callback fewer per call
+                return await asyncio.shield(task)
         except TimeoutError:
             return Attempt(failure(late), fault=True)
 

@@ -44,7 +44,8 @@ class Attempt:
 async def call_provider(method: Callable[..., Any], *args: Any, timeout: float, **kwargs: Any) -> Any:
     """Run one provider method with a deadline, whether it is sync or async."""
 
-    async def invoke() -> Any:
+    # asyncio.timeout, not wait_for: on Python 3.11 wait_for runs the call in a task of its own
+    async with asyncio.timeout(timeout):
         if inspect.iscoroutinefunction(method):
             result = await method(*args, **kwargs)
         else:
@@ -54,8 +55,6 @@ async def call_provider(method: Callable[..., Any], *args: Any, timeout: float, 
         if inspect.isawaitable(result):
             result = await result
         return result
-
-    return await asyncio.wait_for(invoke(), timeout)
 
 
 def seconds(value: float) -> str:

@@ -22,7 +22,6 @@ domains as `site:` operators when it cannot filter, and off-domain hits are drop
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,6 +31,7 @@ from gateway.agent.web_cache import extract_key, search_key, urls_cacheable
 from gateway.agent.web_calls import Attempt, attempt, call_provider, describe_exception
 from gateway.agent.web_fallback import Chain, WebState, fallback_setting, plan_chain
 from gateway.agent.web_options import WebSearchOptions
+from gateway.common import json_out
 from gateway.config.settings import Settings
 from providers.registry import ProviderRegistry
 from providers.web import (
@@ -77,7 +77,12 @@ def report_tool_call(chain: Chain, result: Envelope) -> None:
 
 
 def to_json(envelope: Envelope) -> str:
-    return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+    """The envelope as the model reads it: compact JSON, non-ASCII text as it is (orjson's way,
+    gateway/common/json_out.py: a fraction of the stdlib encoder's cost)."""
+    # ensure_ascii for the stdlib fallback (a value orjson refuses, e.g. a lone surrogate a
+    # provider's JSON carried): escaped, it stays encodable, and the agent's parse of this text
+    # (sources.py, gateway/common/json_in.py) turns it into U+FFFD.
+    return json_out.dumps(envelope, ensure_ascii=True).decode()
 
 
 def _bad_arguments(message: str) -> str:

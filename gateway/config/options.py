@@ -233,6 +233,10 @@ OPTIONS: tuple[Option, ...] = (
            "seconds to connect to the upstream", minimum=0.01),
     Option("llm_timeout", "LLM_TIMEOUT", "llm.timeout", _parse_float, 120.0,
            "seconds to wait for the upstream's next byte", minimum=0.01),
+    Option("llm_http_client", "LLM_HTTP_CLIENT", "llm.http_client", _parse_str, "auto",
+           "the upstream's HTTP client: auto (a lean asyncio+httptools one for a plain http:// upstream "
+           "without a proxy, aiohttp's for https:// and proxies), or aiohttp (aiohttp's for every upstream)",
+           choices=("auto", "aiohttp")),
     Option("max_rounds", "AGENT_MAX_ROUNDS", "agent.max_rounds", _parse_int, 6,
            "tool rounds per turn before the model must answer", minimum=1),
     Option("tool_timeout", "AGENT_TOOL_TIMEOUT", "agent.tool_timeout", _parse_float, 30.0,

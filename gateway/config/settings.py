@@ -87,6 +87,7 @@ class Settings:
     llm_models: ModelRoutes | None = None
     llm_connect_timeout: float = 10.0
     llm_timeout: float = 120.0
+    llm_http_client: str = "auto"
     max_rounds: int = 6
     tool_timeout: float = 30.0
     run_timeout: float = 600.0

@@ -175,6 +175,7 @@ async def _upstream_ctx(app: web.Application) -> AsyncIterator[None]:
         model=settings.llm_model,
         connect_timeout=settings.llm_connect_timeout,
         read_timeout=settings.llm_timeout,
+        http_client=settings.llm_http_client,
     )
     await upstream.start()
     app[appkeys.UPSTREAM] = upstream

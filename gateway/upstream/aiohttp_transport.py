@@ -1,4 +1,6 @@
-"""The upstream transport on aiohttp's client (`LLM_HTTP_CLIENT=aiohttp`): one `ClientSession`.
+"""The upstream transport on aiohttp's client: one `ClientSession`. An `https://` upstream's, or
+one reached through a proxy; every upstream's with `LLM_HTTP_CLIENT=aiohttp` (gateway/upstream/
+transport.py says which gets which).
 
 The session honours `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` (read at start, with ~/.netrc for the
 proxy's credentials), keeps connections alive between requests, and times out a connect after
@@ -9,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import socket
 import ssl
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
@@ -29,6 +29,7 @@ from gateway.upstream.transport import (
     TransportSettings,
     Unreachable,
     Unreadable,
+    os_reason,
     too_large,
 )
 
@@ -65,9 +66,7 @@ def connect_reason(exc: aiohttp.ClientConnectorError) -> str:
     error = exc.os_error
     if isinstance(error, ssl.SSLError):
         return f"TLS: {error.reason or error}"
-    if error.errno and error.errno > 0 and not isinstance(error, socket.gaierror):
-        return os.strerror(error.errno)  # asyncio words it "Connect call failed (...)"
-    return error.strerror or str(error) or type(error).__name__
+    return os_reason(error)
 
 
 class AiohttpReply:

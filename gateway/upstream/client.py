@@ -1,5 +1,6 @@
 """The upstream model: any OpenAI-compatible `/v1` endpoint, through one HTTP transport
-(gateway/upstream/transport.py; aiohttp's client, gateway/upstream/aiohttp_transport.py).
+(gateway/upstream/transport.py: a lean asyncio+httptools one for a plain `http://` upstream without
+a proxy, aiohttp's client otherwise or with `LLM_HTTP_CLIENT=aiohttp`).
 
 It honours `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` (read at start), keeps connections alive
 between requests, and times out a connect after `LLM_CONNECT_TIMEOUT` and a read after `LLM_TIMEOUT`
@@ -76,6 +77,7 @@ class UpstreamClient:
         model: str | None,
         connect_timeout: float,
         read_timeout: float,
+        http_client: str = "auto",
     ) -> None:
         url = URL(base_url.rstrip("/"))
         self._authorization = f"Bearer {api_key}" if api_key else None
@@ -90,6 +92,7 @@ class UpstreamClient:
         self._model = model
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
+        self._http_client = http_client  # LLM_HTTP_CLIENT
         self._transport: Transport | None = None
         self._errors: tuple[type[BaseException], ...] = ()
         self._model_lock = asyncio.Lock()
@@ -101,7 +104,7 @@ class UpstreamClient:
         if self._authorization:
             headers["Authorization"] = self._authorization
         self._transport = transports.open_transport(TransportSettings(
-            str(self._url), headers, self._connect_timeout, self._read_timeout))
+            str(self._url), headers, self._connect_timeout, self._read_timeout, self._http_client))
         self._errors = self._transport.errors
 
     async def close(self) -> None:

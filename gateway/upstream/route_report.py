@@ -50,7 +50,8 @@ def report(table: RouteTable) -> tuple[list[str], list[str]]:
 async def probe_report(settings: Settings) -> tuple[list[str], list[str]]:
     """`report` for `config check`: the routes' upstreams asked once, then closed."""
     client = UpstreamClient(settings.llm_base_url, api_key=settings.llm_api_key, model=settings.llm_model,
-                            connect_timeout=settings.llm_connect_timeout, read_timeout=settings.llm_timeout)
+                            connect_timeout=settings.llm_connect_timeout, read_timeout=settings.llm_timeout,
+                            http_client=settings.llm_http_client)
     await client.start()
     table = RouteTable(settings, client)
     try:

@@ -161,7 +161,7 @@ class RouteTable:
         if client is None:
             client = self._clients[(base_url, key or None)] = UpstreamClient(
                 base_url, api_key=key or None, model=None, connect_timeout=settings.llm_connect_timeout,
-                read_timeout=settings.llm_timeout)
+                read_timeout=settings.llm_timeout, http_client=settings.llm_http_client)
             self.upstreams[client] = UpstreamState(client)
         return client
 

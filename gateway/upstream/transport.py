@@ -1,8 +1,13 @@
 """The HTTP transport under `UpstreamClient`: send one request, get its status and headers, read the
-body (whole or piece by piece), close. The gateway's is aiohttp's client
-(gateway/upstream/aiohttp_transport.py); bench/reqwest_transport.py puts pyreqwest's in its place
-for issue 33's A/B (bench/README.md: it cannot abort a request waiting for its reply's head, so it
-is not the product's).
+body (whole or piece by piece), close. Two, chosen by `LLM_HTTP_CLIENT` (`open_transport`):
+- `auto` (the default): a plain `http://` upstream reached without a proxy (the self-hosted model
+  on the host or the LAN) gets the lean one, asyncio and httptools
+  (gateway/upstream/plain_transport.py: a quarter fewer instructions per chat request); an `https://`
+  upstream, or one a proxy applies to (HTTP(S)_PROXY, NO_PROXY), gets aiohttp's client
+  (gateway/upstream/aiohttp_transport.py), which does TLS and proxies;
+- `aiohttp`: aiohttp's client for every upstream (the fallback).
+bench/reqwest_transport.py puts pyreqwest's in their place for issue 33's A/B (bench/README.md: it
+cannot abort a request waiting for its reply's head, so it is not the product's).
 
 A transport raises its library's own exceptions (the client catches `Transport.errors`) and names
 what they mean in the library-neutral terms below (`Transport.neutral`), which gateway/upstream/
@@ -13,12 +18,16 @@ gateway/upstream/client.py.
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 from gateway.errors import AgentGatewayError, UpstreamError
 
+#: What `LLM_HTTP_CLIENT` chooses between (gateway/config/options.py).
+CLIENTS = ("auto", "aiohttp")
 KEEPALIVE = 30.0  # seconds an idle upstream connection is kept
 JSON = "application/json"
 
@@ -99,14 +108,49 @@ class TransportSettings:
     headers: Mapping[str, str]  # sent with every request (Accept, User-Agent, Authorization)
     connect_timeout: float
     read_timeout: float
+    client: str = "auto"  # LLM_HTTP_CLIENT, one of CLIENTS
 
 
 def open_transport(settings: TransportSettings) -> Transport:
-    """The transport a client starts with, its pool ready: aiohttp's. (Looked up here at each
-    start, so that bench/reqwest_gateway.py can name another for an A/B.)"""
+    """The transport a client starts with, its pool ready, as `settings.client` chooses (the
+    module's docstring says which upstream gets which). Only the chosen one's module is imported;
+    looked up here at each start, so that bench/reqwest_gateway.py can name another for an A/B."""
+    if settings.client == "auto" and plain_reach(settings.url):
+        from gateway.upstream.plain_transport import PlainTransport
+
+        return PlainTransport(settings)
     from gateway.upstream.aiohttp_transport import AiohttpTransport
 
     return AiohttpTransport(settings)
+
+
+def plain_reach(url: str) -> bool:
+    """Whether `url` is `http://` and no proxy applies to it: the environment's rule, the one
+    aiohttp's client follows (HTTP_PROXY, NO_PROXY ...), read at start."""
+    from aiohttp.helpers import get_env_proxy_for_url
+    from yarl import URL
+
+    parsed = URL(url)
+    if parsed.scheme != "http":
+        return False
+    try:
+        get_env_proxy_for_url(parsed)
+    except LookupError:
+        return True
+    return False
+
+
+def os_reason(error: OSError) -> str:
+    """A connect failure in the OS's words: "Connection refused", "Name or service not known" ...
+    (asyncio words it "Connect call failed (address)", and "Multiple exceptions: ..." when each of
+    a name's addresses refused: the address is the operator's business, the OS's reason is not)."""
+    if error.errno and error.errno > 0 and not isinstance(error, socket.gaierror):
+        return os.strerror(error.errno)
+    if error.errno is None and str(error).startswith("Multiple exceptions: [Errno "):
+        number = str(error).removeprefix("Multiple exceptions: [Errno ").partition("]")[0]
+        if number.isdigit():
+            return os.strerror(int(number))
+    return error.strerror or str(error) or type(error).__name__
 
 
 def too_large(limit: int) -> UpstreamError:

@@ -11,6 +11,7 @@ import pytest
 from gateway.config.settings import Settings
 from gateway.http.app import create_app
 from tests.fakes.pages import PageServer, page_server  # noqa: F401
+from tests.fakes.scripted import Reply
 from tests.fakes.searxng import FakeSearxng, searxng_server  # noqa: F401
 from tests.fakes.upstream import FakeUpstream, text, tool_call
 from tests.support.helpers import chat_chunks, streamed_text
@@ -71,3 +72,21 @@ async def test_web_extract_of_a_legacy_ipv4_spelling_of_loopback_fetches_nothing
     problem = "an unspecified address" if host == "0" else "a loopback address"
     assert entry["error"] == f"blocked: {host} is the IPv4 address {address}, {problem}"
     assert page_server.requests == []
+
+
+async def test_a_lone_surrogate_in_a_search_answer_reaches_the_model_as_a_replacement_character(
+    web_client, upstream: FakeUpstream, searxng_server: FakeSearxng  # noqa: F811
+):
+    # JSON may escape half of a UTF-16 pair ("\ud800"): read as text it cannot be encoded as UTF-8,
+    # so the tool message must carry U+FFFD in its place for the second model call to go out.
+    hit = {"url": "https://example.org/half", "title": "Otters \ud800 eat fish", "content": "Snippet"}
+    searxng_server.script(Reply(text=json.dumps({"results": [hit]}), content_type="application/json"))
+    upstream.queue(tool_call(("web_search", {"query": "otter diet"})), text("Mostly fish [1]."))
+    resp = await web_client.post("/v1/chat/completions", json={"messages": USER})
+
+    assert resp.status == 200
+    assert (await resp.json())["choices"][0]["message"]["content"] == "Mostly fish [1]."
+    [tool_message] = tool_messages(upstream)
+    [found] = json.loads(tool_message["content"])["data"]["web"]
+    assert found["title"] == "Otters \ufffd eat fish"
+    assert found["id"] == 1

@@ -48,6 +48,7 @@ def test_profile_uses_its_own_directory_and_name(tmp_path):
     ({"LLM_BASE_URL": "localhost:11434/v1"}, "LLM_BASE_URL"),
     ({"LLM_BASE_URL": "ftp://models.example/v1"}, "LLM_BASE_URL"),
     ({"LLM_BASE_URL": "http://127.0.0.1:99999/v1"}, "LLM_BASE_URL"),
+    ({"LLM_HTTP_CLIENT": "reqwest"}, "LLM_HTTP_CLIENT must be one of auto, aiohttp"),
 ])
 def test_invalid_values_name_the_setting(tmp_path, env, name):
     with pytest.raises(SettingsError, match=name):
