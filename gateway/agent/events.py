@@ -1,8 +1,9 @@
 """What the agent yields while it works. Wire-format agnostic: routes translate these.
 
-Order within one run: for each round, `ReasoningDelta`s and `TextDelta`s as the model writes, then for each call to one
-of the agent's own tools a `ToolCallStarted` and later its `ToolCallFinished` (calls within a round
-run in parallel; finished events come in call order). Calls to tools the *client* supplied come as
+Order within one run: for each round, `ReasoningDelta`s and `TextDelta`s (or `TextDeltas`, several
+at once) as the model writes, then for each call to one of the agent's own tools a
+`ToolCallStarted` and later its `ToolCallFinished` (calls within a round run in parallel; finished
+events come in call order). Calls to tools the *client* supplied come as
 `ClientToolCall`s and end the run. Last come one `Usage` (summed over rounds; none when a round's
 upstream reply reported no usage: unknown, which is not 0) and one `Finished`, which carries the
 turn's transcript.
@@ -10,6 +11,7 @@ turn's transcript.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +19,15 @@ from typing import Any
 @dataclass(frozen=True, slots=True)
 class TextDelta:
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TextDeltas:
+    """Several text deltas in a row, each as a `TextDelta` of its own would be (a wire format
+    sends one chunk per text): what a stream's burst of frames, received together, becomes, so
+    that it crosses the agent and the encoder as one event. Read-only."""
+
+    texts: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,4 +100,5 @@ class Finished:
     messages: tuple[dict[str, Any], ...] = ()
 
 
-AgentEvent = TextDelta | ReasoningDelta | ToolCallStarted | ToolCallFinished | ClientToolCall | Usage | Finished
+AgentEvent = (TextDelta | TextDeltas | ReasoningDelta | ToolCallStarted | ToolCallFinished | ClientToolCall | Usage
+              | Finished)

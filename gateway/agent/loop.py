@@ -20,6 +20,7 @@ from gateway.agent.events import (
     Finished,
     ReasoningDelta,
     TextDelta,
+    TextDeltas,
     ToolCallFinished,
     Usage,
 )
@@ -29,7 +30,7 @@ from gateway.agent.tool_calls import ToolCall, ToolRunner, assistant_with_calls,
 from gateway.agent.toolbox import Toolbox, offer_tools
 from gateway.agent.turn import AgentRequest, AgentRun
 from gateway.upstream.client import UpstreamClient
-from gateway.upstream.deltas import Finish, Reasoning, Text, TokenUsage, ToolCallPart
+from gateway.upstream.deltas import Finish, Reasoning, Text, Texts, TokenUsage, ToolCallPart
 
 __all__ = ["Agent", "AgentRequest", "AgentRun"]  # the wire-facing names, as before the split
 
@@ -143,7 +144,13 @@ class Agent:
             waiting = request.stream  # time to first token: a streamed reply's measure
             async with _observed(model_call, deltas):
                 async for delta in deltas:
-                    if type(delta) is Text:  # nearly every delta: checked first
+                    if type(delta) is Texts:  # a stream's burst, nearly every item: checked first
+                        if waiting:  # (the client sends a call's first text alone, as a Text)
+                            waiting = False
+                            model_call.first_token()
+                        text_parts.extend(delta.texts)
+                        yield TextDeltas(delta.texts)  # the client's list, passed on as it is
+                    elif type(delta) is Text:
                         if waiting:
                             waiting = False
                             model_call.first_token()

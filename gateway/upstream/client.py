@@ -31,10 +31,18 @@ from gateway.errors import (
     UpstreamError,
 )
 from gateway.upstream import transport as transports
-from gateway.upstream.deltas import Finish, Text, UpstreamDelta, deltas_of
+from gateway.upstream.deltas import Finish, Text, Texts, UpstreamDelta, deltas_of
 from gateway.upstream.faults import fault
 from gateway.upstream.shapes import completion_deltas, well_formed
-from gateway.upstream.sse_frames import fast_chunk, is_done, is_text_delta, load_stdlib, sse_batches, usual_text
+from gateway.upstream.sse_frames import (
+    UsualFrames,
+    fast_chunk,
+    is_done,
+    is_text_delta,
+    load_stdlib,
+    sse_batches,
+    usual_text,
+)
 from gateway.upstream.text import error_message, without_credentials
 from gateway.upstream.transport import JSON, ClosedUnanswered, Reply, Transport, TransportSettings
 
@@ -209,21 +217,41 @@ class UpstreamClient:
                     yield delta
                 return
             finished = False  # a finish_reason came: a stream without [DONE] after it is whole
+            # The text deltas of one received piece go out as one `Texts` (one async step for the
+            # burst, not one per frame), except a call's first text, which leaves alone at once:
+            # the time to the first byte stays one frame's, not the whole burst's parse.
+            first = True
+            usual = UsualFrames()  # the usual frame by its bytes, once one has been parsed
             # closed here, not left to the loop's finaliser hook, when the stream returns at [DONE]
             async with contextlib.aclosing(sse_batches(response.read_chunk)) as batches:
                 async for frames in batches:
+                    texts: list[str] = []  # this piece's text deltas so far
                     for frame in frames:
                         # before JSON: a refused parse raises, which is dear; a frame longer than
                         # 16 bytes is never [DONE] (the length first: no call for the usual frame)
                         if len(frame) <= 16 and is_done(frame):
+                            if texts:
+                                yield Texts(texts)
                             await response.finish(DRAIN_SECONDS, DRAIN_BYTES)
                             return
-                        chunk = fast_chunk(frame)  # the fast lane: most frames end at the next line
-                        text = usual_text(chunk)
-                        if text is not None:
+                        text = usual.text(frame)  # the fastest lane: no parse
+                        if text is None:
+                            chunk = fast_chunk(frame)  # the fast lane: most other frames end below
+                            text = usual_text(chunk)
                             if text:
+                                usual.learn(frame, text)
+                        if text is not None:
+                            if not text:
+                                continue
+                            if first:
+                                first = False
                                 yield Text(text)
+                            else:
+                                texts.append(text)
                             continue
+                        if texts:  # the text before this frame leaves first (even if it is malformed)
+                            yield Texts(texts)
+                            texts = []
                         if not is_text_delta(chunk):  # refused by orjson, or not a text delta
                             chunk = client._checked_frame(frame)
                             if chunk is None:
@@ -231,6 +259,8 @@ class UpstreamClient:
                         for delta in deltas_of(chunk, "delta"):
                             finished = finished or type(delta) is Finish
                             yield delta
+                    if texts:  # never held past the piece: the next read may be a while
+                        yield Texts(texts)
             if not finished:  # llama-cpp-python's empty 200 when its template fails: no answer
                 raise UpstreamError("the upstream model ended its stream unfinished "
                                     "(no finish_reason, no [DONE])", code="upstream_stream_cut")

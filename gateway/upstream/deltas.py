@@ -23,6 +23,15 @@ class Text:
 
 
 @dataclass(slots=True)
+class Texts:
+    """The answer's text deltas of one received piece of a stream, in order (each never empty,
+    never none): a burst of frames crosses the agent and the wire encoder as one item, not one
+    async step per frame. Each stays a delta of its own: the client gets the same chunks."""
+
+    texts: list[str]
+
+
+@dataclass(slots=True)
 class Reasoning:
     """A piece of the model's reasoning, apart from its answer (never empty). `field`: the name the
     upstream sent it under (one of REASONING_FIELDS), the name it wants it back under."""
@@ -61,7 +70,7 @@ class Finish:
     reason: str
 
 
-UpstreamDelta = Text | Reasoning | ToolCallPart | TokenUsage | Finish
+UpstreamDelta = Text | Texts | Reasoning | ToolCallPart | TokenUsage | Finish
 
 
 def _reasoning(body: dict[str, Any]) -> Reasoning | None:

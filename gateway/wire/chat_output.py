@@ -10,7 +10,16 @@ import os
 import time
 from typing import Any
 
-from gateway.agent.events import ClientToolCall, Finished, ReasoningDelta, Source, TextDelta, ToolCallFinished, Usage
+from gateway.agent.events import (
+    ClientToolCall,
+    Finished,
+    ReasoningDelta,
+    Source,
+    TextDelta,
+    TextDeltas,
+    ToolCallFinished,
+    Usage,
+)
 from gateway.wire.citations import citations
 
 #: What comes between two rounds' reasoning in chat's one reasoning field: a blank line.
@@ -82,6 +91,8 @@ class ChatCompletionBuilder:
     def add(self, event: object) -> None:
         if isinstance(event, TextDelta):
             self._text.append(event.text)
+        elif isinstance(event, TextDeltas):
+            self._text.extend(event.texts)
         elif isinstance(event, ReasoningDelta):
             if self.reasoning:
                 self._reasoning.append(self._rounds.piece(event.text))

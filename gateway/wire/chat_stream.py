@@ -14,6 +14,7 @@ from gateway.agent.events import (
     ReasoningDelta,
     Source,
     TextDelta,
+    TextDeltas,
     ToolCallFinished,
     ToolCallStarted,
     Usage,
@@ -90,13 +91,21 @@ class ChatChunkEncoder:
             return out
         head = self._content_head
         for event in events:
-            if type(event) is TextDelta and 0 < len(event.text) <= MAX_DELTA_CHARS:
+            if type(event) is TextDeltas:  # a burst: one chunk per text, as each alone would be
+                for text in event.texts:
+                    if 0 < len(text) <= MAX_DELTA_CHARS:
+                        out.append(head + encode_basestring(text) + CONTENT_TAIL)
+                    else:
+                        out.extend(self.encode(TextDelta(text)))
+            elif type(event) is TextDelta and 0 < len(event.text) <= MAX_DELTA_CHARS:
                 out.append(head + encode_basestring(event.text) + CONTENT_TAIL)
             else:
                 out.extend(self.encode(event))
         return out
 
     def encode(self, event: object) -> list[str]:
+        if isinstance(event, TextDeltas):
+            return [chunk for text in event.texts for chunk in self.encode(TextDelta(text))]
         if isinstance(event, TextDelta):
             text = event.text
             if self._owui is not None and self._owui.thinking:

@@ -32,6 +32,7 @@ from gateway.agent.events import (
     ReasoningDelta,
     Source,
     TextDelta,
+    TextDeltas,
     ToolCallFinished,
     ToolCallStarted,
     Usage,
@@ -142,6 +143,8 @@ class ResponseBuilder:
         none with `events=False`)."""
         if isinstance(event, TextDelta):
             produced = self._text(event.text)
+        elif isinstance(event, TextDeltas):  # an event per text, as each alone would have made
+            produced = [out for text in event.texts for out in self._text(text)]
         elif isinstance(event, ReasoningDelta):
             produced = self._reasoning(event.text) if self._relay_reasoning else []
         elif isinstance(event, ToolCallStarted):

@@ -9,7 +9,14 @@ import pytest
 
 from gateway.upstream.deltas import Text, deltas_of
 from gateway.upstream.shapes import well_formed as _well_formed
-from gateway.upstream.sse_frames import is_done, is_text_delta, load_stdlib, load_text_delta, usual_text
+from gateway.upstream.sse_frames import (
+    UsualFrames,
+    is_done,
+    is_text_delta,
+    load_stdlib,
+    load_text_delta,
+    usual_text,
+)
 from tests.fakes.upstream import Reply
 from tests.support.helpers import chat_chunks, streamed_text
 
@@ -123,3 +130,87 @@ async def test_tricky_text_streams_through_the_gateway_unchanged(client, upstrea
                                                            "stream": True})
     assert resp.status == 200
     assert streamed_text(chat_chunks(await resp.text())) == tricky
+
+
+def _parsed_text(payload: bytes) -> str | None:
+    """What the parse (orjson, then `usual_text`) reads from a frame."""
+    try:
+        return usual_text(orjson.loads(payload))
+    except ValueError:
+        return None
+
+
+def _learnt(payload: bytes) -> UsualFrames:
+    usual = UsualFrames()
+    text = _parsed_text(payload)
+    assert text
+    usual.learn(payload, text)
+    return usual
+
+
+LEARNT = b" " + json.dumps(frame("tok0 "), ensure_ascii=False).encode() + b"\r"
+
+
+@pytest.mark.parametrize("text", [*TRICKY, "tok1 ", "x" * 5000, "a\u00e9b", '", "finish_reason": "stop'])
+@pytest.mark.parametrize("ensure_ascii", [True, False], ids=["escaped", "raw-utf8"])
+def test_a_frame_told_by_its_bytes_reads_what_the_parse_reads_or_steps_aside(text, ensure_ascii):
+    usual = _learnt(LEARNT)
+    payload = b" " + json.dumps(frame(text), ensure_ascii=ensure_ascii).encode() + b"\r"
+    told = usual.text(payload)
+    assert told is None or told == _parsed_text(payload) == text
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        assert told == text  # the usual frame: no parse
+
+
+@pytest.mark.parametrize("payload", [
+    b" " + json.dumps(frame("x", usage={"prompt_tokens": 1})).encode() + b"\r",  # more after the text
+    b" " + json.dumps(frame("x", created=1700000001)).encode() + b"\r",  # another document around it
+    b" " + json.dumps(frame("x")).encode(),  # no CR: not the same bytes
+    b" " + json.dumps(frame("x")).encode().replace(b'"finish_reason": null', b'"finish_reason": "stop"') + b"\r",
+    LEARNT.replace(b"tok0 ", b"\xff\xfe"),  # not UTF-8: the parse decides (it refuses it)
+    LEARNT.replace(b"tok0 ", b"a\x01b"),  # a control character, which JSON refuses raw
+    b"[DONE]", b"", b" {}",
+], ids=["usage", "created", "no-cr", "finish", "bad-utf8", "control", "done", "empty", "object"])
+def test_a_frame_that_is_not_the_learnt_one_with_another_text_takes_the_parse(payload):
+    assert _learnt(LEARNT).text(payload) is None
+
+
+@pytest.mark.parametrize("chunk", [
+    frame("has\nescape"),  # the text's bytes hold an escape: its end is not plain to find
+    {**frame("x"), "model": "m\u00e9"},  # an escape around the text (the key could be spelled so)
+    {**frame("x"), "choices": [{"index": 0, "delta": {"content": "x"},
+                                "logprobs": {"content": None}, "finish_reason": None}]},  # two "content" keys
+], ids=["escaped-text", "escape-around", "two-content-keys"])
+def test_no_template_is_learnt_from_a_frame_whose_bytes_do_not_show_the_text_plainly(chunk):
+    payload = json.dumps(chunk).encode()
+    usual = _learnt(payload)
+    assert usual.text(payload) is None
+    assert usual.text(json.dumps(frame("plain")).encode()) is None
+
+
+def test_a_stream_whose_frames_keep_changing_stops_learning():
+    usual = UsualFrames()
+    for n in range(20):  # each frame another document (llama.cpp's timings, OpenAI's obfuscation)
+        payload = json.dumps(frame(f"t{n}", timings={"n": n})).encode()
+        assert usual.text(payload) is None
+        usual.learn(payload, f"t{n}")
+    # learnt from the first frames only: a later one is still told from its first template's bytes
+    assert usual.text(json.dumps(frame("again", timings={"n": 7})).encode()) == "again"
+    assert usual.text(json.dumps(frame("again", timings={"n": 8})).encode()) is None
+
+
+def test_frames_that_change_now_and_then_are_learnt_afresh_each_time():
+    usual = UsualFrames()
+    for second in range(20):  # a server whose `created` is the second each frame was sent in
+        first = json.dumps(frame("a", created=second)).encode()
+        assert usual.text(first) is None
+        usual.learn(first, "a")
+        assert usual.text(json.dumps(frame("b", created=second)).encode()) == "b"
+
+
+async def test_a_long_stream_of_usual_frames_reaches_the_client_unchanged(client, upstream):
+    words = "".join(f"w{n} " for n in range(300)) + "é \\ \" q\n" + "tail"
+    upstream.queue(Reply(text=words, chunk_size=4))
+    resp = await client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}],
+                                                           "stream": True})
+    assert streamed_text(chat_chunks(await resp.text())) == words
