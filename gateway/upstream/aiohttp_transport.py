@@ -131,12 +131,21 @@ class AiohttpTransport:
         # The proxy the environment names for the upstream (HTTP(S)_PROXY, NO_PROXY, ~/.netrc for
         # its credentials), looked up once by the function `trust_env=True` would call on every
         # request: there it is two thread-pool hops per request (the proxy, then ~/.netrc).
-        self._proxy: URL | None
-        self._proxy_auth: aiohttp.BasicAuth | None
+        # Its credentials go as a Proxy-Authorization header, as aiohttp's deprecated `proxy_auth`
+        # sent them: with each request to an http:// upstream (sent to the proxy in absolute
+        # form), on the CONNECT for an https:// one (the request in the tunnel never carries them).
+        self._proxy: URL | None = None
+        self._proxy_headers: dict[str, str] | None = None  # the CONNECT's
+        self._auth_headers: dict[str, str] | None = None  # each request's
         try:
-            self._proxy, self._proxy_auth = get_env_proxy_for_url(url)
+            self._proxy, auth = get_env_proxy_for_url(url)
         except LookupError:
-            self._proxy = self._proxy_auth = None
+            auth = None
+        if auth is not None:
+            if url.scheme == "https":
+                self._proxy_headers = {"Proxy-Authorization": auth.encode()}
+            else:
+                self._auth_headers = {"Proxy-Authorization": auth.encode()}
         self._urls: dict[str, URL] = {}  # the few URLs a client calls, parsed once
         self._session = aiohttp.ClientSession(
             connector=connector, headers=dict(settings.headers), trust_env=False,
@@ -149,13 +158,15 @@ class AiohttpTransport:
         sent = _POST_HEADERS if body is not None else None
         if headers:  # e.g. a trace's `traceparent`
             sent = {**(sent or {}), **headers}
+        if self._auth_headers is not None:
+            sent = {**(sent or {}), **self._auth_headers}
         parsed = self._urls.get(url)
         if parsed is None:
             parsed = self._urls[url] = URL(url)
         _REUSED.set(False)
         try:
             response = await self._session.request(method, parsed, data=body, headers=sent,
-                                                   proxy=self._proxy, proxy_auth=self._proxy_auth)
+                                                   proxy=self._proxy, proxy_headers=self._proxy_headers)
         except aiohttp.ServerDisconnectedError as exc:
             raise ClosedUnanswered(_REUSED.get()) from exc
         return AiohttpReply(response)

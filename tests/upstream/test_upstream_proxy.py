@@ -68,3 +68,19 @@ async def test_no_proxy_covering_the_upstream_goes_direct(tmp_path, upstream, pr
         await gateway.stop()
     assert proxy.targets == [] and proxy.refused == []
     assert len(upstream.requests) == 2
+
+
+async def test_a_proxys_credentials_reach_the_proxy_and_never_the_upstream(tmp_path, upstream, proxy):
+    with_credentials = proxy.url.replace("http://", "http://ops:s3cret@", 1)
+    # aiohttp's `proxy_auth` is deprecated (gone in aiohttp 4): the gateway must not lean on it
+    gateway = await start_gateway(env=env_with(tmp_path, upstream, HTTP_PROXY=with_credentials,
+                                               PYTHONWARNINGS="error::DeprecationWarning"))
+    try:
+        await chat_twice(gateway.base_url)
+    finally:
+        await gateway.stop()
+    log = (await gateway.proc.stderr.read()).decode() if gateway.proc.stderr is not None else ""
+    assert proxy.authorizations == ["Basic b3BzOnMzY3JldA=="] * 2  # ops:s3cret, once per request
+    assert len(upstream.requests) == 2
+    assert not any("proxy-authorization" in {name.lower() for name in seen} for seen in upstream.headers)
+    assert "s3cret" not in log and "Traceback" not in log
