@@ -136,7 +136,9 @@ class AiohttpTransport:
         # form), on the CONNECT for an https:// one (the request in the tunnel never carries them).
         self._proxy: URL | None = None
         self._proxy_headers: dict[str, str] | None = None  # the CONNECT's
-        self._auth_headers: dict[str, str] | None = None  # each request's
+        # each request's own headers, with the credentials for an http:// upstream: made once here
+        self._post_headers: dict[str, str] = _POST_HEADERS
+        self._get_headers: dict[str, str] | None = None
         try:
             self._proxy, auth = get_env_proxy_for_url(url)
         except LookupError:
@@ -145,7 +147,8 @@ class AiohttpTransport:
             if url.scheme == "https":
                 self._proxy_headers = {"Proxy-Authorization": auth.encode()}
             else:
-                self._auth_headers = {"Proxy-Authorization": auth.encode()}
+                self._get_headers = {"Proxy-Authorization": auth.encode()}
+                self._post_headers = {**_POST_HEADERS, **self._get_headers}
         self._urls: dict[str, URL] = {}  # the few URLs a client calls, parsed once
         self._session = aiohttp.ClientSession(
             connector=connector, headers=dict(settings.headers), trust_env=False,
@@ -155,11 +158,9 @@ class AiohttpTransport:
 
     async def send(self, method: str, url: str, body: bytes | None,
                    headers: Mapping[str, str] | None, *, stream: bool = False) -> AiohttpReply:
-        sent = _POST_HEADERS if body is not None else None
+        sent = self._post_headers if body is not None else self._get_headers
         if headers:  # e.g. a trace's `traceparent`
             sent = {**(sent or {}), **headers}
-        if self._auth_headers is not None:
-            sent = {**(sent or {}), **self._auth_headers}
         parsed = self._urls.get(url)
         if parsed is None:
             parsed = self._urls[url] = URL(url)
