@@ -20,9 +20,7 @@ the agent keeps it (`AgentRun`, `Finished.messages`).
 
 from __future__ import annotations
 
-import json
 import time
-from json.encoder import encode_basestring
 from typing import Any
 
 from gateway.agent.events import (
@@ -39,43 +37,13 @@ from gateway.agent.events import (
 )
 from gateway.wire.chat_stream import split_text
 from gateway.wire.citations import citations
+from gateway.wire.responses_event_json import json_copy
 from gateway.wire.responses_input import new_id
 from gateway.wire.responses_reasoning import ReasoningItems
 from gateway.wire.responses_request import ResponsesRequest
 from gateway.wire.web_search_items import SOURCES, WebSearchCalls
 
 INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
-
-#: The text-delta event's keys, in the order `_text` builds them (the fast lane of `event_json`).
-TEXT_DELTA_KEYS = ("type", "sequence_number", "item_id", "output_index", "content_index", "delta", "logprobs")
-
-
-def _json_copy(value: Any) -> Any:
-    """A deep copy of JSON-shaped data (dicts, lists, scalars). All the builder copies is such
-    data, and copy.deepcopy's memo and dispatch made it most of the builder's time on a stream
-    (snapshots in `response.created`, `in_progress`, the item events and the final response)."""
-    if isinstance(value, dict):
-        return {key: _json_copy(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_json_copy(item) for item in value]
-    return value
-
-
-def event_json(event: dict[str, Any]) -> str:
-    """A stream event as `json.dumps(event, ensure_ascii=False)` writes it. The text delta, most of
-    a stream, is assembled from its parts: the same bytes at about a third of the cost (no
-    JSONEncoder and walk per event); any other event, or one of another shape, goes through json.dumps."""
-    if event.get("type") == "response.output_text.delta" and tuple(event) == TEXT_DELTA_KEYS:
-        _, seq, item_id, output_index, content_index, delta, logprobs = event.values()
-        if (type(item_id) is str and type(delta) is str and type(seq) is int and type(output_index) is int
-                and type(content_index) is int and logprobs == []):
-            return (
-                f'{{"type": "response.output_text.delta", "sequence_number": {seq}, '
-                f'"item_id": {encode_basestring(item_id)}, "output_index": {output_index}, '
-                f'"content_index": {content_index}, "delta": {encode_basestring(delta)}, "logprobs": []}}'
-            )
-    return json.dumps(event, ensure_ascii=False)
-
 
 class ResponseBuilder:
     def __init__(
@@ -121,7 +89,7 @@ class ResponseBuilder:
     def _snapshot(self, value: Any) -> Any:
         """What an event carries of an item: a copy, so later changes to the item do not reach an
         event not yet sent; the item itself when no event is sent."""
-        return _json_copy(value) if self._events else value
+        return json_copy(value) if self._events else value
 
     def _event(self, kind: str, **fields: Any) -> dict[str, Any]:
         event = {"type": kind, "sequence_number": self._seq, **fields}
@@ -135,7 +103,7 @@ class ResponseBuilder:
         snapshot = self.response()
         return [
             self._event("response.created", response=snapshot),
-            self._event("response.in_progress", response=_json_copy(snapshot)),
+            self._event("response.in_progress", response=json_copy(snapshot)),
         ]
 
     def feed(self, event: AgentEvent) -> list[dict[str, Any]]:
@@ -338,7 +306,7 @@ class ResponseBuilder:
     def kept_output(self) -> list[dict[str, Any]]:
         """The output as a conversation keeps it: searches with their sources, included or not."""
         self._sync()
-        return self._web.with_sources(_json_copy(self._output))
+        return self._web.with_sources(json_copy(self._output))
 
     def response(self) -> dict[str, Any]:
         """The response object as it stands (a fresh copy)."""
@@ -351,13 +319,13 @@ class ResponseBuilder:
             "status": self.status,
             "completed_at": self._completed_at,
             "background": request.background,
-            "error": _json_copy(self._error),
-            "incomplete_details": _json_copy(self._incomplete_details),
+            "error": json_copy(self._error),
+            "incomplete_details": json_copy(self._incomplete_details),
             "instructions": request.instructions,
             "max_output_tokens": request.max_output_tokens,
             "max_tool_calls": None,
             "model": self.model,
-            "output": _json_copy(self._output),
+            "output": json_copy(self._output),
             "parallel_tool_calls": request.parallel_tool_calls,
             "previous_response_id": request.previous_response_id,
             "conversation": {"id": request.conversation} if request.conversation else None,
@@ -365,9 +333,9 @@ class ResponseBuilder:
             "service_tier": "default",
             "store": request.store,
             "temperature": request.temperature,
-            "text": _json_copy(request.text),
-            "tool_choice": _json_copy(request.tool_choice),
-            "tools": _json_copy(request.tools),
+            "text": json_copy(request.text),
+            "tool_choice": json_copy(request.tool_choice),
+            "tools": json_copy(request.tools),
             "top_p": request.top_p,
             "truncation": request.truncation,
             "usage": self.usage(),

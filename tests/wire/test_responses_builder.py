@@ -24,7 +24,8 @@ from gateway.agent.events import (
     ToolCallStarted,
     Usage,
 )
-from gateway.wire.responses_output import ResponseBuilder, event_json
+from gateway.wire.responses_event_json import event_json
+from gateway.wire.responses_output import ResponseBuilder
 from gateway.wire.responses_request import parse_responses_request
 
 EVENTS = TypeAdapter(ResponseStreamEvent)

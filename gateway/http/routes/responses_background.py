@@ -34,7 +34,8 @@ from gateway.http.sse import named_frames
 from gateway.store.api import ResponseStore, StoredResponse
 from gateway.store.runs import TERMINAL
 from gateway.upstream.routes import RouteTurn
-from gateway.wire.responses_output import ResponseBuilder, event_json
+from gateway.wire.responses_event_json import event_json
+from gateway.wire.responses_output import ResponseBuilder
 from gateway.wire.responses_request import ResponsesRequest
 
 log = logging.getLogger("agent_gateway.responses")

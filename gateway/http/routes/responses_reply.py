@@ -13,7 +13,8 @@ from gateway.http.sse import named_frames
 from gateway.store.api import ConversationItem, ResponseStore, StoredResponse
 from gateway.upstream.routes import RouteTurn
 from gateway.wire.conversations import turn_items
-from gateway.wire.responses_output import ResponseBuilder, event_json
+from gateway.wire.responses_event_json import event_json
+from gateway.wire.responses_output import ResponseBuilder
 from gateway.wire.responses_request import ResponsesRequest
 
 
