@@ -23,10 +23,10 @@ from typing import Any
 
 import aiohttp
 
-from bench import metrics_overhead, processes, scenarios, wrk
+from bench import metrics_overhead, paced_streams, processes, scenarios, wrk
 from bench.scenarios import Bench, Budget, Row
 
-SCENARIOS = ("chat", "conversation", "stream", "tool", "responses", "memory", "floor", "metrics")
+SCENARIOS = ("chat", "conversation", "stream", "paced", "tool", "responses", "memory", "floor", "metrics")
 
 
 def machine() -> dict[str, str]:
@@ -111,6 +111,8 @@ async def main_async(args: argparse.Namespace) -> int:
                 await scenarios.conversation(bench)
             elif name == "stream":
                 await scenarios.streaming(bench)
+            elif name == "paced":
+                await paced_streams.paced_streams(bench)
             elif name == "tool":
                 await scenarios.tool_round_trip(bench)
             elif name == "responses":
