@@ -87,9 +87,14 @@ def log_access(method: str, path: str, request_id: str, status: int | str, start
 
 
 def _log_info(msg: str, args: tuple[object, ...]) -> None:
-    """`access_log.info(msg, *args)`, its record made from a template where logging would make
-    the same one (AccessRecords); the record then goes through the logger's filters and
-    handlers as any other."""
+    """The line straight to serve's handler when nothing else could see the record
+    (`_serve_handler`); otherwise `access_log.info(msg, *args)`, its record made from a
+    template where logging would make the same one (AccessRecords); the record then goes
+    through the logger's filters and handlers as any other."""
+    handler = _serve_handler()
+    if handler is not None:
+        _write_line(handler, msg, args)
+        return
     record = _access_records.make(msg, args)
     if record is None:
         access_log.info(msg, *args)
@@ -146,6 +151,58 @@ class AccessRecords:
 
 _LOGGING = vars(logging)
 _access_records = AccessRecords()
+
+
+def _serve_handler() -> BatchingStreamHandler | None:
+    """`serve`'s own handler when it is the only place an access record would go and the record
+    would reach it unchanged: no filter on the access logger, one handler on its way up (a
+    BatchingStreamHandler with serve's text format, passing INFO, only RequestIdFilter on it).
+    Then the formatted line is the whole effect of `access_log.handle(record)`; anything else
+    (an app's handlers or filters, the JSON format, a record factory) goes the ordinary way."""
+    if access_log.disabled or access_log.filters:
+        return None
+    found: logging.Handler | None = None
+    logger: logging.Logger | None = access_log
+    while logger is not None:
+        for each in logger.handlers:
+            if found is not None:
+                return None
+            found = each
+        logger = logger.parent if logger.propagate else None  # type: ignore[assignment]
+    if type(found) is not BatchingStreamHandler or found.level > logging.INFO:
+        return None
+    formatter = found.formatter
+    if type(formatter) is not LogFormatter or not formatter._serve_format:
+        return None
+    if any(type(f) is not RequestIdFilter for f in found.filters):
+        return None
+    if logging._srcfile is not None or type(access_log).makeRecord is not logging.Logger.makeRecord:
+        return None  # a caller lookup or a record class of the app's own: the ordinary way
+    if logging.getLogRecordFactory() is not logging.LogRecord:
+        return None
+    return found
+
+
+def _write_line(handler: BatchingStreamHandler, msg: str, args: tuple[object, ...]) -> None:
+    """The text LogFormatter.format writes for the record AccessRecords.make would make: the same
+    time (as LogRecord sets `created` and `msecs`), level name, logger name, id and message."""
+    if type(logging._startTime) is int:  # type: ignore[attr-defined]  # 3.13+: from nanoseconds, as LogRecord
+        now_ns = time.time_ns()
+        now = now_ns / 1e9
+        msecs = (now_ns % 1_000_000_000) // 1_000_000
+    else:
+        now = time.time()
+        msecs = int((now - int(now)) * 1000)
+    formatter: LogFormatter = handler.formatter  # type: ignore[assignment]  # checked by _serve_handler
+    second, text = formatter._second
+    if second != int(now):
+        second = int(now)
+        text = time.strftime(formatter.default_time_format, formatter.converter(now))
+        formatter._second = (second, text)
+    message = printable(msg % args)
+    request_id = _CURRENT.get() or "-"
+    level = logging.getLevelName(logging.INFO)
+    handler.keep_line(f"{text},{msecs:03d} {level} {access_log.name} [{request_id}] {message}")
 
 
 def add_request_id_header(response: web.StreamResponse) -> None:

@@ -28,7 +28,8 @@ class BatchingStreamHandler(logging.StreamHandler[TextIO]):
         super().__init__(stream)
         self.delay = delay
         self.max_kept = max_kept
-        self._kept: list[logging.LogRecord] = []
+        # records, or access lines already formatted (keep_line): kept in order, written together
+        self._kept: list[logging.LogRecord | str] = []
         self._timer: asyncio.TimerHandle | None = None
 
     def emit(self, record: logging.LogRecord) -> None:  # called with self.lock held (Handler.handle)
@@ -46,6 +47,20 @@ class BatchingStreamHandler(logging.StreamHandler[TextIO]):
         elif self._timer is None:
             self._timer = loop.call_later(self.delay, self._on_timer)
 
+    def keep_line(self, line: str) -> None:
+        """An INFO line already formatted as this handler's formatter would (the access line,
+        gateway/http/access_log.py): kept, or written, exactly as `emit` treats an INFO record."""
+        with self.lock:  # type: ignore[union-attr]  # as Handler.handle holds it around emit
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
+            self._kept.append(line)
+            if loop is None or len(self._kept) >= self.max_kept:
+                self._write_kept()
+            elif self._timer is None:
+                self._timer = loop.call_later(self.delay, self._on_timer)
+
     def _on_timer(self) -> None:
         with self.lock:  # type: ignore[union-attr]  # created by Handler.__init__
             self._timer = None
@@ -58,10 +73,12 @@ class BatchingStreamHandler(logging.StreamHandler[TextIO]):
         records, self._kept = self._kept, []
         try:
             format_ = (self.formatter or logging.Formatter()).format  # Handler.format's choice, looked up once
-            self.stream.write("".join([format_(r) + self.terminator for r in records]))
+            self.stream.write("".join([(r if type(r) is str else format_(r)) + self.terminator  # type: ignore[arg-type]
+                                       for r in records]))
             self.flush()
         except Exception:  # as StreamHandler.emit: report, never raise into the caller
-            self.handleError(records[0])
+            first = records[0]
+            self.handleError(first if isinstance(first, logging.LogRecord) else logging.makeLogRecord({"msg": first}))
 
     def close(self) -> None:
         with self.lock:  # type: ignore[union-attr]
