@@ -33,33 +33,29 @@ class BatchingStreamHandler(logging.StreamHandler[TextIO]):
         self._timer: asyncio.TimerHandle | None = None
 
     def emit(self, record: logging.LogRecord) -> None:  # called with self.lock held (Handler.handle)
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        if loop is None or record.levelno >= logging.WARNING:
+        if record.levelno >= logging.WARNING:
             self._write_kept()
             super().emit(record)
             return
-        self._kept.append(record)
-        if len(self._kept) >= self.max_kept:
-            self._write_kept()
-        elif self._timer is None:
-            self._timer = loop.call_later(self.delay, self._on_timer)
+        self._keep(record)
 
     def keep_line(self, line: str) -> None:
         """An INFO line already formatted as this handler's formatter would (the access line,
         gateway/http/access_log.py): kept, or written, exactly as `emit` treats an INFO record."""
         with self.lock:  # type: ignore[union-attr]  # as Handler.handle holds it around emit
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                loop = None
-            self._kept.append(line)
-            if loop is None or len(self._kept) >= self.max_kept:
-                self._write_kept()
-            elif self._timer is None:
-                self._timer = loop.call_later(self.delay, self._on_timer)
+            self._keep(line)
+
+    def _keep(self, item: logging.LogRecord | str) -> None:
+        """Kept until the timer or `max_kept`; written at once outside an event loop."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        self._kept.append(item)
+        if loop is None or len(self._kept) >= self.max_kept:
+            self._write_kept()
+        elif self._timer is None:
+            self._timer = loop.call_later(self.delay, self._on_timer)
 
     def _on_timer(self) -> None:
         with self.lock:  # type: ignore[union-attr]  # created by Handler.__init__
