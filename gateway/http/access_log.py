@@ -13,6 +13,7 @@ import contextvars
 import logging
 import os
 import re
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -72,29 +73,32 @@ def log_access(method: str, path: str, request_id: str, status: int | str, start
     """The access line: method, path, final status, duration and id; never headers, query or body.
     Called once the reply has left (the front door schedules it), in the request's context, so the
     record carries the id."""
-    if access_log.isEnabledFor(logging.INFO):  # no record when it is off
-        # the path is escaped here as well as by the serve formatter, for handlers configured elsewhere
-        caller = CURRENT_CALLER.get()  # the key's name, never the key (this runs in the request's context)
-        key_name = caller.name if caller is not None else "-"
-        turn = MODEL_ROUTE.get()
-        if turn is None:
-            _log_info("%s %s %s %.0fms id=%s key=%s", (printable(method), printable(path),
-                      status, (ended - started) * 1000, request_id, key_name))
-        else:  # with model routes: the one that served (a configured id, not the client's text)
-            _log_info("%s %s %s %.0fms id=%s key=%s model=%s", (printable(method),
-                      printable(path), status, (ended - started) * 1000, request_id, key_name,
-                      turn.served.id))
+    if not access_log.isEnabledFor(logging.INFO):  # no record when it is off
+        return
+    # the path is escaped here as well as by the serve formatter, for handlers configured elsewhere
+    method, path = printable(method), printable(path)
+    caller = CURRENT_CALLER.get()  # the key's name, never the key (this runs in the request's context)
+    key_name = caller.name if caller is not None else "-"
+    turn = MODEL_ROUTE.get()  # with model routes: the one that served (a configured id, not the client's text)
+    handler = _serve_handler()
+    if handler is not None:
+        # serve's own handler is the only one: the line as LogFormatter would write the record's.
+        # Every part is printable (the id is a sane one), so the message needs no second escape.
+        model = "" if turn is None else f" model={printable(turn.served.id)}"
+        _keep_line(handler, f"{method} {path} {status} {(ended - started) * 1000:.0f}ms id={request_id} "
+                            f"key={printable(key_name)}{model}")
+    elif turn is None:
+        _log_info("%s %s %s %.0fms id=%s key=%s", (method, path, status, (ended - started) * 1000,
+                                                  request_id, key_name))
+    else:
+        _log_info("%s %s %s %.0fms id=%s key=%s model=%s", (method, path, status, (ended - started) * 1000,
+                                                           request_id, key_name, turn.served.id))
 
 
 def _log_info(msg: str, args: tuple[object, ...]) -> None:
-    """The line straight to serve's handler when nothing else could see the record
-    (`_serve_handler`); otherwise `access_log.info(msg, *args)`, its record made from a
-    template where logging would make the same one (AccessRecords); the record then goes
-    through the logger's filters and handlers as any other."""
-    handler = _serve_handler()
-    if handler is not None:
-        _write_line(handler, msg, args)
-        return
+    """`access_log.info(msg, *args)`, its record made from a template where logging would make the
+    same one (AccessRecords); the record then goes through the logger's filters and handlers as
+    any other."""
     record = _access_records.make(msg, args)
     if record is None:
         access_log.info(msg, *args)
@@ -153,12 +157,18 @@ _LOGGING = vars(logging)
 _access_records = AccessRecords()
 
 
+#: LogRecord sets `created` and `msecs` from time.time_ns() from Python 3.13 on, from time.time() before
+_TIME_NS = sys.version_info >= (3, 13)
+
+
 def _serve_handler() -> BatchingStreamHandler | None:
     """`serve`'s own handler when it is the only place an access record would go and the record
     would reach it unchanged: no filter on the access logger, one handler on its way up (a
     BatchingStreamHandler with serve's text format, passing INFO, only RequestIdFilter on it).
     Then the formatted line is the whole effect of `access_log.handle(record)`; anything else
-    (an app's handlers or filters, the JSON format, a record factory) goes the ordinary way."""
+    (an app's handlers or filters, the JSON format, a record factory) goes the ordinary way.
+    Looked at for every line (a test or an app may add a handler at any time), so written as
+    plain loops and attribute reads: no generator, no call."""
     if access_log.disabled or access_log.filters:
         return None
     found: logging.Handler | None = None
@@ -174,19 +184,19 @@ def _serve_handler() -> BatchingStreamHandler | None:
     formatter = found.formatter
     if type(formatter) is not LogFormatter or not formatter._serve_format:
         return None
-    if any(type(f) is not RequestIdFilter for f in found.filters):
-        return None
-    if logging._srcfile is not None or type(access_log).makeRecord is not logging.Logger.makeRecord:
-        return None  # a caller lookup or a record class of the app's own: the ordinary way
-    if logging.getLogRecordFactory() is not logging.LogRecord:
-        return None
+    for each_filter in found.filters:
+        if type(each_filter) is not RequestIdFilter:
+            return None
+    if (logging._srcfile is not None or type(access_log).makeRecord is not logging.Logger.makeRecord
+            or _LOGGING["_logRecordFactory"] is not logging.LogRecord):
+        return None  # a caller lookup, a record class or a record factory of the app's own: the ordinary way
     return found
 
 
-def _write_line(handler: BatchingStreamHandler, msg: str, args: tuple[object, ...]) -> None:
-    """The text LogFormatter.format writes for the record AccessRecords.make would make: the same
-    time (as LogRecord sets `created` and `msecs`), level name, logger name, id and message."""
-    if type(logging._startTime) is int:  # type: ignore[attr-defined]  # 3.13+: from nanoseconds, as LogRecord
+def _keep_line(handler: BatchingStreamHandler, message: str) -> None:
+    """`message` as LogFormatter.format writes the record AccessRecords.make would make: the same
+    time (as LogRecord sets `created` and `msecs`), level name, logger name and id."""
+    if _TIME_NS:
         now_ns = time.time_ns()
         now = now_ns / 1e9
         msecs = (now_ns % 1_000_000_000) // 1_000_000
@@ -199,10 +209,8 @@ def _write_line(handler: BatchingStreamHandler, msg: str, args: tuple[object, ..
         second = int(now)
         text = time.strftime(formatter.default_time_format, formatter.converter(now))
         formatter._second = (second, text)
-    message = printable(msg % args)
-    request_id = _CURRENT.get() or "-"
-    level = logging.getLevelName(logging.INFO)
-    handler.keep_line(f"{text},{msecs:03d} {level} {access_log.name} [{request_id}] {message}")
+    handler.keep_line(f"{text},{msecs:03d} {logging.getLevelName(logging.INFO)} {access_log.name} "
+                      f"[{_CURRENT.get() or '-'}] {message}")
 
 
 def add_request_id_header(response: web.StreamResponse) -> None:

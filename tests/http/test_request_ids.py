@@ -124,3 +124,43 @@ def test_access_records_under_serve_hold_what_logging_would_put_on_them(monkeypa
     assert abs(ours["created"] - stock["created"]) < 5 and 0 <= ours["msecs"] < 1000
     assert ours["relativeCreated"] == pytest.approx((ours["created"] - logging._startTime) * 1000)  # type: ignore[attr-defined]
     assert seen[0].getMessage() == "POST /v1/chat/completions 200 250ms id=rid-7 key=-"
+
+
+@pytest.mark.parametrize("model", [None, "route-a"])
+async def test_serve_writes_the_access_line_the_record_path_would_write(monkeypatch, model):
+    """Under `serve`'s own handler alone, the access line is written without a record; it must read
+    exactly as the record path formats it (time aside), model route and escaped path included."""
+    import io
+    import types
+
+    from gateway.http import access_log
+    from gateway.http.batched_log import BatchingStreamHandler
+
+    stream = io.StringIO()
+    handler = BatchingStreamHandler(stream, delay=60)
+    handler.setFormatter(LogFormatter(LOG_FORMAT))
+    handler.addFilter(RequestIdFilter())
+    access = logging.getLogger("agent_gateway.access")
+    monkeypatch.setattr(access, "handlers", [handler])
+    monkeypatch.setattr(access, "propagate", False)
+    monkeypatch.setattr(access, "level", logging.INFO)
+    monkeypatch.setattr(logging, "_srcfile", None)
+    if model is not None:
+        access_log.MODEL_ROUTE.set(types.SimpleNamespace(served=types.SimpleNamespace(id=model)))  # type: ignore[arg-type]
+    path = "/v1/chat/completions\n\x1b[31mforged"
+
+    assert access_log._serve_handler() is handler  # the line path
+    log_access("POST", path, "rid-9", 200, 1.0, 1.25)
+    access.addFilter(logging.Filter())  # any filter on the access logger: the record path
+    try:
+        assert access_log._serve_handler() is None
+        log_access("POST", path, "rid-9", 200, 1.0, 1.25)
+    finally:
+        access.filters.clear()
+    handler.close()
+
+    line, record_line = (text.split(" ", 2)[2] for text in stream.getvalue().splitlines())  # past the time
+    assert line == record_line
+    suffix = "" if model is None else f" model={model}"
+    assert line == (r"INFO agent_gateway.access [-] POST /v1/chat/completions\n\x1b[31mforged 200 250ms "
+                    f"id=rid-9 key=-{suffix}")
