@@ -169,7 +169,7 @@ def _key_usage_counters(metrics_: Metrics, batch: dict[str, UsageDelta]) -> None
 
 def _stored_bytes_gauge(metrics_: Metrics, ring: KeyRing) -> None:
     for name, size in ring.stored_bytes.items():
-        metrics_.key_stored_bytes.labels(name).set(size)
+        metrics_.key_stored_bytes.set((name,), size)
 
 
 def _tracing_middleware(tracer: Tracer) -> Any:

@@ -8,10 +8,9 @@ closed sets, tools and providers come from the toolbox and the registry. Never a
 URL, a key or an id.
 
 Cheap on the hot path: a request is recorded once, from the front door's access-log step
-(`request_done`); the figures every request updates (requests, durations, model calls, tokens,
-rounds) are plain numbers in http/metric_counts.py, turned into families only when scraped; the
-rarer ones are prometheus_client's own metrics, their labelled children looked up once and kept;
-the gauges are read from the objects that already count (run limiter, lifecycle) only when scraped.
+(`request_done`); every figure is a plain number in http/metric_counts.py, turned into
+prometheus_client's families only when scraped (the library is imported then, not at start); the
+gauges are read from the objects that already count (run limiter, lifecycle) only when scraped.
 """
 
 from __future__ import annotations
@@ -19,12 +18,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from gateway.http.metric_counts import LoopCounter, LoopHistogram
+from gateway.http.metric_counts import LoopCounter, LoopGauge, LoopHistogram
+
+if TYPE_CHECKING:
+    from prometheus_client.registry import CollectorRegistry
 
 PREFIX = "agent_gateway"
 KNOWN_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
@@ -40,79 +41,96 @@ ROUNDS = (0, 1, 2, 3, 4, 6, 8, 12, 16)
 #: KeyError, on every non-streamed request.
 FIRST_BYTE_AT: ContextVar[float | None] = ContextVar("metrics_first_byte_at", default=None)
 
+Collected = LoopCounter | LoopHistogram | LoopGauge
+C = TypeVar("C", LoopCounter, LoopHistogram, LoopGauge)
+
 
 class Metrics:
     def __init__(self) -> None:
-        self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
-        self.requests = LoopCounter(f"{PREFIX}_requests", "HTTP requests by route template, method and status",
-                                    ("route", "method", "status"), registry=r)
-        self.request_seconds = LoopHistogram(f"{PREFIX}_request_duration_seconds",
-                                             "Non-streamed requests: time to the whole reply", SECONDS, ("route",),
-                                             registry=r)
-        self.stream_first_byte = LoopHistogram(f"{PREFIX}_stream_first_byte_seconds",
-                                               "Streamed replies: time to the first byte", SECONDS, ("route",),
-                                               registry=r)
-        self.stream_seconds = LoopHistogram(f"{PREFIX}_stream_duration_seconds",
-                                            "Streamed replies: time to the end of the body", SECONDS, ("route",),
-                                            registry=r)
-        self.rejections = Counter(f"{PREFIX}_rejections", "Requests refused: unauthorized (401), "
-                                  "payload_too_large (413), rate_limited (429)", ("reason",), registry=r)
-        self.replays = Counter(f"{PREFIX}_idempotent_replays", "Replies replayed for a repeated Idempotency-Key",
-                               registry=r)
+        self._collected: list[Collected] = []
+        self._registry: CollectorRegistry | None = None
+        self.requests = self._add(LoopCounter(f"{PREFIX}_requests",
+                                              "HTTP requests by route template, method and status",
+                                              ("route", "method", "status")))
+        self.request_seconds = self._add(LoopHistogram(f"{PREFIX}_request_duration_seconds",
+                                                       "Non-streamed requests: time to the whole reply", SECONDS,
+                                                       ("route",)))
+        self.stream_first_byte = self._add(LoopHistogram(f"{PREFIX}_stream_first_byte_seconds",
+                                                         "Streamed replies: time to the first byte", SECONDS,
+                                                         ("route",)))
+        self.stream_seconds = self._add(LoopHistogram(f"{PREFIX}_stream_duration_seconds",
+                                                      "Streamed replies: time to the end of the body", SECONDS,
+                                                      ("route",)))
+        self.rejections = self._add(LoopCounter(f"{PREFIX}_rejections", "Requests refused: unauthorized (401), "
+                                                "payload_too_large (413), rate_limited (429)", ("reason",)))
+        self.replays = self._add(LoopCounter(f"{PREFIX}_idempotent_replays",
+                                             "Replies replayed for a repeated Idempotency-Key"))
         self.open_streams = 0
-        Gauge(f"{PREFIX}_open_streams", "Streamed replies being written", registry=r).set_function(
-            lambda: self.open_streams)
-        self.tool_rounds = LoopHistogram(f"{PREFIX}_agent_tool_rounds", "Rounds of tool calls per agent turn",
-                                         ROUNDS, registry=r)
-        self.tokens = LoopCounter(f"{PREFIX}_tokens", "Tokens the upstream reported (usage), by direction",
-                                  ("direction",), registry=r)
+        self._add(LoopGauge(f"{PREFIX}_open_streams", "Streamed replies being written",
+                            read=lambda: self.open_streams))
+        self.tool_rounds = self._add(LoopHistogram(f"{PREFIX}_agent_tool_rounds",
+                                                   "Rounds of tool calls per agent turn", ROUNDS))
+        self.tokens = self._add(LoopCounter(f"{PREFIX}_tokens", "Tokens the upstream reported (usage), by direction",
+                                            ("direction",)))
         self.tokens.inc(("in",), 0)  # both shown from the start
         self.tokens.inc(("out",), 0)
-        self.upstream_calls = LoopCounter(f"{PREFIX}_upstream_calls", "Model calls by outcome", ("outcome",),
-                                          registry=r)
-        self.upstream_seconds = LoopHistogram(f"{PREFIX}_upstream_call_duration_seconds",
-                                              "Model calls: time to the end of the reply", SECONDS, registry=r)
-        self.upstream_first_token = LoopHistogram(f"{PREFIX}_upstream_first_token_seconds",
-                                                  "Streamed model calls: time to the first text or tool-call delta",
-                                                  SECONDS, registry=r)
-        self.route_calls = Counter(f"{PREFIX}_model_route_calls", "Model calls per model route by outcome "
-                                   "(ok, unreachable, upstream_error, rate_limited, timeout)",
-                                   ("route", "outcome"), registry=r)
-        self.route_fallbacks = Counter(f"{PREFIX}_model_route_fallbacks", "Turns a model route passed to its "
-                                       "next fallback, by the route that failed and why", ("route", "reason"),
-                                       registry=r)
-        self.tool_calls = Counter(f"{PREFIX}_tool_calls", "Agent tool calls by tool, provider and outcome",
-                                  ("tool", "provider", "outcome"), registry=r)
-        self.tool_seconds = Histogram(f"{PREFIX}_tool_call_duration_seconds", "Agent tool calls: duration",
-                                      ("tool", "provider"), buckets=SECONDS, registry=r)
-        self.store_operations = Counter(f"{PREFIX}_store_operations", "Response store operations by kind and outcome",
-                                        ("operation", "outcome"), registry=r)
-        self.store_seconds = Histogram(f"{PREFIX}_store_operation_duration_seconds",
-                                       "Response store operations: duration", ("operation",),
-                                       buckets=FAST_SECONDS, registry=r)
+        self.upstream_calls = self._add(LoopCounter(f"{PREFIX}_upstream_calls", "Model calls by outcome",
+                                                    ("outcome",)))
+        self.upstream_seconds = self._add(LoopHistogram(f"{PREFIX}_upstream_call_duration_seconds",
+                                                        "Model calls: time to the end of the reply", SECONDS))
+        self.upstream_first_token = self._add(LoopHistogram(
+            f"{PREFIX}_upstream_first_token_seconds",
+            "Streamed model calls: time to the first text or tool-call delta", SECONDS))
+        self.route_calls = self._add(LoopCounter(f"{PREFIX}_model_route_calls", "Model calls per model route by "
+                                                 "outcome (ok, unreachable, upstream_error, rate_limited, timeout)",
+                                                 ("route", "outcome")))
+        self.route_fallbacks = self._add(LoopCounter(f"{PREFIX}_model_route_fallbacks", "Turns a model route passed "
+                                                     "to its next fallback, by the route that failed and why",
+                                                     ("route", "reason")))
+        self.tool_calls = self._add(LoopCounter(f"{PREFIX}_tool_calls",
+                                                "Agent tool calls by tool, provider and outcome",
+                                                ("tool", "provider", "outcome")))
+        self.tool_seconds = self._add(LoopHistogram(f"{PREFIX}_tool_call_duration_seconds",
+                                                    "Agent tool calls: duration", SECONDS, ("tool", "provider")))
+        self.store_operations = self._add(LoopCounter(f"{PREFIX}_store_operations",
+                                                      "Response store operations by kind and outcome",
+                                                      ("operation", "outcome")))
+        self.store_seconds = self._add(LoopHistogram(f"{PREFIX}_store_operation_duration_seconds",
+                                                     "Response store operations: duration", FAST_SECONDS,
+                                                     ("operation",)))
         # key names are the operator's (agent-gateway keys create): a bounded label set
-        self.key_usage = Counter(f"{PREFIX}_key_usage", "Usage this replica counted per API key name, by kind "
-                                 "(input_tokens, output_tokens, model_calls, web_searches, web_extracts)",
-                                 ("key", "kind"), registry=r)
-        self.key_stored_bytes = Gauge(f"{PREFIX}_key_stored_bytes", "Bytes each API key's stored objects take "
-                                      "(the whole store, as of the last key refresh)", ("key",), registry=r)
-        self._children: dict[tuple[Any, ...], Any] = {}
+        self.key_usage = self._add(LoopCounter(f"{PREFIX}_key_usage", "Usage this replica counted per API key name, "
+                                               "by kind (input_tokens, output_tokens, model_calls, web_searches, "
+                                               "web_extracts)", ("key", "kind")))
+        self.key_stored_bytes = self._add(LoopGauge(f"{PREFIX}_key_stored_bytes", "Bytes each API key's stored "
+                                                    "objects take (the whole store, as of the last key refresh)",
+                                                    ("key",)))
+
+    def _add(self, collected: C) -> C:
+        self._collected.append(collected)
+        return collected
+
+    @property
+    def registry(self) -> CollectorRegistry:
+        """prometheus_client's registry of these metrics, made (and the library imported) at the
+        first scrape: one per app, since the library's default registry is process-global."""
+        if self._registry is None:
+            from prometheus_client.registry import CollectorRegistry
+
+            registry = CollectorRegistry(auto_describe=True)
+            for collected in self._collected:
+                registry.register(collected)  # type: ignore[arg-type]  # a collector by its methods
+            self._registry = registry
+        return self._registry
 
     def key_used(self, key: str, kind: str, amount: int) -> None:
-        self._child(self.key_usage, key, kind).inc(amount)
+        self.key_usage.inc((key, kind), amount)
 
     def gauge(self, name: str, documentation: str, read: Callable[[], float]) -> None:
         """A gauge read only when scraped, from a count something else already keeps."""
-        Gauge(f"{PREFIX}_{name}", documentation, registry=self.registry).set_function(read)
-
-    def _child(self, metric: Counter | Histogram, *labels: str) -> Any:
-        # labels() builds and hashes a tuple under the metric's lock; a dict lookup is cheaper
-        key = (metric, *labels)
-        child = self._children.get(key)
-        if child is None:
-            child = self._children[key] = metric.labels(*labels)
-        return child
+        if self._registry is not None:
+            raise RuntimeError("metrics are added before the first scrape")
+        self._add(LoopGauge(f"{PREFIX}_{name}", documentation, read=read))
 
     # -- per request (the front door and the response-prepare hook) --
 
@@ -130,7 +148,7 @@ class Metrics:
             self.stream_seconds.observe((route,), now - started)
         reason = REJECTIONS.get(status) if isinstance(status, int) else None
         if reason is not None:
-            self._child(self.rejections, reason).inc()
+            self.rejections.inc((reason,))
 
     def response_prepared(self, request: web.Request, response: web.StreamResponse) -> None:
         # A web.Response is prepared after the front door has returned it; a stream is prepared
@@ -150,14 +168,14 @@ class Metrics:
             self.upstream_first_token.observe((), first_token)
 
     def route_attempt(self, route: str, outcome: str) -> None:
-        self._child(self.route_calls, route, outcome).inc()
+        self.route_calls.inc((route, outcome))
 
     def route_fallback(self, route: str, reason: str) -> None:
-        self._child(self.route_fallbacks, route, reason).inc()
+        self.route_fallbacks.inc((route, reason))
 
     def tool_done(self, tool: str, provider: str, outcome: str, seconds: float) -> None:
-        self._child(self.tool_calls, tool, provider, outcome).inc()
-        self._child(self.tool_seconds, tool, provider).observe(seconds)
+        self.tool_calls.inc((tool, provider, outcome))
+        self.tool_seconds.observe((tool, provider), seconds)
 
     def turn_done(self, tool_rounds: int, prompt_tokens: int, completion_tokens: int) -> None:
         self.tool_rounds.observe((), tool_rounds)
@@ -167,8 +185,8 @@ class Metrics:
             self.tokens.inc(("out",), completion_tokens)
 
     def store_done(self, operation: str, outcome: str, seconds: float) -> None:
-        self._child(self.store_operations, operation, outcome).inc()
-        self._child(self.store_seconds, operation).observe(seconds)
+        self.store_operations.inc((operation, outcome))
+        self.store_seconds.observe((operation,), seconds)
 
 
 def route_of(request: web.Request) -> str:

@@ -204,3 +204,35 @@ async def test_each_app_counts_only_its_own_traffic(make_client):
     assert (await first.get("/health")).status == 200
     samples, _ = await scrape(second)
     assert value(samples, "agent_gateway_requests_total", route="/health", method="GET", status="200") == 0
+
+
+SCRAPED_ONCE = """
+import asyncio, json, sys
+from pathlib import Path
+from aiohttp.test_utils import TestClient, TestServer
+from gateway.config.settings import load_settings
+from gateway.http.app import create_app
+
+async def main():
+    settings = load_settings(Path(sys.argv[1]), environ={"LLM_BASE_URL": "http://127.0.0.1:9/v1", "LLM_MODEL": "m"})
+    async with TestClient(TestServer(create_app(settings))) as client:
+        before = "prometheus_client" in sys.modules
+        resp = await client.get("/metrics")
+        body = await resp.text()
+        print(json.dumps([before, "prometheus_client" in sys.modules, resp.status,
+                          "agent_gateway_requests_total" in body]))
+
+asyncio.run(main())
+"""
+
+
+def test_prometheus_client_is_loaded_at_the_first_scrape_not_at_start(tmp_path):
+    """1.4 MiB of an idle gateway: a started app (metrics on, the default) has not imported it."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = subprocess.run([sys.executable, "-c", SCRAPED_ONCE, str(tmp_path)], cwd=Path(__file__).resolve().parents[2],
+                         capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(out.stdout.splitlines()[-1]) == [False, True, 200, True]

@@ -7,7 +7,6 @@ scraper sends the key (Prometheus' `authorization` setting).
 from __future__ import annotations
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from gateway.http import appkeys
 
@@ -16,6 +15,9 @@ routes = web.RouteTableDef()
 
 @routes.get("/metrics")
 async def metrics(request: web.Request) -> web.Response:
+    # prometheus_client at the first scrape, not at start: a gateway nobody scrapes never loads it
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
     request.app[appkeys.AFTER_REPLY].run()  # the replies so far, counted before they are shown
     body = generate_latest(request.app[appkeys.METRICS].registry)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
