@@ -139,32 +139,22 @@ class Agent:
             round_usage: TokenUsage | None = None
             partial: dict[int, ToolCall] = {}
             model_call = self.observer.upstream_call(request.stream)
-            deltas = self.upstream.deltas(payload, stream=request.stream, headers=model_call.headers,
-                                          opener=request.opener)
-            waiting = request.stream  # time to first token: a streamed reply's measure
-            async with _observed(model_call, deltas):
-                async for delta in deltas:
-                    if type(delta) is Texts:  # a stream's burst, nearly every item: checked first
-                        if waiting:  # (the client sends a call's first text alone, as a Text)
-                            waiting = False
-                            model_call.first_token()
-                        text_parts.extend(delta.texts)
-                        yield TextDeltas(delta.texts)  # the client's list, passed on as it is
-                    elif type(delta) is Text:
-                        if waiting:
-                            waiting = False
-                            model_call.first_token()
+            if not request.stream:
+                # A whole reply: its deltas in one list, read before any event leaves (no async
+                # generator between the client and here; the same events as from a stream of it)
+                try:
+                    reply = await self.upstream.whole(payload, headers=model_call.headers, opener=request.opener)
+                except BaseException as exc:
+                    model_call.finish(upstream_outcome(exc))
+                    raise
+                model_call.finish("ok")
+                for delta in reply:
+                    if type(delta) is Text:
                         text_parts.append(delta.text)
                         yield TextDelta(delta.text)
                     elif isinstance(delta, ToolCallPart):
-                        if waiting:
-                            waiting = False
-                            model_call.first_token()
                         merge_call_part(partial, delta)
                     elif type(delta) is Reasoning:
-                        if waiting:
-                            waiting = False
-                            model_call.first_token()
                         reasoning_parts.append(delta.text)
                         reasoning_field = delta.field
                         yield ReasoningDelta(delta.text)
@@ -172,6 +162,39 @@ class Agent:
                         round_finish = delta.reason
                     elif isinstance(delta, TokenUsage):
                         round_usage = delta
+            else:
+                deltas = self.upstream.deltas(payload, stream=True, headers=model_call.headers, opener=request.opener)
+                waiting = True  # time to first token: a streamed reply's measure
+                async with _observed(model_call, deltas):
+                    async for delta in deltas:
+                        if type(delta) is Texts:  # a stream's burst, nearly every item: checked first
+                            if waiting:  # (the client sends a call's first text alone, as a Text)
+                                waiting = False
+                                model_call.first_token()
+                            text_parts.extend(delta.texts)
+                            yield TextDeltas(delta.texts)  # the client's list, passed on as it is
+                        elif type(delta) is Text:
+                            if waiting:
+                                waiting = False
+                                model_call.first_token()
+                            text_parts.append(delta.text)
+                            yield TextDelta(delta.text)
+                        elif isinstance(delta, ToolCallPart):
+                            if waiting:
+                                waiting = False
+                                model_call.first_token()
+                            merge_call_part(partial, delta)
+                        elif type(delta) is Reasoning:
+                            if waiting:
+                                waiting = False
+                                model_call.first_token()
+                            reasoning_parts.append(delta.text)
+                            reasoning_field = delta.field
+                            yield ReasoningDelta(delta.text)
+                        elif isinstance(delta, Finish):
+                            round_finish = delta.reason
+                        elif isinstance(delta, TokenUsage):
+                            round_usage = delta
             calls = [
                 ToolCall(p.id or f"call_{rounds}_{i}", p.name, p.arguments)
                 for i, p in sorted(partial.items())

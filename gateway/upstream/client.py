@@ -200,6 +200,22 @@ class UpstreamClient:
         response = await self._request("GET", str((self._url.parent if at_root else self._url) / path))
         return await self._read_json(response, what="the upstream's model list")
 
+    async def whole(self, payload: dict[str, Any], *, headers: Mapping[str, str] | None = None,
+                    opener: Opener | None = None) -> list[UpstreamDelta]:
+        """One chat completion asked for whole, as the deltas a stream of it would bring, in one
+        list: they cross to the agent in one step rather than as an async generator's items
+        (its creation, a resume per delta, its closing). `headers` and `opener` as for `deltas`."""
+        if opener is None:
+            response, client = await self.post_chat(payload, stream=False, headers=headers), self
+        else:
+            response, client = await opener(payload, False, headers)
+        try:
+            return completion_deltas(await client._read_json(response))
+        except client._errors as exc:
+            raise client._fault(exc) from exc
+        finally:
+            await response.close()  # a no-op once the reply was read whole and its connection released
+
     async def deltas(self, payload: dict[str, Any], *, stream: bool, headers: Mapping[str, str] | None = None,
                      opener: Opener | None = None) -> AsyncGenerator[UpstreamDelta, None]:
         """One chat completion as typed deltas, streamed (`stream`) or asked for whole; `headers`

@@ -8,13 +8,42 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.errors import UpstreamError
-from gateway.upstream.deltas import UpstreamDelta, deltas_of
+from gateway.upstream.deltas import REASONING_FIELDS, Finish, Text, TokenUsage, UpstreamDelta, deltas_of
+
+#: A message with none of these (and a usage without these) is the usual reply: text, a finish
+#: reason, the two counts. Any of them, even null or empty, takes the general reading.
+_NOT_PLAIN_MESSAGE = frozenset({*REASONING_FIELDS, "tool_calls"})
+_NOT_PLAIN_USAGE = frozenset({"completion_tokens_details", "prompt_tokens_details"})
 
 
 def completion_deltas(data: dict[str, Any]) -> list[UpstreamDelta]:
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices:
         raise UpstreamError("the upstream model returned a completion without choices")
+    if len(choices) == 1:
+        # The usual reply read in one pass, checked as well_formed would, with what deltas_of
+        # would give: its checks and its reading cost more than the rest of the reply's handling
+        # in the upstream client (type(): a bool is no count, and goes the general way).
+        choice = choices[0]
+        usage = data.get("usage")
+        if type(choice) is dict and (usage is None or (type(usage) is dict and _NOT_PLAIN_USAGE.isdisjoint(usage))):
+            message = choice.get("message")
+            finish = choice.get("finish_reason")
+            if type(message) is dict and _NOT_PLAIN_MESSAGE.isdisjoint(message) \
+                    and (finish is None or type(finish) is str):
+                content = message.get("content")
+                prompt: Any = 0
+                completion: Any = 0
+                if usage is not None:
+                    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+                if (content is None or type(content) is str) and (prompt is None or type(prompt) is int) \
+                        and (completion is None or type(completion) is int):
+                    out: list[UpstreamDelta] = [Text(content)] if content else []
+                    if finish:
+                        out.append(Finish(finish))
+                    if usage is not None:
+                        out.append(TokenUsage(prompt or 0, completion or 0))
+                    return out
     if not well_formed(data, "message"):
         raise UpstreamError("the upstream model returned a completion of an unexpected shape")
     # the first choice only (n=1 is all we ask for); the usual reply has no other to drop

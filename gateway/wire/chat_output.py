@@ -82,30 +82,35 @@ class ChatCompletionBuilder:
         self.reasoning = reasoning
         self._text: list[str] = []
         self._reasoning: list[str] = []
-        self._rounds = ReasoningRounds()
+        self._rounds: ReasoningRounds | None = None  # made with the first reasoning (most replies have none)
         self._calls: list[dict[str, Any]] = []
         self._sources: list[Source] = []
         self.usage: Usage | None = None  # unknown until the agent reports it (some upstreams never do)
         self.finish = "stop"
 
     def add(self, event: object) -> None:
-        if isinstance(event, TextDelta):
+        # by exact type, the usual events first (the event classes are final: slots, frozen):
+        # a chain of isinstance calls cost a call per kind passed over
+        if type(event) is TextDelta:
             self._text.append(event.text)
+        elif type(event) is Usage:
+            self.usage = event
+        elif type(event) is Finished:
+            self.finish = event.reason
         elif isinstance(event, TextDeltas):
             self._text.extend(event.texts)
         elif isinstance(event, ReasoningDelta):
             if self.reasoning:
+                if self._rounds is None:
+                    self._rounds = ReasoningRounds()
                 self._reasoning.append(self._rounds.piece(event.text))
         elif isinstance(event, ToolCallFinished):
-            self._rounds.round_ended()
+            if self._rounds is not None:  # (before any reasoning a round's end changes nothing)
+                self._rounds.round_ended()
             self._sources.extend(event.sources)
         elif isinstance(event, ClientToolCall):
             self._calls.append({"id": event.call_id, "type": "function",
                                 "function": {"name": event.name, "arguments": event.arguments}})
-        elif isinstance(event, Usage):
-            self.usage = event
-        elif isinstance(event, Finished):
-            self.finish = event.reason
 
     def result(self) -> dict[str, Any]:
         text = "".join(self._text)

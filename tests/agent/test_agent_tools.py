@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.fakes.tools import LookupTool
 from tests.fakes.upstream import text, tool_call
 from tests.support.helpers import chat_chunks, streamed_text
@@ -160,3 +162,16 @@ async def test_client_tool_with_an_agent_tool_name_wins(client, upstream, lookup
     assert (await resp.json())["choices"][0]["finish_reason"] == "tool_calls"
     assert lookup_tool.calls == []
     assert upstream.requests[0]["tools"] == [mine]
+
+
+@pytest.mark.parametrize("extra", [{}, {"stream": True}, {"tools": [CLIENT_TOOL]}, {"seed": 2**70}],
+                         ids=["whole", "stream", "with-client-tools", "body-orjson-refuses"])
+async def test_upstream_gets_the_tool_schemas_exactly(client, upstream, lookup_tool, extra):
+    """The schemas are encoded once and reused: every request still carries them exactly."""
+    for _ in range(2):
+        resp = await client.post("/v1/chat/completions", json={"messages": USER, **extra})
+        assert resp.status == 200
+    clients = extra.get("tools", [])
+    assert [r["tools"] for r in upstream.requests] == [[lookup_tool.schema(), *clients]] * 2
+    if "seed" in extra:
+        assert all(r["seed"] == 2**70 for r in upstream.requests)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gateway.common.json_out import dumps
+from gateway.common.json_out import Encoded, dumps
 from tests.fakes.upstream import text
 
 orjson = pytest.importorskip("orjson")
@@ -40,3 +40,28 @@ async def test_huge_token_counts_reach_the_client_exactly(client, upstream):
     assert resp.status == 200
     assert (await resp.json())["usage"] == {"prompt_tokens": 2**70, "completion_tokens": 1,
                                             "total_tokens": 2**70 + 1}
+
+
+ENCODED_VALUE = [{"type": "function", "function": {"name": "lookup", "description": "é \u2028 😀",
+                                                   "parameters": {"type": "object", "maximum": 10}}}]
+
+
+@pytest.mark.parametrize("fast", [orjson.dumps, None], ids=["orjson", "stdlib"])
+def test_an_encoded_part_is_written_as_its_value(fast):
+    body = {"model": "m", "tools": Encoded(ENCODED_VALUE), "each": [Encoded(ENCODED_VALUE[0])]}
+    assert json.loads(dumps(body, fast=fast)) == {"model": "m", "tools": ENCODED_VALUE, "each": ENCODED_VALUE}
+
+
+def test_a_body_orjson_refuses_writes_its_encoded_part_the_stdlib_way():
+    body = {"seed": 2**70, "tools": Encoded(ENCODED_VALUE)}
+    assert dumps(body, ensure_ascii=True) == json.dumps({"seed": 2**70, "tools": ENCODED_VALUE}).encode()
+
+
+def test_an_encoded_value_orjson_refuses_is_written_the_stdlib_way():
+    refused = {"maximum": 2**70}
+    assert json.loads(dumps({"tools": Encoded(refused)})) == {"tools": refused}
+
+
+def test_other_objects_are_still_refused():
+    with pytest.raises(TypeError):
+        dumps({"x": object()})

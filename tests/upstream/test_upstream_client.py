@@ -96,6 +96,15 @@ async def test_stream_text_reaches_the_client_before_the_upstream_reply_ends(cli
     assert b"[DONE]" in await resp.read()
 
 
+async def test_the_tool_schemas_reach_the_upstream_exactly_request_after_request(client, upstream, lookup_tool):
+    """Encoded once (gateway/common/json_out.Encoded), written into each body by either transport."""
+    for stream in (False, True, False):
+        resp = await client.post(CHAT, json={**HI, "stream": stream})
+        assert resp.status == 200
+        await resp.read()
+    assert [r["tools"] for r in upstream.requests] == [[lookup_tool.schema()]] * 3
+
+
 async def test_a_reply_framed_by_the_connection_closing_is_read_whole(make_client, raw_upstream):
     reply = Close(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + completion_body("until the end"))
     raw = await raw_upstream(lambda conn, n, req: reply)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from gateway.errors import UpstreamError
 from gateway.upstream.deltas import Finish, Reasoning, Text, TokenUsage, ToolCallPart, deltas_of
+from gateway.upstream.shapes import completion_deltas
 from tests.fakes.upstream import Reply
 
 
@@ -55,3 +57,39 @@ async def test_a_reply_with_reasoning_answers_with_its_text_and_relays_the_reaso
     assert resp.status == 200
     body = await resp.text()
     assert '"content":"42"' in body and '"reasoning_content":"hmm"' in body
+
+
+def completion(message: object = None, finish: object = "stop", usage: object = None, **choice: object) -> dict:
+    body = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None, **choice}]}
+    return body if usage is None else {**body, "usage": usage}
+
+
+@pytest.mark.parametrize("body", [
+    completion({"role": "assistant", "content": "Hello."}, usage={"prompt_tokens": 3, "completion_tokens": 2}),
+    completion({"role": "assistant", "content": "Hello."}),
+    completion({"role": "assistant", "content": ""}, finish=None, usage={"prompt_tokens": None}),
+    completion({"role": "assistant", "content": None, "refusal": None}, finish="length", usage={}),
+    completion({"role": "assistant", "content": "x", "reasoning_content": None}, usage={"prompt_tokens": 1}),
+    completion({"role": "assistant", "content": "x", "tool_calls": []}),
+    completion({"content": "x", "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{}"}}]}),
+    completion({"content": "x"}, usage={"prompt_tokens": 4, "completion_tokens": 1,
+                                        "completion_tokens_details": {"reasoning_tokens": 1}}),
+    completion({"content": "x"}, usage={"prompt_tokens": True, "completion_tokens": 1}),
+    completion(None, finish="stop"),
+], ids=["usual", "no-usage", "empty-text", "null-content", "null-reasoning", "empty-calls", "call", "details",
+        "bool-count", "no-message"])
+def test_a_whole_completion_reads_as_its_deltas_in_one_pass_or_the_general_way(body):
+    assert completion_deltas(body) == deltas_of(body, "message")
+
+
+@pytest.mark.parametrize("body", [
+    completion({"content": 5}),
+    completion({"content": "x"}, finish=1),
+    completion({"content": "x"}, usage={"prompt_tokens": "3"}),
+    completion({"content": "x"}, usage=[1]),
+    completion("text"),
+], ids=["content-number", "finish-number", "count-string", "usage-list", "message-string"])
+def test_a_whole_completion_of_the_wrong_shape_is_an_upstream_error(body):
+    with pytest.raises(UpstreamError):
+        completion_deltas(body)
