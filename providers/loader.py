@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import importlib.metadata
 import importlib.util
 import logging
 import sys
@@ -26,12 +25,16 @@ import types
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from providers.entry_points import entry_points
 from providers.errors import PluginLoadError as PluginLoadError  # its home before errors.py
 from providers.manifest import MANIFEST_NAME, Manifest, read_manifest
 from providers.plugin_settings import PluginSettings
 from providers.registry import DuplicateProviderError, Origin, PluginContext, PluginInfo, ProviderRegistry
+
+if TYPE_CHECKING:
+    import importlib.metadata
 
 log = logging.getLogger(__name__)
 
@@ -108,14 +111,9 @@ def _bundled_folders() -> list[Path]:
 
 
 def _entry_points() -> list[importlib.metadata.EntryPoint]:
-    """Installed entry points of our group, each once (a distribution seen twice on sys.path)."""
-    seen: set[tuple[str, str]] = set()
-    unique = []
-    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if (entry_point.name, entry_point.value) not in seen:
-            seen.add((entry_point.name, entry_point.value))
-            unique.append(entry_point)
-    return unique
+    """Installed entry points of our group, each once; none, without importlib.metadata, when no
+    distribution declares the group (providers/entry_points.py)."""
+    return entry_points(ENTRY_POINT_GROUP)
 
 
 # -- the three sources -------------------------------------------------------------------------
