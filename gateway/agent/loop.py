@@ -30,7 +30,7 @@ from gateway.agent.tool_calls import ToolCall, ToolRunner, assistant_with_calls,
 from gateway.agent.toolbox import Toolbox, offer_tools
 from gateway.agent.turn import AgentRequest, AgentRun
 from gateway.upstream.client import UpstreamClient
-from gateway.upstream.deltas import Finish, Reasoning, Text, Texts, TokenUsage, ToolCallPart
+from gateway.upstream.deltas import Finish, Reasoning, Text, Texts, TokenUsage, ToolCallPart, UpstreamDelta
 
 __all__ = ["Agent", "AgentRequest", "AgentRun"]  # the wire-facing names, as before the split
 
@@ -131,13 +131,8 @@ class Agent:
                     system = {"role": "system", "content": conversation[0]["content"] + SYSTEM_BREAK + FINAL_ROUND_NOTE}
                     payload["messages"] = [system, *conversation[1:]]
 
-            text_parts: list[str] = []
-            reasoning_parts: list[str] = []
-            reasoning_field = ""
-            turn._write(text_parts)
-            round_finish: str | None = None
-            round_usage: TokenUsage | None = None
-            partial: dict[int, ToolCall] = {}
+            parts = _RoundParts()
+            turn._write(parts.text)
             model_call = self.observer.upstream_call(request.stream)
             if not request.stream:
                 # A whole reply: its deltas in one list, read before any event leaves (no async
@@ -149,52 +144,21 @@ class Agent:
                     raise
                 model_call.finish("ok")
                 for delta in reply:
-                    if type(delta) is Text:
-                        text_parts.append(delta.text)
-                        yield TextDelta(delta.text)
-                    elif isinstance(delta, ToolCallPart):
-                        merge_call_part(partial, delta)
-                    elif type(delta) is Reasoning:
-                        reasoning_parts.append(delta.text)
-                        reasoning_field = delta.field
-                        yield ReasoningDelta(delta.text)
-                    elif isinstance(delta, Finish):
-                        round_finish = delta.reason
-                    elif isinstance(delta, TokenUsage):
-                        round_usage = delta
+                    event = parts.take(delta)
+                    if event is not None:
+                        yield event
             else:
                 deltas = self.upstream.deltas(payload, stream=True, headers=model_call.headers, opener=request.opener)
                 waiting = True  # time to first token: a streamed reply's measure
                 async with _observed(model_call, deltas):
                     async for delta in deltas:
-                        if type(delta) is Texts:  # a stream's burst, nearly every item: checked first
-                            if waiting:  # (the client sends a call's first text alone, as a Text)
-                                waiting = False
-                                model_call.first_token()
-                            text_parts.extend(delta.texts)
-                            yield TextDeltas(delta.texts)  # the client's list, passed on as it is
-                        elif type(delta) is Text:
-                            if waiting:
-                                waiting = False
-                                model_call.first_token()
-                            text_parts.append(delta.text)
-                            yield TextDelta(delta.text)
-                        elif isinstance(delta, ToolCallPart):
-                            if waiting:
-                                waiting = False
-                                model_call.first_token()
-                            merge_call_part(partial, delta)
-                        elif type(delta) is Reasoning:
-                            if waiting:
-                                waiting = False
-                                model_call.first_token()
-                            reasoning_parts.append(delta.text)
-                            reasoning_field = delta.field
-                            yield ReasoningDelta(delta.text)
-                        elif isinstance(delta, Finish):
-                            round_finish = delta.reason
-                        elif isinstance(delta, TokenUsage):
-                            round_usage = delta
+                        if waiting and type(delta) in _CONTENT:  # the first text, reasoning or call part
+                            waiting = False
+                            model_call.first_token()
+                        event = parts.take(delta)
+                        if event is not None:
+                            yield event
+            partial, round_usage = parts.calls, parts.usage
             calls = [
                 ToolCall(p.id or f"call_{rounds}_{i}", p.name, p.arguments)
                 for i, p in sorted(partial.items())
@@ -210,10 +174,10 @@ class Agent:
                 if round_usage.cached_tokens is not None:
                     cached_tokens = (cached_tokens or 0) + round_usage.cached_tokens
 
-            text = "".join(text_parts)
+            text = "".join(parts.text)
             if not calls:
                 turn._add({"role": "assistant", "content": text})
-                finish = round_finish if round_finish in ("length", "content_filter") else "stop"
+                finish = parts.finish if parts.finish in ("length", "content_filter") else "stop"
                 break
 
             client_calls = [c for c in calls if c.name in client_names]
@@ -230,7 +194,7 @@ class Agent:
             # Within the turn the model gets its reasoning back, under the field it used: thinking
             # models (DeepSeek's, gpt-oss) want it across tool calls. The transcript kept for later
             # turns holds none: it would go upstream as the client's history.
-            conversation.append({**assistant, reasoning_field: "".join(reasoning_parts)} if reasoning_parts
+            conversation.append({**assistant, parts.reasoning_field: "".join(parts.reasoning)} if parts.reasoning
                                 else assistant)
             turn._add(assistant)
             async for event in self._tools.run(calls, use_agent_tools, context, numbers):
@@ -245,6 +209,45 @@ class Agent:
         if usage_known:  # unknown is not zero: no Usage, and the wire formats say none
             yield Usage(prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens)
         yield Finished(finish, tuple(turn._messages))
+
+#: The deltas that start a reply's content (a stream's time to first token); Finish and usage do not
+_CONTENT = frozenset({Texts, Text, ToolCallPart, Reasoning})
+
+
+class _RoundParts:
+    """What one model call brought, delta by delta: its text, reasoning (and the field the model
+    used for it), tool-call parts, finish reason and usage. `take` keeps a delta and returns the
+    event the client sees for it, if any; streamed and whole replies go through the same one."""
+
+    __slots__ = ("text", "reasoning", "reasoning_field", "calls", "finish", "usage")
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.reasoning_field = ""
+        self.calls: dict[int, ToolCall] = {}
+        self.finish: str | None = None
+        self.usage: TokenUsage | None = None
+
+    def take(self, delta: UpstreamDelta) -> AgentEvent | None:
+        if type(delta) is Texts:  # a stream's burst, nearly every item: checked first
+            self.text.extend(delta.texts)
+            return TextDeltas(delta.texts)  # the client's list, passed on as it is
+        if type(delta) is Text:
+            self.text.append(delta.text)
+            return TextDelta(delta.text)
+        if type(delta) is Reasoning:
+            self.reasoning.append(delta.text)
+            self.reasoning_field = delta.field
+            return ReasoningDelta(delta.text)
+        if type(delta) is ToolCallPart:
+            merge_call_part(self.calls, delta)
+        elif type(delta) is Finish:
+            self.finish = delta.reason
+        elif type(delta) is TokenUsage:
+            self.usage = delta
+        return None
+
 
 class _observed:  # noqa: N801 - used like the context-manager function it replaces
     """`async with _observed(call[, chunks])`: finishes `call` with the block's outcome and closes
