@@ -85,3 +85,17 @@ def test_sniffio_is_a_default_dependency_while_httpcore_asks_for_it_on_every_req
     declared = {canonicalize_name(Requirement(line).name) for line in pyproject()["project"]["dependencies"]}
     assert "sniffio" in declared
     assert "sniffio" in locked()
+
+
+def test_the_lxml_extra_justext_asks_for_is_pinned_for_the_pip_of_debians_python():
+    """justext requires `lxml[html_clean]`. Debian bookworm's pip 23.0 (the container smoke's stand-in
+    for python:3.12-slim) in --require-hashes mode treats that as a requirement of its own and
+    refuses it unpinned once the index has an lxml newer than the lock's: the lock pins it too,
+    spelled as justext spells it (that pip does not normalise extras), at lxml's version. uv drops
+    the line when it regenerates the lock: put it back (see its comment there)."""
+    text = (REPO / "requirements.lock").read_text(encoding="utf-8")
+    extra = re.search(r"^lxml\[html_clean\]==(\S+) \\\n((?:    --hash=sha256:\w+(?: \\)?\n)+)", text, re.M)
+    base = re.search(r"^lxml==(\S+) \\\n((?:    --hash=sha256:\w+(?: \\)?\n)+)", text, re.M)
+    assert base is not None and extra is not None, "requirements.lock lacks the lxml[html_clean] pin"
+    assert extra.group(1) == base.group(1)
+    assert extra.group(2) == base.group(2)  # the same files, so the same hashes
