@@ -158,12 +158,12 @@ class Agent:
                         event = parts.take(delta)
                         if event is not None:
                             yield event
-            partial, round_usage = parts.calls, parts.usage
             calls = [
                 ToolCall(p.id or f"call_{rounds}_{i}", p.name, p.arguments)
-                for i, p in sorted(partial.items())
+                for i, p in sorted(parts.calls.items())
                 if p.name
             ]
+            round_usage = parts.usage
             if round_usage is None:
                 usage_known = False
             else:

@@ -21,29 +21,9 @@ def completion_deltas(data: dict[str, Any]) -> list[UpstreamDelta]:
     if not isinstance(choices, list) or not choices:
         raise UpstreamError("the upstream model returned a completion without choices")
     if len(choices) == 1:
-        # The usual reply read in one pass, checked as well_formed would, with what deltas_of
-        # would give: its checks and its reading cost more than the rest of the reply's handling
-        # in the upstream client (type(): a bool is no count, and goes the general way).
-        choice = choices[0]
-        usage = data.get("usage")
-        if type(choice) is dict and (usage is None or (type(usage) is dict and _NOT_PLAIN_USAGE.isdisjoint(usage))):
-            message = choice.get("message")
-            finish = choice.get("finish_reason")
-            if type(message) is dict and _NOT_PLAIN_MESSAGE.isdisjoint(message) \
-                    and (finish is None or type(finish) is str):
-                content = message.get("content")
-                prompt: Any = 0
-                completion: Any = 0
-                if usage is not None:
-                    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-                if (content is None or type(content) is str) and (prompt is None or type(prompt) is int) \
-                        and (completion is None or type(completion) is int):
-                    out: list[UpstreamDelta] = [Text(content)] if content else []
-                    if finish:
-                        out.append(Finish(finish))
-                    if usage is not None:
-                        out.append(TokenUsage(prompt or 0, completion or 0))
-                    return out
+        usual = _usual_reply(choices[0], data.get("usage"))
+        if usual is not None:
+            return usual
     if not well_formed(data, "message"):
         raise UpstreamError("the upstream model returned a completion of an unexpected shape")
     # the first choice only (n=1 is all we ask for); the usual reply has no other to drop
@@ -87,3 +67,32 @@ def well_formed(data: dict[str, Any], body_key: str) -> bool:
             if not isinstance(call.get("id"), _STR_OR_NULL):
                 return False
     return True
+
+
+def _usual_reply(choice: Any, usage: Any) -> list[UpstreamDelta] | None:
+    """The usual reply (one choice: text, a finish reason, the two counts) read in one pass,
+    checked as well_formed would, with what deltas_of would give; None for any other shape, which
+    takes the general reading. Its checks and reading cost more than the rest of the reply's
+    handling in the upstream client. type(), not isinstance: a bool is no count."""
+    if type(choice) is not dict or not (usage is None or (type(usage) is dict and _NOT_PLAIN_USAGE.isdisjoint(usage))):
+        return None
+    message = choice.get("message")
+    finish = choice.get("finish_reason")
+    if type(message) is not dict or not _NOT_PLAIN_MESSAGE.isdisjoint(message):
+        return None
+    if not (finish is None or type(finish) is str):
+        return None
+    content = message.get("content")
+    prompt: Any = 0
+    completion: Any = 0
+    if usage is not None:
+        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if not ((content is None or type(content) is str) and (prompt is None or type(prompt) is int)
+            and (completion is None or type(completion) is int)):
+        return None
+    out: list[UpstreamDelta] = [Text(content)] if content else []
+    if finish:
+        out.append(Finish(finish))
+    if usage is not None:
+        out.append(TokenUsage(prompt or 0, completion or 0))
+    return out
