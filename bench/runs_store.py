@@ -25,9 +25,9 @@ import aiosqlite
 import asyncpg
 
 from gateway.store.api import ResponseStore
-from gateway.store.pg_database import PostgresDatabase
-from gateway.store.postgres import PostgresResponseStore
-from gateway.store.sqlite import SQLiteResponseStore
+from gateway.store.postgres.database import PostgresDatabase
+from gateway.store.postgres.store import PostgresResponseStore
+from gateway.store.sqlite.store import SQLiteResponseStore
 from tests.support import postgres
 
 FRAME = b"event: response.output_text.delta\ndata: " + b"x" * 120 + b"\n\n"

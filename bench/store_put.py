@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gateway.store.sqlite import SQLiteResponseStore, StoredResponse
+from gateway.store.sqlite.store import SQLiteResponseStore, StoredResponse
 
 EXTRA_PUTS = 300
 CONCURRENT_PUTS = 2000

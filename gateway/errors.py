@@ -12,7 +12,7 @@
     │   │   ├── UnstorableValueError  a value the database refuses as data (a NUL, a size limit)
     │   │   ├── ConflictError         409
     │   │   │   ├── ConversationConflictError  (store) another turn of the conversation was stored first
-    │   │   │   └── IdempotencyInProgressError (store/pg_idempotency) a duplicate waited its bound
+    │   │   │   └── IdempotencyInProgressError (store/postgres/idempotency) a duplicate waited its bound
     │   │   ├── UnprocessableError    422
     │   │   │   └── IdempotencyKeyReusedError  (idempotency_store) same key, different request
     │   │   ├── RequestTimeoutError   408 (+ Connection: close)

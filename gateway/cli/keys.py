@@ -82,12 +82,12 @@ def _open(settings: Settings) -> tuple[KeyStore, Callable[[], Awaitable[None]]]:
     profile = profile_label(settings.profile)
     legacy = owner_of(settings.profile, DEFAULT_KEY)
     if settings.database_url:
-        from gateway.store.pg_database import PostgresDatabase
-        from gateway.store.pg_keys import PostgresKeyStore
+        from gateway.store.postgres.database import PostgresDatabase
+        from gateway.store.postgres.keys import PostgresKeyStore
 
         database = PostgresDatabase(settings.database_url, legacy_owner=legacy)
         return PostgresKeyStore(database, profile), database.close
-    from gateway.store.sqlite_keys import SQLiteKeyStore
+    from gateway.store.sqlite.keys import SQLiteKeyStore
 
     store = SQLiteKeyStore(settings.db_path, profile, legacy_owner=legacy)
     return store, store.close

@@ -36,8 +36,8 @@ from gateway.store.idempotency import IdempotencyCache, InMemoryIdempotencyCache
 from gateway.store.keys import COUNTERS, KeyStore, UsageDelta
 from gateway.store.observed import ObservedStore
 from gateway.store.owners import DEFAULT_KEY, owner_of, profile_label
-from gateway.store.sqlite import SQLiteResponseStore
-from gateway.store.sqlite_keys import SQLiteKeyStore
+from gateway.store.sqlite.keys import SQLiteKeyStore
+from gateway.store.sqlite.store import SQLiteResponseStore
 from gateway.upstream.client import UpstreamClient
 from gateway.upstream.context_window import ContextWindows
 from gateway.upstream.routes import RouteTable
@@ -45,7 +45,7 @@ from providers.loader import load_registry
 from providers.registry import ProviderRegistry
 
 if TYPE_CHECKING:
-    from gateway.store.pg_database import PostgresDatabase
+    from gateway.store.postgres.database import PostgresDatabase
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -76,8 +76,8 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     if settings.database_url:
         # imported only here: asyncpg and the PostgreSQL backend are memory a one-machine gateway
         # (SQLite) never uses
-        from gateway.store.pg_database import PostgresDatabase
-        from gateway.store.pg_idempotency import PostgresIdempotencyCache
+        from gateway.store.postgres.database import PostgresDatabase
+        from gateway.store.postgres.idempotency import PostgresIdempotencyCache
 
         database = PostgresDatabase(settings.database_url, legacy_owner=owner_of(settings.profile, DEFAULT_KEY))
         if idempotency is None:
@@ -142,7 +142,7 @@ def _metrics(app: web.Application) -> Metrics:
 def _key_store(settings: Settings, database: PostgresDatabase | None) -> KeyStore:
     profile = profile_label(settings.profile)
     if database is not None:
-        from gateway.store.pg_keys import PostgresKeyStore
+        from gateway.store.postgres.keys import PostgresKeyStore
 
         return PostgresKeyStore(database, profile)
     return SQLiteKeyStore(settings.db_path, profile, legacy_owner=owner_of(settings.profile, DEFAULT_KEY))
@@ -246,7 +246,7 @@ def _store_ctx(database: PostgresDatabase | None) -> Callable[[web.Application],
         max_bytes = settings.max_store_mb * 1_000_000
         store: ResponseStore
         if database is not None:  # shared by every replica on the database
-            from gateway.store.postgres import PostgresResponseStore
+            from gateway.store.postgres.store import PostgresResponseStore
 
             store = PostgresResponseStore(database, settings.max_stored_responses, max_bytes=max_bytes)
         else:

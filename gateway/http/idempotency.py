@@ -19,7 +19,7 @@ second conversation, nor a retried `items` append add the items twice.
 
 The replies sit behind `idempotency_store.IdempotencyCache` (two calls), on the app under
 `appkeys.IDEMPOTENCY`: in memory, or in PostgreSQL when API_SERVER_DATABASE_URL is set
-(store/pg_idempotency.py), so a retry that lands on another replica replays the first reply.
+(store/postgres/idempotency.py), so a retry that lands on another replica replays the first reply.
 """
 
 from __future__ import annotations

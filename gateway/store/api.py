@@ -1,7 +1,7 @@
 """The Responses store's contract: what the routes need, whatever database sits behind it.
 
-`ResponseStore` is implemented by `gateway.store.sqlite.SQLiteResponseStore` (the embedded
-default, a file in the profile home) and `gateway.store.postgres.PostgresResponseStore` (one
+`ResponseStore` is implemented by `gateway.store.sqlite.store.SQLiteResponseStore` (the embedded
+default, a file in the profile home) and `gateway.store.postgres.store.PostgresResponseStore` (one
 database shared by several replicas, `API_SERVER_DATABASE_URL`); tests/store/test_store_contract.py
 runs the same cases against both. The contract speaks only records and ids (no rowids, no SQL,
 no connection objects), so a route never learns which backend it talks to.

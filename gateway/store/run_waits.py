@@ -1,6 +1,6 @@
 """Followers' wake-ups for the background runs, in this process: `wait(key)` until `announce(key)`.
 
-Both run stores use it (store/sqlite_runs.py announces its own writes; store/pg_runs.py what its
+Both run stores use it (store/sqlite/runs.py announces its own writes; store/postgres/runs.py what its
 LISTEN connection hears). The key is a response id, or `QUEUE` for "a run was queued".
 
 No lost wake-up between a read and the wait: a follower reads the run (its events), finds nothing

@@ -14,7 +14,7 @@ from typing import Any
 import openai
 
 from gateway.http import appkeys
-from gateway.store.sqlite import SQLiteResponseStore
+from gateway.store.sqlite.store import SQLiteResponseStore
 from tests.conftest import API_KEY
 from tests.fakes.upstream import FakeUpstream, Reply, text
 from tests.keys.test_keys_isolation import bearer, make_key

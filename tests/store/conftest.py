@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from gateway.store.api import ResponseStore
-from gateway.store.pg_database import PostgresDatabase
-from gateway.store.postgres import PostgresResponseStore
-from gateway.store.sqlite import SQLiteResponseStore
+from gateway.store.postgres.database import PostgresDatabase
+from gateway.store.postgres.store import PostgresResponseStore
+from gateway.store.sqlite.store import SQLiteResponseStore
 from tests.store.records import MakeStore
 
 

@@ -15,9 +15,9 @@ import pytest
 from gateway.store.api import Conversation, ConversationItem, ResponseStore, StoredResponse
 from gateway.store.owned import OwnedStore
 from gateway.store.owners import DEFAULT_OWNER
-from gateway.store.pg_database import _MIGRATIONS, SCHEMA_VERSION, PostgresDatabase
-from gateway.store.postgres import PostgresResponseStore
-from gateway.store.sqlite import SQLiteResponseStore
+from gateway.store.postgres.database import _MIGRATIONS, SCHEMA_VERSION, PostgresDatabase
+from gateway.store.postgres.store import PostgresResponseStore
+from gateway.store.sqlite.store import SQLiteResponseStore
 
 Bounded = Callable[..., ResponseStore]
 TURN = "x" * 1000

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from gateway.store.idempotency import CachedReply, IdempotencyKeyReusedError
-from gateway.store.pg_database import PostgresDatabase
-from gateway.store.pg_idempotency import IdempotencyInProgressError, PostgresIdempotencyCache
+from gateway.store.postgres.database import PostgresDatabase
+from gateway.store.postgres.idempotency import IdempotencyInProgressError, PostgresIdempotencyCache
 
 REPLY = CachedReply(status=200, body=b'{"ok": "\xc3\xa9"}\n', headers=(("Content-Type", "application/json"),),
                     fingerprint="fp1")

@@ -4,8 +4,8 @@ the whole cluster; a reply too big on its own is not kept), where it had only a 
 from __future__ import annotations
 
 from gateway.store.idempotency import CachedReply
-from gateway.store.pg_database import PostgresDatabase
-from gateway.store.pg_idempotency import PostgresIdempotencyCache
+from gateway.store.postgres.database import PostgresDatabase
+from gateway.store.postgres.idempotency import PostgresIdempotencyCache
 
 HEADERS = (("Content-Type", "application/json"),)
 

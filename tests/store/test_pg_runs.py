@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from gateway.store.api import StoreUnavailableError
-from gateway.store.pg_database import PostgresDatabase
-from gateway.store.pg_runs import APPLICATION_NAME
-from gateway.store.postgres import PostgresResponseStore
+from gateway.store.postgres.database import PostgresDatabase
+from gateway.store.postgres.runs import APPLICATION_NAME
+from gateway.store.postgres.store import PostgresResponseStore
 from tests.store.test_runs_contract import GUARD, LEASE, frames
 from tests.support.postgres import PASSWORD, Cluster
 

@@ -18,8 +18,8 @@ from gateway.store.api import (
 from gateway.store.json_columns import to_text
 from gateway.store.owned import OwnedStore
 from gateway.store.owners import DEFAULT_OWNER
-from gateway.store.pg_database import _MIGRATIONS, SCHEMA_VERSION, PostgresDatabase
-from gateway.store.postgres import _UPSERT_HEAD, PostgresResponseStore
+from gateway.store.postgres.database import _MIGRATIONS, SCHEMA_VERSION, PostgresDatabase
+from gateway.store.postgres.store import _UPSERT_HEAD, PostgresResponseStore
 from tests.store.test_conversation_store import conv, ids, item
 from tests.store.test_store_contract import record
 from tests.support.postgres import PASSWORD, Cluster

@@ -12,7 +12,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from gateway.store.pg_database import SCHEMA_VERSION
+from gateway.store.postgres.database import SCHEMA_VERSION
 from tests.fakes.upstream import FakeUpstream, text
 from tests.support.gateway_process import ServerProcess, gateway_env, run_cli, start_gateway
 from tests.support.postgres import PASSWORD, Cluster

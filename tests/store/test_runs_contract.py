@@ -282,7 +282,7 @@ def _every_call(store: ResponseStore) -> list[object]:
 
 
 async def test_a_locked_sqlite_file_is_a_503_for_every_run_write(tmp_path: Path) -> None:
-    from gateway.store.sqlite import SQLiteResponseStore
+    from gateway.store.sqlite.store import SQLiteResponseStore
     from tests.store.test_store import locked_by_another_connection
 
     path = tmp_path / "responses.db"
@@ -302,7 +302,7 @@ async def test_a_locked_sqlite_file_is_a_503_for_every_run_write(tmp_path: Path)
 
 
 async def test_a_corrupt_sqlite_file_is_a_503_for_run_reads(tmp_path: Path) -> None:
-    from gateway.store.sqlite import SQLiteResponseStore
+    from gateway.store.sqlite.store import SQLiteResponseStore
 
     path = tmp_path / "responses.db"
     path.write_bytes(b"not a database" * 100)

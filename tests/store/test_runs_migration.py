@@ -11,11 +11,11 @@ import asyncpg
 
 from gateway.store.api import ResponseStore
 from gateway.store.json_columns import to_text
-from gateway.store.pg_database import _MIGRATIONS, PostgresDatabase
-from gateway.store.pg_database import SCHEMA_VERSION as PG_SCHEMA_VERSION
-from gateway.store.postgres import PostgresResponseStore
-from gateway.store.sqlite import SCHEMA_VERSION, SQLiteResponseStore
-from gateway.store.sqlite_schema import STEPS
+from gateway.store.postgres.database import _MIGRATIONS, PostgresDatabase
+from gateway.store.postgres.database import SCHEMA_VERSION as PG_SCHEMA_VERSION
+from gateway.store.postgres.store import PostgresResponseStore
+from gateway.store.sqlite.schema import STEPS
+from gateway.store.sqlite.store import SCHEMA_VERSION, SQLiteResponseStore
 from tests.store.records import record
 
 _OLD = record("resp_v4", text="kept ü")

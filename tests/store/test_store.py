@@ -20,7 +20,7 @@ import pytest
 from gateway.store.api import Conversation
 from gateway.store.owned import OwnedStore
 from gateway.store.owners import DEFAULT_OWNER
-from gateway.store.sqlite import SCHEMA_VERSION, SQLiteResponseStore, StoreUnavailableError
+from gateway.store.sqlite.store import SCHEMA_VERSION, SQLiteResponseStore, StoreUnavailableError
 from tests.store.records import record
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -89,7 +89,7 @@ async def test_a_failed_group_fails_each_of_its_puts_with_its_own_503(tmp_path: 
 _WRITER = textwrap.dedent(
     """
     import asyncio, sys
-    from gateway.store.sqlite import SQLiteResponseStore, StoredResponse
+    from gateway.store.sqlite.store import SQLiteResponseStore, StoredResponse
 
     async def main() -> None:
         async with SQLiteResponseStore(sys.argv[1], max_responses=100_000) as store:

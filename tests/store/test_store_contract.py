@@ -13,8 +13,8 @@ from gateway.store.api import (
     SchemaVersionError,
     StoreUnavailableError,
 )
-from gateway.store.postgres import PostgresResponseStore
-from gateway.store.sqlite import SCHEMA_VERSION, SQLiteResponseStore
+from gateway.store.postgres.store import PostgresResponseStore
+from gateway.store.sqlite.store import SCHEMA_VERSION, SQLiteResponseStore
 from tests.store.records import MakeStore, record
 
 

@@ -1,6 +1,6 @@
 """The SQLite backend's space: the byte bound (`max_bytes`, responses and conversation objects
 alike, least recently used first) and handing free pages back to the file system, so the file
-shrinks after deletes and evictions (the file is `auto_vacuum = INCREMENTAL`, sqlite_schema.py).
+shrinks after deletes and evictions (the file is `auto_vacuum = INCREMENTAL`, sqlite/schema.py).
 A mixin of `SQLiteResponseStore` (sqlite.py), called at the end of each write and after its commit.
 """
 

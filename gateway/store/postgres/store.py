@@ -7,7 +7,7 @@ atomically. A touching read is one statement (`UPDATE ... RETURNING`): the recor
 whole with its new access stamp, and an eviction racing it either deletes the row first (the read
 finds nothing) or after (the read already has all of it).
 
-Conversation objects (`conv_...`, the Conversations API) are in store/pg_conversations.py, mixed
+Conversation objects (`conv_...`, the Conversations API) are in store/postgres/conversations.py, mixed
 in; an append that stores a response writes it with `_write_rows`, the same code as a put's.
 """
 
@@ -23,9 +23,9 @@ from gateway.store.api import (
 )
 from gateway.store.group_commit import GroupCommit
 from gateway.store.json_columns import from_text, to_text
-from gateway.store.pg_conversations import PostgresConversations
-from gateway.store.pg_database import WRITE_LOCK, Conn, PostgresDatabase
-from gateway.store.pg_runs import PostgresRuns
+from gateway.store.postgres.conversations import PostgresConversations
+from gateway.store.postgres.database import WRITE_LOCK, Conn, PostgresDatabase
+from gateway.store.postgres.runs import PostgresRuns
 from gateway.store.runs import RunStore
 
 _COLUMNS = "id, created_at, conversation, response, transcript, input_items, parent_id, owner"
@@ -52,7 +52,7 @@ _GET_TOUCH = (f"UPDATE responses SET last_access = nextval('responses_access') W
               f" RETURNING {_COLUMNS}")
 _HEAD = (f"SELECT {_R_COLUMNS} FROM conversations c JOIN responses r ON r.id = c.response_id"
          " WHERE c.name = $1")
-#: As SQLite's (store/sqlite.py): newest first, each step while the turns so far are under $2.
+#: As SQLite's (store/sqlite/store.py): newest first, each step while the turns so far are under $2.
 _CHAIN = (
     "WITH RECURSIVE chain(id, parent_id, depth, total) AS ("
     " SELECT id, parent_id, 0, history_bytes FROM responses WHERE id = $1"
@@ -73,7 +73,7 @@ _OLDEST = (
     " FROM conversation_objects o ORDER BY o.last_access, o.id LIMIT $1) ORDER BY 3, 2"
 )
 # SKIP LOCKED: a row another transaction holds (a conversation mid-append, a response being read)
-# is left for a later eviction rather than waited for while holding WRITE_LOCK (pg_conversations.py)
+# is left for a later eviction rather than waited for while holding WRITE_LOCK (postgres/conversations.py)
 _EVICT = {
     "response": "DELETE FROM responses WHERE id IN (SELECT id FROM responses WHERE id = ANY($1::text[])"
                 " FOR UPDATE SKIP LOCKED)",
@@ -165,7 +165,7 @@ class PostgresResponseStore(PostgresConversations, ResponseStore):
     async def _bound(self, conn: Conn, keep: set[str], *, locked: bool) -> None:
         """The byte bound at the end of a write, as SQLite's (never one of `keep`). `locked`: the
         transaction holds WRITE_LOCK; otherwise it takes it only when there is work (eviction, or
-        many size changes to fold), last, as the lock order in pg_conversations.py says."""
+        many size changes to fold), last, as the lock order in postgres/conversations.py says."""
         usage = await conn.fetchrow(_USAGE)
         assert usage is not None  # an aggregate: always one row
         total, changes = usage[0], usage[1]

@@ -8,7 +8,7 @@ import asyncpg
 
 from gateway.store.keys import COUNTERS, ApiKey, DuplicateKeyError, KeyStore, KeyUsage, UsageDelta
 from gateway.store.owners import key_name_of
-from gateway.store.pg_database import Conn, PostgresDatabase
+from gateway.store.postgres.database import Conn, PostgresDatabase
 
 _KEY_COLUMNS = "name, key_hash, created_at, expires_at, revoked_at, rpm, max_concurrent, max_stored_bytes"
 _ADD_USAGE = (

@@ -1,7 +1,7 @@
 """One PostgreSQL database shared by every replica: the asyncpg pool, the schema and its version,
 and the translation of any database fault into `StoreUnavailableError` (503 + Retry-After).
 
-The response store (`store/postgres.py`) and the Idempotency-Key cache (`store/pg_idempotency.py`)
+The response store (`store/postgres/store.py`) and the Idempotency-Key cache (`store/postgres/idempotency.py`)
 share one `PostgresDatabase`, so one pool and one schema.
 
 Why asyncpg rather than psycopg 3 with its pool: in one run against one throwaway cluster, a
@@ -67,7 +67,7 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         )""",
         "CREATE INDEX IF NOT EXISTS idempotency_by_expiry ON idempotency (expires_at)",
     ),
-    # the Conversations API's objects (store/pg_conversations.py); not LRU-bounded, and apart from
+    # the Conversations API's objects (store/postgres/conversations.py); not LRU-bounded, and apart from
     # `responses`: deleting a conversation keeps the responses made in it
     2: (
         """CREATE TABLE IF NOT EXISTS conversation_objects (
@@ -86,7 +86,7 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE UNIQUE INDEX IF NOT EXISTS conversation_items_by_position"
         " ON conversation_items (conversation_id, position)",
     ),
-    # Per-turn records and byte sizes, as SQLite's version 3 (store/sqlite_schema.py): a response
+    # Per-turn records and byte sizes, as SQLite's version 3 (store/sqlite/schema.py): a response
     # keeps its own turn and its parent's id; each row its size (`bytes`, octets of its JSON
     # columns). `store_usage` holds size changes, one row each, written by a trigger, whose sum is
     # the store's size: inserts only, so writers never wait on one hot counter row (which would
@@ -126,7 +126,7 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
           " FOR EACH ROW EXECUTE FUNCTION agent_gateway_store_usage()"
           for table in ("responses", "conversation_objects", "conversation_items")),
     ),
-    # Owners and keys, as SQLite's version 4 (store/sqlite_schema.py). $1 is the owner of the rows
+    # Owners and keys, as SQLite's version 4 (store/sqlite/schema.py). $1 is the owner of the rows
     # already there: the `default` key of the profile that migrates first (before owners, profiles
     # sharing one database shared everything, so no row can be told apart).
     4: (
@@ -140,7 +140,7 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE INDEX IF NOT EXISTS conversation_objects_by_owner ON conversation_objects (owner)",
         *KEY_TABLES,
     ),
-    # Background runs (store/pg_runs.py), as SQLite's version 5: times on the database's clock
+    # Background runs (store/postgres/runs.py), as SQLite's version 5: times on the database's clock
     # (timestamptz, clock_timestamp()), so replicas whose clocks disagree agree on every lease;
     # a run's events go with it (the cascade).
     5: (
@@ -174,7 +174,7 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
 #: (the LRU bound and conversation heads hold for the whole cluster).
 MIGRATION_LOCK = 0x6167_7701
 WRITE_LOCK = 0x6167_7702
-#: background runs: an enqueue's count of the queue and its insert, as one (store/pg_runs.py)
+#: background runs: an enqueue's count of the queue and its insert, as one (store/postgres/runs.py)
 RUN_QUEUE_LOCK = 0x6167_7703
 
 # InternalClientError: a connection broken mid-operation (a server restart) as asyncpg finds it

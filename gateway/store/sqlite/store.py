@@ -28,11 +28,11 @@ from gateway.store.group_commit import GroupCommit
 from gateway.store.json_columns import from_text, to_text
 from gateway.store.owners import DEFAULT_OWNER
 from gateway.store.runs import RunStore
-from gateway.store.sqlite_conversations import SQLiteConversations
-from gateway.store.sqlite_faults import describe as _describe
-from gateway.store.sqlite_runs import SQLiteRuns
-from gateway.store.sqlite_schema import SCHEMA_VERSION, migrate
-from gateway.store.sqlite_space import SQLiteSpace
+from gateway.store.sqlite.conversations import SQLiteConversations
+from gateway.store.sqlite.faults import describe as _describe
+from gateway.store.sqlite.runs import SQLiteRuns
+from gateway.store.sqlite.schema import SCHEMA_VERSION, migrate
+from gateway.store.sqlite.space import SQLiteSpace
 
 # Routes, tests and tools import these names from here.
 __all__ = ["SCHEMA_VERSION", "ResponseStore", "SQLiteResponseStore", "StoredResponse", "StoreUnavailableError"]

@@ -11,8 +11,8 @@ import aiosqlite
 from gateway.store.api import StoreUnavailableError
 from gateway.store.keys import COUNTERS, ApiKey, DuplicateKeyError, KeyStore, KeyUsage, UsageDelta
 from gateway.store.owners import DEFAULT_OWNER, key_name_of
-from gateway.store.sqlite_faults import describe
-from gateway.store.sqlite_schema import migrate
+from gateway.store.sqlite.faults import describe
+from gateway.store.sqlite.schema import migrate
 
 _KEY_COLUMNS = "name, key_hash, created_at, expires_at, revoked_at, rpm, max_concurrent, max_stored_bytes"
 _ADD_USAGE = (

@@ -34,7 +34,7 @@ from typing import Any
 
 import asyncpg
 
-from gateway.store.pg_database import FAULTS, RUN_QUEUE_LOCK, Conn, PostgresDatabase
+from gateway.store.postgres.database import FAULTS, RUN_QUEUE_LOCK, Conn, PostgresDatabase
 from gateway.store.run_waits import QUEUE, Announcements
 from gateway.store.runs import TERMINAL, LostRunError, QueueFullError, Run, RunStore, append_refusal
 

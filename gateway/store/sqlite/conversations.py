@@ -1,8 +1,8 @@
 """The Conversations API's part of the SQLite backend: conversation objects and their items.
 
-A mixin of `SQLiteResponseStore` (gateway/store/sqlite.py), which provides the connections: a write
+A mixin of `SQLiteResponseStore` (gateway/store/sqlite/store.py), which provides the connections: a write
 is one `_transaction` on the writer connection, a read one or two statements on the reader. The
-tables are created with the rest of the schema (sqlite_schema.py). Items keep their order in
+tables are created with the rest of the schema (sqlite/schema.py). Items keep their order in
 `position` (the last one's + 1); their JSON is TEXT, as the responses' is.
 """
 

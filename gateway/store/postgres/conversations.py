@@ -14,7 +14,7 @@ never waits behind an append that is itself waiting for a conversation row. The 
 that order: an append or a create that must evict takes WRITE_LOCK last, after its own writes, and
 an eviction under WRITE_LOCK skips the rows another transaction holds (`FOR UPDATE SKIP LOCKED`)
 rather than wait for them; the store's size is kept as inserted size changes, never one shared
-row that every writer would lock (store/pg_database.py, version 3).
+row that every writer would lock (store/postgres/database.py, version 3).
 """
 
 from __future__ import annotations
@@ -35,14 +35,14 @@ from gateway.store.api import (
     UnknownItemError,
 )
 from gateway.store.json_columns import from_text, from_text_or_none, item_rows, to_text
-from gateway.store.pg_database import Conn, PostgresDatabase
+from gateway.store.postgres.database import Conn, PostgresDatabase
 
 _INSERT_CONVERSATION = ("INSERT INTO conversation_objects (id, created_at, metadata, last_access, bytes, owner)"
                         " VALUES ($1, $2, $3, nextval('responses_access'), octet_length($3), $4)")
 _INSERT_ITEM = ("INSERT INTO conversation_items (conversation_id, position, id, item, model, bytes)"
                 " VALUES ($1, $2, $3, $4, $5, $6)")
 _TOUCH_CONVERSATION = "UPDATE conversation_objects SET last_access = nextval('responses_access') WHERE id = $1"
-#: As SQLite's (sqlite_conversations.py): the newest items whose newer ones sum under $2, on the
+#: As SQLite's (sqlite/conversations.py): the newest items whose newer ones sum under $2, on the
 #: covering index; the LEFT JOIN tells an unknown conversation (no row) from an empty one.
 _TAIL = (
     "SELECT c.id AS conversation, i.id, i.item, i.model, i.position FROM conversation_objects c"
@@ -87,7 +87,7 @@ class PostgresConversations(ABC):
 
     @abstractmethod
     async def _bound(self, conn: Conn, keep: set[str], *, locked: bool) -> None:
-        """The byte bound at the end of a write (store/postgres.py), never evicting `keep`."""
+        """The byte bound at the end of a write (store/postgres/store.py), never evicting `keep`."""
 
     @abstractmethod
     async def _put_within(self, conn: Conn, record: StoredResponse) -> None:

@@ -67,7 +67,7 @@ STEPS: dict[int, tuple[str, ...]] = {
         """CREATE TRIGGER IF NOT EXISTS responses_end_their_conversations AFTER DELETE ON responses
         BEGIN DELETE FROM conversations WHERE response_id = old.id; END""",
     ),
-    # the Conversations API's objects (sqlite_conversations.py)
+    # the Conversations API's objects (sqlite/conversations.py)
     2: (
         """CREATE TABLE IF NOT EXISTS conversation_objects (
             id TEXT PRIMARY KEY,
@@ -121,7 +121,7 @@ STEPS: dict[int, tuple[str, ...]] = {
         "CREATE INDEX IF NOT EXISTS conversation_objects_by_owner ON conversation_objects (owner)",
         *KEY_TABLES,
     ),
-    # background runs (store/sqlite_runs.py)
+    # background runs (store/sqlite/runs.py)
     5: (
         """CREATE TABLE IF NOT EXISTS background_runs (
             response_id TEXT PRIMARY KEY,

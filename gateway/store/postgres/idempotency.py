@@ -23,7 +23,7 @@ import logging
 from gateway.errors import ConflictError
 from gateway.store.api import StoreUnavailableError
 from gateway.store.idempotency import MAX_BYTES, MAX_ENTRIES, CachedReply, _check_same_body
-from gateway.store.pg_database import PostgresDatabase
+from gateway.store.postgres.database import PostgresDatabase
 
 log = logging.getLogger("agent_gateway.idempotency")
 

@@ -1,0 +1,1 @@
+"""The store's PostgreSQL backend (asyncpg): one database shared by every replica."""

@@ -1,0 +1,1 @@
+"""The store's SQLite backend (aiosqlite): one file in the profile home, for one process."""
