@@ -130,7 +130,7 @@ async def measure(args: argparse.Namespace) -> int:
             searched = await searches(session, fake.base_url) - searches_before
             if args.scenario == "search" and searched != args.requests:
                 raise RuntimeError(f"{searched} searches for {args.requests} requests: identical searches in flight "
-                                   "at once share one provider call (gateway/agent/web_cache.py), use --concurrency 1")
+                                   "at once share one provider call (gateway/agent/web/cache.py), use --concurrency 1")
     finally:
         gateway.send_signal(signal.SIGINT)
         gateway.wait(timeout=120)

@@ -83,7 +83,7 @@ async def measure(args: argparse.Namespace) -> int:
 def part(filename: str) -> str:
     """The part of the process a function belongs to, for the summed view."""
     parts = (("aiohttp/", "aiohttp"), ("yarl/", "yarl"), ("multidict", "multidict"), ("/asyncio/", "asyncio"),
-             ("gateway/agent/web_", "agent: web tools"), ("gateway/agent/sources", "agent: web tools"),
+             ("gateway/agent/web/", "agent: web tools"), ("gateway/agent/sources", "agent: web tools"),
              ("gateway/agent/tool", "agent: tool calls"), ("gateway/agent/", "agent: loop, history, events"),
              ("providers/", "providers' kit"), ("plugins/", "provider plugins"), ("gateway/wire/", "gateway/wire"),
              ("gateway/upstream/", "gateway/upstream"), ("gateway/http/", "gateway/http"), ("gateway/", "gateway"),

@@ -1,6 +1,6 @@
 """A cached web_search round trip against an uncached one, through the real tool and provider.
 
-The `web_search` tool (gateway/agent/web_tools.py) with the bundled SearXNG provider talks to the
+The `web_search` tool (gateway/agent/web/tools.py) with the bundled SearXNG provider talks to the
 fake SearXNG of bench/fake_search.py, run as a subprocess on 127.0.0.1 so its CPU is not ours.
 `uncached` asks a new query every call (each one is a provider call over loopback HTTP);
 `cached` repeats one query (each one is answered from the result cache). `--delay` adds that many
@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gateway.agent.web_tools import WebSearchTool
+from gateway.agent.web.tools import WebSearchTool
 from gateway.config.settings import Settings
 from providers.registry import ProviderRegistry
 

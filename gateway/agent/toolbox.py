@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from gateway.agent.web_options import WebSearchOptions
+from gateway.agent.web.options import WebSearchOptions
 from gateway.common.json_out import Encoded
 
 

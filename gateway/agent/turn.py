@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.agent.events import AgentEvent
-from gateway.agent.web_options import WebSearchOptions
+from gateway.agent.web.options import WebSearchOptions
 from gateway.upstream.client import Opener
 
 

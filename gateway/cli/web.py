@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from gateway.agent.web_fallback import chain_report
+from gateway.agent.web.fallback import chain_report
 from gateway.cli.commands import help_line
 from gateway.cli.web_check import CHECK_PAGE, run_check
 from gateway.config.files import get_config_value, set_config_value

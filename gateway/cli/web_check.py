@@ -3,7 +3,7 @@
 Every provider the loopback-fake tests exercise could still be wrong against the real service (a
 retired model, a renamed field): this asks the real one. Per provider it runs one search (and, for
 an extract provider, one extract of a stable public page) exactly as the agent would: the same
-registry, the same call path and deadline (`gateway/agent/web_calls.attempt` under
+registry, the same call path and deadline (`gateway/agent/web/calls.attempt` under
 `agent.tool_timeout`), and prints ok or failed, the latency, how many results, and what went wrong
 in words (providers/failures.py: bad key, out of credit, rate-limited with the reset time,
 unreachable, model retired, blocked by the URL guard ...). It never prints a key: provider
@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gateway.agent.web_calls import Attempt, attempt
+from gateway.agent.web.calls import Attempt, attempt
 from gateway.config.settings import Settings
 from providers.failures import NOT_CONFIGURED, describe_kind, failure_kind, kind_of_text
 from providers.loader import load_registry

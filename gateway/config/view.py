@@ -181,7 +181,7 @@ def web_provider_lines(settings: Settings) -> tuple[list[str], list[str]]:
             else:
                 lines.append(f"web {capability}: none")
                 warnings.append(f"no web {capability}: {selection.reason}")
-        from gateway.agent.web_fallback import chain_report
+        from gateway.agent.web.fallback import chain_report
 
         chain_lines, chain_warnings = chain_report(registry, settings)
         lines.extend(chain_lines)

@@ -12,8 +12,8 @@ from aiohttp import web
 from gateway.agent.loop import Agent
 from gateway.agent.observer import AgentObserver
 from gateway.agent.toolbox import AgentTool, Toolbox
-from gateway.agent.web_fallback import WebState, chain_report
-from gateway.agent.web_tools import build_web_tools
+from gateway.agent.web.fallback import WebState, chain_report
+from gateway.agent.web.tools import build_web_tools
 from gateway.config.settings import Settings
 from gateway.http import appkeys
 from gateway.http.access_log import add_request_id_header

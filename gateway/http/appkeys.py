@@ -8,7 +8,7 @@ from aiohttp import web
 
 from gateway.agent.loop import Agent
 from gateway.agent.toolbox import Toolbox
-from gateway.agent.web_fallback import WebState
+from gateway.agent.web.fallback import WebState
 from gateway.config.settings import Settings
 from gateway.http.after_reply import AfterReply
 from gateway.http.keyring import KeyRing

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.agent.web_options import WebSearchOptions
+from gateway.agent.web.options import WebSearchOptions
 from gateway.errors import InvalidRequestError
 from gateway.wire import frontends, web_search
 from gateway.wire.checks import chat_tool_choice, expect, optional_int, optional_number

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from gateway.agent.web_options import WebSearchOptions
+from gateway.agent.web.options import WebSearchOptions
 from gateway.errors import InvalidRequestError, echo
 from gateway.wire import ids, web_search
 from gateway.wire.checks import TOOL_CHOICE_MODES, in_range

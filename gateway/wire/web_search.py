@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gateway.agent.web_options import CONTEXT_SIZES, WebSearchOptions
+from gateway.agent.web.options import CONTEXT_SIZES, WebSearchOptions
 from gateway.errors import InvalidRequestError, echo
 
 WEB_SEARCH_TYPES = frozenset({"web_search", "web_search_2025_08_26"})

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from gateway.agent.web_cache import ResultCache, private_on_sight
-from gateway.agent.web_calls import Attempt
+from gateway.agent.web.cache import ResultCache, private_on_sight
+from gateway.agent.web.calls import Attempt
 from gateway.config.settings import Settings, SettingsError, load_settings
 from providers.web import search_result
 from tests.fakes.scripted import Reply

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from gateway.agent.toolbox import ToolContext
-from gateway.agent.web_options import WebSearchOptions
-from gateway.agent.web_tools import build_web_tools
+from gateway.agent.web.options import WebSearchOptions
+from gateway.agent.web.tools import build_web_tools
 from gateway.config.settings import Settings
 from providers.registry import ProviderRegistry
 from providers.web import WebSearchProvider, search_options_of, search_result

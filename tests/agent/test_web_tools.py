@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gateway.agent.web_tools import WebExtractTool, WebSearchTool, build_web_tools
+from gateway.agent.web.tools import WebExtractTool, WebSearchTool, build_web_tools
 from gateway.config.settings import Settings, load_settings
 from providers.loader import load_registry
 from providers.registry import ProviderRegistry

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gateway.agent.web_calls import attempt
+from gateway.agent.web.calls import attempt
 from providers.web import ProviderError, failure
 
 

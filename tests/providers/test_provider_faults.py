@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gateway.agent.web_tools import build_web_tools
+from gateway.agent.web.tools import build_web_tools
 from gateway.http.app import create_app
 from plugins.web.fetch.provider import FetchProvider
 from providers.registry import ProviderRegistry

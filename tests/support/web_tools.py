@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-from gateway.agent.web_tools import WebExtractTool, WebSearchTool, build_web_tools
+from gateway.agent.web.tools import WebExtractTool, WebSearchTool, build_web_tools
 from gateway.config.settings import Settings
 from providers.loader import load_registry
 

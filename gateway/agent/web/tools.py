@@ -1,6 +1,6 @@
 """The agent's web tools: `web_search` and `web_extract`, dispatched to the registry's providers.
 
-Every provider call goes through `call_provider` (gateway/agent/web_calls.py): coroutine methods are
+Every provider call goes through `call_provider` (gateway/agent/web/calls.py): coroutine methods are
 awaited, plain ones run in a worker thread, and the whole call is bounded by `settings.tool_timeout`.
 Whatever goes wrong comes back to the model as `{"success": false, "error": "..."}`, never as an
 exception.
@@ -9,12 +9,12 @@ Crawl: `web_extract(crawl=true)` calls `crawl(url)` on the provider selected for
 When no provider can crawl, the tool falls back to a plain extract of the given URLs and says so in a
 top-level `note`, because the pages asked for are still useful to the model.
 
-Search and extract go through the capability's fallback chain (gateway/agent/web_fallback.py) and
-the result cache (gateway/agent/web_cache.py); the result says which provider answered
+Search and extract go through the capability's fallback chain (gateway/agent/web/fallback.py) and
+the result cache (gateway/agent/web/cache.py); the result says which provider answered
 (`provider`, plus `fallback_from` when it was not the selected one). An extract whose every page
 failed is `success: false` with the per-page reasons in `data`; a mixed one stays `success: true`.
 
-The request's web search options (gateway/agent/web_options.py) come with each call's
+The request's web search options (gateway/agent/web/options.py) come with each call's
 `ToolContext`: a provider gets the `SEARCH_OPTIONS` it takes (providers/web.py), the allowed
 domains as `site:` operators when it cannot filter, and off-domain hits are dropped here for all.
 """
@@ -27,10 +27,10 @@ from typing import Any
 
 from gateway.agent.observer import report_provider
 from gateway.agent.toolbox import AgentTool, ToolContext
-from gateway.agent.web_cache import extract_key, search_key, urls_cacheable
-from gateway.agent.web_calls import Attempt, attempt, call_provider, describe_exception
-from gateway.agent.web_fallback import Chain, WebState, fallback_setting, plan_chain
-from gateway.agent.web_options import WebSearchOptions
+from gateway.agent.web.cache import extract_key, search_key, urls_cacheable
+from gateway.agent.web.calls import Attempt, attempt, call_provider, describe_exception
+from gateway.agent.web.fallback import Chain, WebState, fallback_setting, plan_chain
+from gateway.agent.web.options import WebSearchOptions
 from gateway.common import json_out
 from gateway.config.settings import Settings
 from providers.registry import ProviderRegistry

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 from cachetools import TTLCache
 
-from gateway.agent.web_calls import Attempt
+from gateway.agent.web.calls import Attempt
 from providers.urlsafety import address_problem
 from providers.web import failure
 

@@ -30,8 +30,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.agent.web_cache import CacheKey, ResultCache
-from gateway.agent.web_calls import Attempt, seconds
+from gateway.agent.web.cache import CacheKey, ResultCache
+from gateway.agent.web.calls import Attempt, seconds
 from gateway.config.settings import AUTO_FALLBACK, Settings
 from providers.failures import describe_kind
 from providers.registry import ProviderRegistry, availability, supports
