@@ -9,7 +9,7 @@ Needs `pip install pyreqwest`.
 from __future__ import annotations
 
 from gateway.cli.main import main
-from gateway.upstream import transport
+from gateway.upstream import transport_choice
 from gateway.upstream.transport import Transport, TransportSettings
 
 
@@ -19,8 +19,8 @@ def _reqwest(settings: TransportSettings) -> Transport:
     return ReqwestTransport(settings)
 
 
-# the one place a transport is chosen (gateway/upstream/transport.py), pointed at pyreqwest's
-transport.open_transport = _reqwest
+# the one place a transport is chosen (gateway/upstream/transport_choice.py), pointed at pyreqwest's
+transport_choice.open_transport = _reqwest
 
 if __name__ == "__main__":
     raise SystemExit(main())

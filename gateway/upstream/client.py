@@ -30,7 +30,7 @@ from gateway.errors import (
     RateLimitError,
     UpstreamError,
 )
-from gateway.upstream import transport as transports
+from gateway.upstream import transport_choice
 from gateway.upstream.deltas import Finish, Text, Texts, UpstreamDelta, deltas_of
 from gateway.upstream.faults import fault
 from gateway.upstream.shapes import completion_deltas, well_formed
@@ -103,7 +103,7 @@ class UpstreamClient:
         headers = {"Accept": JSON, "User-Agent": f"agent-gateway/{__version__}"}
         if self._authorization:
             headers["Authorization"] = self._authorization
-        self._transport = transports.open_transport(TransportSettings(
+        self._transport = transport_choice.open_transport(TransportSettings(
             str(self._url), headers, self._connect_timeout, self._read_timeout, self._http_client))
         self._errors = self._transport.errors
 

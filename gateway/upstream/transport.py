@@ -1,5 +1,5 @@
 """The HTTP transport under `UpstreamClient`: send one request, get its status and headers, read the
-body (whole or piece by piece), close. Two, chosen by `LLM_HTTP_CLIENT` (`open_transport`):
+body (whole or piece by piece), close. Two, chosen by `LLM_HTTP_CLIENT` (gateway/upstream/transport_choice.py):
 - `auto` (the default): a plain `http://` upstream reached without a proxy (the self-hosted model
   on the host or the LAN) gets the lean one, asyncio and httptools
   (gateway/upstream/plain_transport.py: a quarter fewer instructions per chat request); an `https://`
@@ -109,35 +109,6 @@ class TransportSettings:
     connect_timeout: float
     read_timeout: float
     client: str = "auto"  # LLM_HTTP_CLIENT, one of CLIENTS
-
-
-def open_transport(settings: TransportSettings) -> Transport:
-    """The transport a client starts with, its pool ready, as `settings.client` chooses (the
-    module's docstring says which upstream gets which). Only the chosen one's module is imported;
-    looked up here at each start, so that bench/reqwest_gateway.py can name another for an A/B."""
-    if settings.client == "auto" and plain_reach(settings.url):
-        from gateway.upstream.plain_transport import PlainTransport
-
-        return PlainTransport(settings)
-    from gateway.upstream.aiohttp_transport import AiohttpTransport
-
-    return AiohttpTransport(settings)
-
-
-def plain_reach(url: str) -> bool:
-    """Whether `url` is `http://` and no proxy applies to it: the environment's rule, the one
-    aiohttp's client follows (HTTP_PROXY, NO_PROXY ...), read at start."""
-    from aiohttp.helpers import get_env_proxy_for_url
-    from yarl import URL
-
-    parsed = URL(url)
-    if parsed.scheme != "http":
-        return False
-    try:
-        get_env_proxy_for_url(parsed)
-    except LookupError:
-        return True
-    return False
 
 
 def os_reason(error: OSError) -> str:

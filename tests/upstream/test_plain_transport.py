@@ -19,8 +19,8 @@ from gateway.upstream.transport import (
     TransportSettings,
     Unreachable,
     Unreadable,
-    open_transport,
 )
+from gateway.upstream.transport_choice import open_transport
 from tests.fakes.raw_upstream import Close, RawUpstream, Script, completion_body, ok
 from tests.support.faults import free_port
 from tests.support.helpers import assert_error_envelope
