@@ -3,7 +3,7 @@
 The agent calls `upstream_call()` before each model call, `tool_call()` before each tool call and
 `turn_finished()` once per turn; each call object gets `finish(outcome)` exactly once. The base
 classes here observe nothing and cost a method call, so an agent built without an observer (tests,
-`API_SERVER_METRICS=false` without tracing) pays next to nothing. gateway/http/observe.py has the
+`API_SERVER_METRICS=false` without tracing) pays next to nothing. gateway/observe/agent_calls.py has the
 one that feeds Prometheus and OpenTelemetry.
 
 Outcomes are a closed set (bounded metric labels): upstream `ok`, `timeout`, `rate_limited`,

@@ -51,7 +51,7 @@ def is_loopback(host: str) -> bool:
 def say(settings: Settings, text: str, *, level: str = "INFO", stream: IO[str] | None = None) -> None:
     """One line of `serve`'s own (the banner, start-up warnings), as JSON with API_SERVER_LOG_FORMAT=json."""
     if settings.log_format == "json":
-        from gateway.http.json_log import json_line
+        from gateway.observe.json_log import json_line
 
         text = json_line(text.removeprefix("agent-gateway: "), level=level)
     print(text, file=stream or sys.stderr, flush=True)
@@ -106,8 +106,8 @@ def run(args: argparse.Namespace) -> int:
         say(settings, f"agent-gateway: refusing to listen on {settings.host} without a key: set API_SERVER_KEY "
             "(or bind 127.0.0.1).", level="ERROR")
         return 2
-    from gateway.http.access_log import configure_logging  # the server's imports load only for `serve`
-    from gateway.http.json_log import JsonFormatter
+    from gateway.observe.access_log import configure_logging  # the server's imports load only for `serve`
+    from gateway.observe.json_log import JsonFormatter
 
     configure_logging(logging.INFO, JsonFormatter() if settings.log_format == "json" else None)
     warnings = []  # said once listening, so that a failure to start is one line alone
@@ -174,7 +174,7 @@ async def serve(settings: Settings, warnings: Sequence[str] = ()) -> None:
     from gateway.http import appkeys
     from gateway.http.app import create_app
     from gateway.http.server import raise_fd_limit, start_site
-    from gateway.http.tracing import tracer_provider_from_env
+    from gateway.observe.tracing import tracer_provider_from_env
     from gateway.upstream.route_report import report as route_report
 
     # Binding comes after the app's start-up (plugins, store, upstream pool), which logs; a port

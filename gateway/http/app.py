@@ -16,21 +16,21 @@ from gateway.agent.web.fallback import WebState, chain_report
 from gateway.agent.web.tools import build_web_tools
 from gateway.config.settings import Settings
 from gateway.http import appkeys
-from gateway.http.access_log import add_request_id_header
-from gateway.http.after_reply import AfterReply
 from gateway.http.auth import add_rate_headers
 from gateway.http.checks import add_security_headers, allowed_hosts
 from gateway.http.cors import CorsPolicy, add_cors_headers
 from gateway.http.key_usage import KeyUsageObserver
 from gateway.http.keyring import KeyRing
 from gateway.http.lifecycle import Lifecycle, RunLimiter
-from gateway.http.memory_release import MemoryReleaser
-from gateway.http.metrics import Metrics
 from gateway.http.middleware import front_door
-from gateway.http.observe import GatewayObserver
 from gateway.http.routes import chat, conversations, health, metrics, models, openapi, responses, web_status
 from gateway.http.routes.responses_queue import background_runs_ctx
 from gateway.http.run_deadlines import RunDeadlines
+from gateway.observe.access_log import add_request_id_header
+from gateway.observe.after_reply import AfterReply
+from gateway.observe.agent_calls import GatewayObserver
+from gateway.observe.memory_release import MemoryReleaser
+from gateway.observe.metrics import Metrics
 from gateway.store.api import ResponseStore, StoreUnavailableError
 from gateway.store.idempotency import IdempotencyCache, InMemoryIdempotencyCache
 from gateway.store.keys import COUNTERS, KeyStore, UsageDelta
@@ -59,7 +59,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
                tracer_provider: TracerProvider | None = None) -> web.Application:
     """Build the gateway. `tools` replaces the agent's default tool set (tests use their own);
     `idempotency` replaces the in-memory Idempotency-Key cache (tests pass one with a fake clock);
-    `tracer_provider` turns OpenTelemetry spans on (gateway/http/tracing.py)."""
+    `tracer_provider` turns OpenTelemetry spans on (gateway/observe/tracing.py)."""
     # the order of the per-request steps lives in gateway/http/middleware.py
     tracer = tracer_provider.get_tracer("agent_gateway") if tracer_provider is not None else None
     middlewares = [front_door] if tracer is None else [_tracing_middleware(tracer), front_door]
@@ -107,7 +107,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
 
 async def _write_after_reply(app: web.Application) -> None:
     """The last replies' access lines and metrics, which would otherwise wait for a request that
-    never comes (http/after_reply.py)."""
+    never comes (observe/after_reply.py)."""
     app[appkeys.AFTER_REPLY].run()
 
 
@@ -173,7 +173,7 @@ def _stored_bytes_gauge(metrics_: Metrics, ring: KeyRing) -> None:
 
 
 def _tracing_middleware(tracer: Tracer) -> Any:
-    from gateway.http.tracing import tracing_middleware  # imports OpenTelemetry: only when tracing
+    from gateway.observe.tracing import tracing_middleware  # imports OpenTelemetry: only when tracing
 
     return tracing_middleware(tracer)
 
@@ -267,7 +267,7 @@ def _store_ctx(database: PostgresDatabase | None) -> Callable[[web.Application],
 
 
 async def _memory_release_ctx(app: web.Application) -> AsyncIterator[None]:
-    """Freed heap pages go back to the OS once a burst of requests is over (gateway/memory_release.py)."""
+    """Freed heap pages go back to the OS once a burst of requests is over (gateway/observe/memory_release.py)."""
     lifecycle = app[appkeys.LIFECYCLE]
     releaser = MemoryReleaser(lambda: lifecycle.in_flight == 0)
     lifecycle.on_idle = releaser.after_idle

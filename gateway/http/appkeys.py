@@ -10,11 +10,11 @@ from gateway.agent.loop import Agent
 from gateway.agent.toolbox import Toolbox
 from gateway.agent.web.fallback import WebState
 from gateway.config.settings import Settings
-from gateway.http.after_reply import AfterReply
 from gateway.http.keyring import KeyRing
 from gateway.http.lifecycle import Lifecycle, RunLimiter
-from gateway.http.metrics import Metrics
 from gateway.http.run_deadlines import RunDeadlines
+from gateway.observe.after_reply import AfterReply
+from gateway.observe.metrics import Metrics
 from gateway.store.api import ResponseStore
 from gateway.store.idempotency import IdempotencyCache
 from gateway.upstream.client import UpstreamClient
@@ -48,5 +48,5 @@ METRICS = web.AppKey("metrics", Metrics)
 ALLOWED_HOSTS: web.AppKey[frozenset[str] | None] = web.AppKey("allowed_hosts")
 #: The API keys accepted and their per-replica counters (http/keyring.py)
 KEYRING = web.AppKey("keyring", KeyRing)
-#: Each reply's bookkeeping (access line, metrics), run while the gateway would otherwise wait (http/after_reply.py)
+#: Each reply's bookkeeping (access line, metrics), run while the gateway would otherwise wait (observe/after_reply.py)
 AFTER_REPLY = web.AppKey("after_reply", AfterReply)

@@ -24,7 +24,7 @@ from gateway.errors import (
 from gateway.http import appkeys
 from gateway.http.auth import authenticate
 from gateway.http.lifecycle import Lifecycle
-from gateway.http.log_limits import printable
+from gateway.observe.log_limits import printable
 
 log = logging.getLogger("agent_gateway")
 

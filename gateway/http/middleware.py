@@ -27,14 +27,14 @@ from aiohttp import web
 
 from gateway.errors import GatewayError
 from gateway.http import appkeys
-from gateway.http.access_log import begin_request, log_access
 from gateway.http.auth import KeyRunSlot, enter_run
 from gateway.http.checks import Handler, admit, error_response, from_http_exception, internal_error
 from gateway.http.cors import preflight_response
 from gateway.http.idempotency import run_idempotent, wants_idempotency
 from gateway.http.lifecycle import OVER_SLOTS, Lifecycle
-from gateway.http.log_limits import RateLimitedLog
-from gateway.http.metrics import Metrics, route_of
+from gateway.observe.access_log import begin_request, log_access
+from gateway.observe.log_limits import RateLimitedLog
+from gateway.observe.metrics import Metrics, route_of
 
 log = logging.getLogger("agent_gateway")
 _client_details = RateLimitedLog(log)
@@ -65,7 +65,7 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
                 if taken == "over":
                     request[OVER_SLOTS] = True
                 # the earlier replies' bookkeeping runs once this request waits: an agent run's
-                # once its model call has left (http/observe.py)
+                # once its model call has left (observe/agent_calls.py)
                 after_reply.request_started(run_queued=taken is None)
                 try:
                     if wants_idempotency(request):
@@ -107,7 +107,7 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
     finally:
         # Done later: a returned reply is written right after the middleware, so its bytes leave
         # before the access line and the request's metrics are made, and the next request on a
-        # kept-alive connection does not wait for them either (http/after_reply.py,
+        # kept-alive connection does not wait for them either (observe/after_reply.py,
         # bench/README.md). Run in a copy of this context: the access record carries the request id.
         # It keeps what it records, never the request: that would hold its body (up to the body
         # limit) until the queue runs, for every reply queued meanwhile.
@@ -118,5 +118,5 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
 def _after_reply(metrics: Metrics | None, method: str, path: str, route: str, request_id: str,
                  status: int | str, started: float, ended: float) -> None:
     log_access(method, path, request_id, status, started, ended)
-    if metrics is not None:  # once per request (metrics.py)
+    if metrics is not None:  # once per request (observe/metrics.py)
         metrics.request_done(route, method, status, started, ended)

@@ -11,7 +11,7 @@ from aiohttp import web
 
 from gateway.errors import NotFoundError, echo
 from gateway.http import appkeys
-from gateway.http.access_log import MODEL_ROUTE
+from gateway.observe.access_log import MODEL_ROUTE
 from gateway.upstream.context_window import DEFAULT_CONTEXT_WINDOW
 from gateway.upstream.routes import RouteTurn
 

@@ -37,7 +37,7 @@ from aiohttp.web_server import Server
 from gateway.config.settings import Settings
 from gateway.errors import InvalidRequestError
 from gateway.http.checks import add_security_headers, error_response, from_http_exception
-from gateway.http.log_limits import RateLimitedLog
+from gateway.observe.log_limits import RateLimitedLog
 
 log = logging.getLogger("agent_gateway.http")
 

@@ -1,5 +1,5 @@
 """A reply's bookkeeping waits for the next request to be under way (or a quiet spell), not the
-other way round: gateway/http/after_reply.py, on a running event loop."""
+other way round: gateway/observe/after_reply.py, on a running event loop."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 import contextvars
 import logging
 
-from gateway.http.after_reply import AfterReply
+from gateway.observe.after_reply import AfterReply
 
 WHO: contextvars.ContextVar[str] = contextvars.ContextVar("who", default="-")
 

@@ -8,7 +8,7 @@ import io
 import logging
 import threading
 
-from gateway.http.batched_log import BatchingStreamHandler
+from gateway.observe.batched_log import BatchingStreamHandler
 
 
 class CountingStream(io.StringIO):

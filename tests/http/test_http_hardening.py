@@ -15,7 +15,7 @@ import pytest
 
 from gateway.config.settings import OPTIONS_BY_ENV
 from gateway.http.checks import OPEN_PATHS
-from gateway.http.log_limits import RateLimitedLog, printable
+from gateway.observe.log_limits import RateLimitedLog, printable
 from tests.conftest import API_KEY
 from tests.fakes.upstream import text
 from tests.support.gateway_process import REPO

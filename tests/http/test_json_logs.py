@@ -7,7 +7,7 @@ import logging
 
 import aiohttp
 
-from gateway.http.json_log import JsonFormatter
+from gateway.observe.json_log import JsonFormatter
 from tests.support.gateway_process import gateway_env, start_gateway
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from gateway.http.lifecycle import Lifecycle
-from gateway.http.memory_release import MemoryReleaser, malloc_trim
+from gateway.observe.memory_release import MemoryReleaser, malloc_trim
 
 
 class Trims:

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from gateway.http.access_log import LOG_FORMAT, LogFormatter, RequestIdFilter, log_access
+from gateway.observe.access_log import LOG_FORMAT, LogFormatter, RequestIdFilter, log_access
 from tests.conftest import API_KEY
 from tests.fakes.upstream import Reply, error
 from tests.support.helpers import access_lines, chat_chunks
@@ -134,7 +134,7 @@ async def test_serve_writes_the_access_line_the_record_path_would_write(monkeypa
     import types
 
     from gateway.http import access_log
-    from gateway.http.batched_log import BatchingStreamHandler
+    from gateway.observe.batched_log import BatchingStreamHandler
 
     stream = io.StringIO()
     handler = BatchingStreamHandler(stream, delay=60)

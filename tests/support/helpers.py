@@ -50,7 +50,7 @@ def assert_error_envelope(body: Any, *, code: str | None | object = ..., param: 
 
 async def access_lines(caplog: Any, count: int) -> list[logging.LogRecord]:
     """The access lines `caplog` holds, once `count` are written: a reply's line is written after
-    the reply (gateway/http/after_reply.py), once the next request waits or the gateway is quiet."""
+    the reply (gateway/observe/after_reply.py), once the next request waits or the gateway is quiet."""
     lines: list[logging.LogRecord] = []
     for _ in range(100):
         lines = [r for r in caplog.records if r.name == "agent_gateway.access"]

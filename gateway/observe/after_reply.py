@@ -31,7 +31,7 @@ log = logging.getLogger("agent_gateway")
 Ts = TypeVarTuple("Ts")
 
 #: Seconds without a new request after which queued work runs anyway: the access log's own batching
-#: delay (http/batched_log.py), so a line is written at most twice that after its reply; long
+#: delay (observe/batched_log.py), so a line is written at most twice that after its reply; long
 #: enough that a client's next request (tens of microseconds away, or milliseconds under a profiler)
 #: comes first.
 DELAY = 0.05

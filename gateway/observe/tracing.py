@@ -3,7 +3,7 @@
 One server span per request, from a middleware placed before the front door only when tracing is
 on, so a gateway without it pays nothing per request. A W3C `traceparent` sent by the client
 becomes the span's parent (OpenTelemetry's configured propagators, W3C trace context by default).
-The agent's model and tool calls get child spans (gateway/http/observe.py), and each model call
+The agent's model and tool calls get child spans (gateway/observe/agent_calls.py), and each model call
 carries its own span's `traceparent` upstream.
 
 OpenTelemetry's aiohttp server instrumentation is not used: it patches `web.Application` process-
@@ -22,10 +22,10 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
-from gateway.http.access_log import current_request_id
-from gateway.http.checks import Handler
-from gateway.http.metrics import route_of
+from gateway.observe.access_log import current_request_id
+from gateway.observe.metrics import route_of
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider

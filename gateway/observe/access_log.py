@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from gateway.http.batched_log import BatchingStreamHandler
 from gateway.http.keyring import CURRENT_CALLER
-from gateway.http.log_limits import printable
+from gateway.observe.batched_log import BatchingStreamHandler
+from gateway.observe.log_limits import printable
 
 if TYPE_CHECKING:
     from gateway.upstream.routes import RouteTurn

@@ -41,7 +41,7 @@ class BatchingStreamHandler(logging.StreamHandler[TextIO]):
 
     def keep_line(self, line: str) -> None:
         """An INFO line already formatted as this handler's formatter would (the access line,
-        gateway/http/access_log.py): kept, or written, exactly as `emit` treats an INFO record."""
+        gateway/observe/access_log.py): kept, or written, exactly as `emit` treats an INFO record."""
         with self.lock:  # type: ignore[union-attr]  # as Handler.handle holds it around emit
             self._keep(line)
 

@@ -8,7 +8,7 @@ closed sets, tools and providers come from the toolbox and the registry. Never a
 URL, a key or an id.
 
 Cheap on the hot path: a request is recorded once, from the front door's access-log step
-(`request_done`); every figure is a plain number in http/metric_counts.py, turned into
+(`request_done`); every figure is a plain number in observe/metric_counts.py, turned into
 prometheus_client's families only when scraped (the library is imported then, not at start); the
 gauges are read from the objects that already count (run limiter, lifecycle) only when scraped.
 """
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from aiohttp import web
 
-from gateway.http.metric_counts import LoopCounter, LoopGauge, LoopHistogram
+from gateway.observe.metric_counts import LoopCounter, LoopGauge, LoopHistogram
 
 if TYPE_CHECKING:
     from prometheus_client.registry import CollectorRegistry
@@ -159,7 +159,7 @@ class Metrics:
         elif "Idempotent-Replayed" in response.headers:
             self.replays.inc()
 
-    # -- from the agent (gateway/http/observe.py) and the store wrapper --
+    # -- from the agent (gateway/observe/agent_calls.py) and the store wrapper --
 
     def upstream_done(self, outcome: str, seconds: float, first_token: float | None) -> None:
         self.upstream_calls.inc((outcome,))

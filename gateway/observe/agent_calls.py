@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from gateway.agent.observer import AgentObserver, ToolCall, UpstreamCall
-from gateway.http.after_reply import AfterReply
-from gateway.http.metrics import Metrics
+from gateway.observe.after_reply import AfterReply
+from gateway.observe.metrics import Metrics
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
@@ -45,7 +45,7 @@ class _Upstream(UpstreamCall):
         now = time.perf_counter()
         metrics = self._observer.metrics
         if metrics is not None:
-            # recorded later (http/after_reply.py): the agent's reply, rendered and written in this
+            # recorded later (observe/after_reply.py): the agent's reply, rendered and written in this
             # step, need not wait for the bookkeeping
             self._observer.after_reply.add_figures(metrics.upstream_done, outcome, now - self._started,
                                                    None if self._first is None else self._first - self._started)

@@ -46,7 +46,7 @@ class JsonFormatter(logging.Formatter):
             "message": record.getMessage(),
         }
         if record.name == ACCESS_LOGGER and isinstance(record.args, tuple) and len(record.args) in (6, 7):
-            # gateway/http/access_log.py log_access: method, path, status, milliseconds, id, key name[, model route]
+            # gateway/observe/access_log.py log_access: method, path, status, milliseconds, id, key name[, model route]
             method, path, status, elapsed_ms = record.args[:4]
             fields.update(method=method, path=path, status=status, key=record.args[5],
                           duration_ms=round(elapsed_ms, 1) if isinstance(elapsed_ms, float) else elapsed_ms)
