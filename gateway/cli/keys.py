@@ -3,7 +3,7 @@
 The keys live in the profile's store (its SQLite file, or the PostgreSQL database of
 API_SERVER_DATABASE_URL, which every replica reads), as a SHA-256 only (store/keys.py): `create`
 prints a key once and nothing can print it again. A running gateway sees a new or revoked key
-within a few seconds (http/keyring.py), no restart.
+within a few seconds (keys/ring.py), no restart.
 """
 
 from __future__ import annotations

@@ -19,13 +19,13 @@ from gateway.http import appkeys
 from gateway.http.auth import add_rate_headers
 from gateway.http.checks import add_security_headers, allowed_hosts
 from gateway.http.cors import CorsPolicy, add_cors_headers
-from gateway.http.key_usage import KeyUsageObserver
-from gateway.http.keyring import KeyRing
 from gateway.http.lifecycle import Lifecycle, RunLimiter
 from gateway.http.middleware import front_door
 from gateway.http.routes import chat, conversations, health, metrics, models, openapi, responses, web_status
 from gateway.http.routes.responses_queue import background_runs_ctx
 from gateway.http.run_deadlines import RunDeadlines
+from gateway.keys.ring import KeyRing
+from gateway.keys.usage import KeyUsageObserver
 from gateway.observe.access_log import add_request_id_header
 from gateway.observe.after_reply import AfterReply
 from gateway.observe.agent_calls import GatewayObserver

@@ -10,9 +10,9 @@ from gateway.agent.loop import Agent
 from gateway.agent.toolbox import Toolbox
 from gateway.agent.web.fallback import WebState
 from gateway.config.settings import Settings
-from gateway.http.keyring import KeyRing
 from gateway.http.lifecycle import Lifecycle, RunLimiter
 from gateway.http.run_deadlines import RunDeadlines
+from gateway.keys.ring import KeyRing
 from gateway.observe.after_reply import AfterReply
 from gateway.observe.metrics import Metrics
 from gateway.store.api import ResponseStore
@@ -46,7 +46,7 @@ WEB_STATE = web.AppKey("web_state", WebState)
 METRICS = web.AppKey("metrics", Metrics)
 #: Host names a keyless gateway answers to (None: a key is set, any Host is fine), see middlewares.check_host
 ALLOWED_HOSTS: web.AppKey[frozenset[str] | None] = web.AppKey("allowed_hosts")
-#: The API keys accepted and their per-replica counters (http/keyring.py)
+#: The API keys accepted and their per-replica counters (keys/ring.py)
 KEYRING = web.AppKey("keyring", KeyRing)
 #: Each reply's bookkeeping (access line, metrics), run while the gateway would otherwise wait (observe/after_reply.py)
 AFTER_REPLY = web.AppKey("after_reply", AfterReply)

@@ -1,6 +1,6 @@
 """The front door's part of the keys: who a request is (its key), its limits, and its view of the store.
 
-`authenticate` replaces the single-key check: one hash and one in-memory lookup (http/keyring.py).
+`authenticate` replaces the single-key check: one hash and one in-memory lookup (keys/ring.py).
 API_SERVER_KEY is the key named `default`; with no key at all (no API_SERVER_KEY, no live key in
 the store) every request is `default`'s and the loopback-only Host rules apply (checks.py).
 
@@ -25,7 +25,7 @@ from aiohttp import web
 
 from gateway.errors import AuthenticationError, InsufficientQuotaError, RateLimitError
 from gateway.http import appkeys
-from gateway.http.keyring import CURRENT_CALLER, CURRENT_RATE, Caller, KeyRing
+from gateway.keys.ring import CURRENT_CALLER, CURRENT_RATE, Caller, KeyRing
 from gateway.store.keys import key_hash
 from gateway.store.owned import OwnedStore
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from gateway.http.keyring import CURRENT_CALLER
+from gateway.keys.ring import CURRENT_CALLER
 from gateway.observe.batched_log import BatchingStreamHandler
 from gateway.observe.log_limits import printable
 

@@ -28,12 +28,12 @@ from gateway.errors import GatewayError, RateLimitError
 from gateway.http import appkeys
 from gateway.http.auth import KeyRunSlot, store_for, store_of
 from gateway.http.background import BACKGROUND_RUNS, BackgroundRuns, run_store
-from gateway.http.keyring import CURRENT_CALLER
 from gateway.http.routes.responses_background import BackgroundReply, launch
 from gateway.http.routes.responses_reply import named
 from gateway.http.routes.responses_turn import prepare_turn
 from gateway.http.run_follow import from_store, stream
 from gateway.http.run_keeper import LEASE_SECONDS, RunKeeper
+from gateway.keys.ring import CURRENT_CALLER
 from gateway.store.api import StoredResponse
 from gateway.store.runs import QUEUED, QueueFullError, Run
 from gateway.wire.responses_output import ResponseBuilder

@@ -1,7 +1,7 @@
 """The agent's usage counted per key: tokens, model calls, web searches and extracts.
 
 Wraps the gateway's observer (metrics, tracing): each figure goes into the key ring's pending
-usage, written to the store in batches (http/keyring.py) and, with metrics on, added to
+usage, written to the store in batches (keys/ring.py) and, with metrics on, added to
 `agent_gateway_key_usage_total{key,kind}` with each batch (at most 2 s late; no counter per call).
 The key is the one of the request whose task runs the agent (`keyring.CURRENT_CALLER`, copied into
 a stream's producer task with the context).
@@ -10,7 +10,7 @@ a stream's producer task with the context).
 from __future__ import annotations
 
 from gateway.agent.observer import AgentObserver, ToolCall, UpstreamCall
-from gateway.http.keyring import CURRENT_CALLER, KeyRing
+from gateway.keys.ring import CURRENT_CALLER, KeyRing
 
 #: No turn has a trillion tokens; a figure past that is an upstream's nonsense, kept bounded.
 MAX_PER_CALL = 10**12
