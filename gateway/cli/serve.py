@@ -156,7 +156,7 @@ async def drain(app: Any, grace: float) -> None:
     get `grace` seconds to end (the runs still going are then stopped, stored `incomplete`, as the
     app's cleanup does; queued ones stay queued for another replica or the restarted one)."""
     from gateway.http import appkeys
-    from gateway.http.background import BACKGROUND_RUNS
+    from gateway.runs.background import BACKGROUND_RUNS
 
     lifecycle, background = app[appkeys.LIFECYCLE], app[BACKGROUND_RUNS]
     background.draining = True

@@ -23,7 +23,6 @@ from gateway.http.lifecycle import Lifecycle, RunLimiter
 from gateway.http.middleware import front_door
 from gateway.http.routes import chat, conversations, health, metrics, models, openapi, responses, web_status
 from gateway.http.routes.responses_queue import background_runs_ctx
-from gateway.http.run_deadlines import RunDeadlines
 from gateway.keys.ring import KeyRing
 from gateway.keys.usage import KeyUsageObserver
 from gateway.observe.access_log import add_request_id_header
@@ -31,6 +30,7 @@ from gateway.observe.after_reply import AfterReply
 from gateway.observe.agent_calls import GatewayObserver
 from gateway.observe.memory_release import MemoryReleaser
 from gateway.observe.metrics import Metrics
+from gateway.runs.deadlines import RunDeadlines
 from gateway.store.api import ResponseStore, StoreUnavailableError
 from gateway.store.idempotency import IdempotencyCache, InMemoryIdempotencyCache
 from gateway.store.keys import COUNTERS, KeyStore, UsageDelta

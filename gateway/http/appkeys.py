@@ -11,10 +11,10 @@ from gateway.agent.toolbox import Toolbox
 from gateway.agent.web.fallback import WebState
 from gateway.config.settings import Settings
 from gateway.http.lifecycle import Lifecycle, RunLimiter
-from gateway.http.run_deadlines import RunDeadlines
 from gateway.keys.ring import KeyRing
 from gateway.observe.after_reply import AfterReply
 from gateway.observe.metrics import Metrics
+from gateway.runs.deadlines import RunDeadlines
 from gateway.store.api import ResponseStore
 from gateway.store.idempotency import IdempotencyCache
 from gateway.upstream.client import UpstreamClient
@@ -34,7 +34,7 @@ TOOLBOX = web.AppKey("toolbox", Toolbox)
 AGENT = web.AppKey("agent", Agent)
 LIMITER = web.AppKey("limiter", RunLimiter)
 LIFECYCLE = web.AppKey("lifecycle", Lifecycle)
-#: AGENT_RUN_TIMEOUT of whole (non-streamed) runs (http/run_deadlines.py)
+#: AGENT_RUN_TIMEOUT of whole (non-streamed) runs (runs/deadlines.py)
 RUN_DEADLINES = web.AppKey("run_deadlines", RunDeadlines)
 STARTED_AT = web.AppKey("started_at", int)
 STORE = web.AppKey("response_store", ResponseStore)

@@ -133,7 +133,7 @@ async def test_serve_writes_the_access_line_the_record_path_would_write(monkeypa
     import io
     import types
 
-    from gateway.http import access_log
+    from gateway.observe import access_log
     from gateway.observe.batched_log import BatchingStreamHandler
 
     stream = io.StringIO()

@@ -1,4 +1,4 @@
-"""AGENT_RUN_TIMEOUT for whole runs from one shared timer (gateway/http/run_deadlines.py): what a
+"""AGENT_RUN_TIMEOUT for whole runs from one shared timer (gateway/runs/deadlines.py): what a
 run sees must be what `asyncio.timeout` gives it."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ import asyncio
 
 import pytest
 
-from gateway.http.run_deadlines import RunDeadlines
+from gateway.runs.deadlines import RunDeadlines
 
 
 async def run_for(deadlines: RunDeadlines, seconds: float) -> str:
-    """As gateway/http/runs.py run_whole uses it: 'done', or TimeoutError past the deadline."""
+    """As gateway/http/run_loop.py run_whole uses it: 'done', or TimeoutError past the deadline."""
     run = deadlines.enter()
     try:
         await asyncio.sleep(seconds)

@@ -16,7 +16,7 @@ from gateway.http import appkeys
 from gateway.http.body import read_json_object
 from gateway.http.checks import continue_if_a_run_slot_is_free
 from gateway.http.model_routes import context_window, route_turn
-from gateway.http.runs import Messages, run_streamed, run_whole
+from gateway.http.run_loop import Messages, run_streamed, run_whole
 from gateway.http.sse import frames
 from gateway.upstream.routes import RouteTurn
 from gateway.wire import context_budget

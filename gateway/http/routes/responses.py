@@ -15,19 +15,19 @@ from aiohttp import web
 from gateway.agent.events import AgentEvent
 from gateway.common import json_out
 from gateway.errors import GatewayError, InvalidRequestError, NotFoundError, echo
-from gateway.http import appkeys, run_follow
+from gateway.http import appkeys
 from gateway.http.auth import store_of
-from gateway.http.background import BACKGROUND_RUNS, run_store
 from gateway.http.body import read_json_object
 from gateway.http.checks import continue_if_a_run_slot_is_free
 from gateway.http.lifecycle import OVER_SLOTS, too_many_runs
-from gateway.http.routes import responses_background, responses_queue
+from gateway.http.routes import responses_background, responses_follow, responses_queue
 from gateway.http.routes.conversations import include_values
 from gateway.http.routes.responses_reply import Reply as _Reply
 from gateway.http.routes.responses_reply import ending_on_assistant as _ending_on_assistant
 from gateway.http.routes.responses_reply import named as _named
 from gateway.http.routes.responses_turn import prepare_turn
-from gateway.http.runs import Messages, run_streamed, run_whole
+from gateway.http.run_loop import Messages, run_streamed, run_whole
+from gateway.runs.background import BACKGROUND_RUNS, run_store
 from gateway.wire import ids
 from gateway.wire.conversations import item_list, parse_list_query
 from gateway.wire.responses_output import ResponseBuilder
@@ -129,7 +129,7 @@ async def retrieve_response(request: web.Request) -> web.StreamResponse:
     if record is None:
         raise _not_found(response_id)
     if request.query.get("stream", "false").lower() == "true":
-        return await run_follow.resume(request, record)
+        return await responses_follow.resume(request, record)
     return web.Response(body=json_out.dumps(record.response), content_type="application/json", charset="utf-8")
 
 

@@ -5,8 +5,8 @@ ends (`completed`, `incomplete`, `failed`, or `cancelled`), through the same `pu
 (an upsert by id; a turn of a conversation appends to it only when it completed or was
 incomplete, as a foreground turn). The run holds a run slot (API_SERVER_MAX_CONCURRENT_RUNS), and
 its key's slot when the key has a concurrent-runs limit, until it ends. Its run in the store
-(store/runs.py: lease, cancel mark, events) lets any replica follow it (http/run_follow.py) or
-cancel it; http/run_keeper.py keeps its lease.
+(store/runs.py: lease, cancel mark, events) lets any replica follow it (runs/follow.py) or
+cancel it; runs/keeper.py keeps its lease.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from gateway.common import json_out
 from gateway.errors import GatewayError, InvalidRequestError
 from gateway.http import appkeys
 from gateway.http.auth import KeyRunSlot, hand_over_key_slot, store_of
-from gateway.http.background import BACKGROUND_RUNS, BackgroundRun, EventsLimitError, run_store
+from gateway.http.routes.responses_follow import follow_local, stream
 from gateway.http.routes.responses_reply import Continuation, Reply, ending_on_assistant
-from gateway.http.run_follow import follow_local, stream
-from gateway.http.run_keeper import LEASE_SECONDS, record_expired, watch_cancel
-from gateway.http.runs import Messages, run_timeout_error
+from gateway.http.run_loop import Messages, run_timeout_error
 from gateway.http.sse import named_frames
+from gateway.runs.background import BACKGROUND_RUNS, BackgroundRun, EventsLimitError, run_store
+from gateway.runs.keeper import LEASE_SECONDS, record_expired, watch_cancel
 from gateway.store.api import ResponseStore, StoredResponse
 from gateway.store.runs import TERMINAL
 from gateway.upstream.routes import RouteTurn

@@ -8,7 +8,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.http.runs import Messages
+from gateway.http.run_loop import Messages
 from gateway.http.sse import named_frames
 from gateway.store.api import ConversationItem, ResponseStore, StoredResponse
 from gateway.upstream.routes import RouteTurn

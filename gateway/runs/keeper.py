@@ -24,8 +24,7 @@ from typing import Any
 from aiohttp import web
 
 from gateway.errors import GatewayError
-from gateway.http import appkeys
-from gateway.http.background import KEEP_SECONDS, BackgroundRun, BackgroundRuns, run_store
+from gateway.runs.background import BACKGROUND_RUNS, KEEP_SECONDS, BackgroundRun, BackgroundRuns, run_store
 from gateway.store.runs import TERMINAL, Run
 
 log = logging.getLogger("agent_gateway.background")
@@ -44,7 +43,7 @@ LOST_MESSAGE = ("The gateway running this background response stopped before it 
 async def record_expired(app: web.Application, expired: list[Run]) -> None:
     """Write each expired run's response record `failed`, saying why (nothing appended to any
     conversation: only the record's status and error change)."""
-    store = app[appkeys.STORE]
+    store = app[BACKGROUND_RUNS].store
     for run in expired:
         log.warning("background response %s failed: the replica running it (%s) stopped renewing its lease",
                     run.response_id, run.replica or "?")

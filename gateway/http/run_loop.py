@@ -101,7 +101,7 @@ def _no_retry_after_work(error: GatewayError, worked: bool) -> GatewayError:
 async def run_whole(app: web.Application, agent_request: AgentRequest, reply: WholeReply[R]) -> R:
     """Run one turn for a non-streamed reply. A failure anywhere, the reply's own `end` included
     (a tool ran, then the store failed), is an HTTP error; after work it says `x-should-retry: false`."""
-    deadlines = app[appkeys.RUN_DEADLINES]  # AGENT_RUN_TIMEOUT, without a timer per run (http/run_deadlines.py)
+    deadlines = app[appkeys.RUN_DEADLINES]  # AGENT_RUN_TIMEOUT, without a timer per run (runs/deadlines.py)
     agent_run = app[appkeys.AGENT].run(agent_request)
     worked = False
     finished: Finished | None = None

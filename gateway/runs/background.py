@@ -5,9 +5,9 @@ A background response (`background: true`) runs in a task the app owns, not the 
 client may leave, poll with GET, follow the events with `GET ...?stream=true&starting_after=N`, or
 cancel, on this replica or another. Its events go to the store in batches (every FLUSH_SECONDS or
 FLUSH_FRAMES frames, and at the end), so a token stream is not one write per delta; followers on
-this replica read the frames in memory, others read the store (http/run_follow.py): the same
+this replica read the frames in memory, others read the store (runs/follow.py): the same
 sequence either way. The lease, cancels from other replicas and expired runs are
-http/run_keeper.py's.
+runs/keeper.py's.
 
 Bounds: a run's events are capped by API_SERVER_MAX_RUN_EVENTS_MB (past it the run ends failed);
 the frames in memory go when the run ends (the store keeps them KEEP_SECONDS, as OpenAI keeps
@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from gateway.errors import GatewayError
-from gateway.http import appkeys
+from gateway.store.api import ResponseStore
 from gateway.store.runs import LostRunError, RunStore
 
 log = logging.getLogger("agent_gateway.background")
@@ -40,7 +40,7 @@ FLUSH_FRAMES = 64
 
 
 def run_store(app: web.Application) -> RunStore:
-    return app[appkeys.STORE].runs
+    return app[BACKGROUND_RUNS].store.runs
 
 
 class EventsLimitError(GatewayError):
@@ -165,7 +165,9 @@ def replica_name() -> str:
 class BackgroundRuns:
     """The background runs this process holds, by response id (only while they run)."""
 
-    def __init__(self, replica: str | None = None) -> None:
+    def __init__(self, store: ResponseStore, replica: str | None = None) -> None:
+        #: the app's store: the runs' own records (`store.runs`) and the responses they end in
+        self.store = store
         self.replica = replica or replica_name()
         #: SIGTERM: no new run is claimed from the queue
         self.draining = False
