@@ -18,7 +18,7 @@ from gateway.config.settings import Settings
 from gateway.http import appkeys
 from gateway.http.auth import add_rate_headers
 from gateway.http.checks import add_security_headers, allowed_hosts
-from gateway.http.cors import CorsPolicy, add_cors_headers
+from gateway.http.cors import CORS_POLICY, CorsPolicy, add_cors_headers
 from gateway.http.lifecycle import Lifecycle, RunLimiter
 from gateway.http.middleware import front_door
 from gateway.http.routes import chat, conversations, health, metrics, models, openapi, responses, web_status
@@ -65,7 +65,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     middlewares = [front_door] if tracer is None else [_tracing_middleware(tracer), front_door]
     app = web.Application(middlewares=middlewares, client_max_size=settings.max_body_bytes)
     app[appkeys.SETTINGS] = settings
-    app[appkeys.CORS_POLICY] = CorsPolicy.from_origins(settings.cors_origins)
+    app[CORS_POLICY] = CorsPolicy.from_origins(settings.cors_origins)
     app[appkeys.ALLOWED_HOSTS] = allowed_hosts(settings)
     app[appkeys.STARTED_AT] = int(time.time())
     app[appkeys.LIMITER] = RunLimiter(settings.max_concurrent_runs, queue=settings.max_queued_runs > 0)
@@ -92,7 +92,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
         app.router.add_routes(metrics.routes)
     after_reply = app[appkeys.AFTER_REPLY] = AfterReply()
     observer = KeyUsageObserver(GatewayObserver(app.get(appkeys.METRICS), tracer, after_reply), app[appkeys.KEYRING])
-    app.on_response_prepare.append(_response_headers(app[appkeys.CORS_POLICY], app.get(appkeys.METRICS)))
+    app.on_response_prepare.append(_response_headers(app[CORS_POLICY], app.get(appkeys.METRICS)))
     app.cleanup_ctx.append(_upstream_ctx)
     app.cleanup_ctx.append(_agent_ctx(tools, observer))
     app.cleanup_ctx.append(_store_ctx(database))

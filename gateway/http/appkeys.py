@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from aiohttp import web
 
 from gateway.agent.loop import Agent
@@ -21,9 +19,6 @@ from gateway.upstream.client import UpstreamClient
 from gateway.upstream.context_window import ContextWindows
 from gateway.upstream.routes import RouteTable
 
-if TYPE_CHECKING:  # cors.py reads these keys, so it is imported for the type only
-    from gateway.http.cors import CorsPolicy
-
 SETTINGS = web.AppKey("settings", Settings)
 UPSTREAM = web.AppKey("upstream", UpstreamClient)
 #: model id -> its context window in tokens (the budget of a turn's input)
@@ -39,7 +34,6 @@ RUN_DEADLINES = web.AppKey("run_deadlines", RunDeadlines)
 STARTED_AT = web.AppKey("started_at", int)
 STORE = web.AppKey("response_store", ResponseStore)
 IDEMPOTENCY = web.AppKey("idempotency", IdempotencyCache)
-CORS_POLICY: web.AppKey[CorsPolicy] = web.AppKey("cors_policy")  # built once in create_app
 #: The web tools' cool-downs and result cache (`WebState.status()` is what a status route shows).
 WEB_STATE = web.AppKey("web_state", WebState)
 #: Absent when API_SERVER_METRICS is false: nothing is counted then.

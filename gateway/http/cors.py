@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from gateway.errors import PermissionDeniedError
-from gateway.http import appkeys
 from gateway.http.checks import error_response
 
 ALLOW_METHODS = "GET, POST, DELETE, OPTIONS"
@@ -73,7 +72,7 @@ def normalize_origin(origin: str) -> str:
 
 def policy_for(request: web.Request) -> CorsPolicy:
     # built once in create_app from the (frozen) settings, not per request
-    return request.app[appkeys.CORS_POLICY]
+    return request.app[CORS_POLICY]
 
 
 def is_preflight(request: web.Request) -> bool:
@@ -127,3 +126,8 @@ def _add_vary_origin(response: web.StreamResponse) -> None:
         response.headers["Vary"] = "Origin"
     elif "origin" not in {part.strip().lower() for part in current.split(",")}:
         response.headers["Vary"] = f"{current}, Origin"
+
+
+#: The app's policy, built once in create_app. Kept here, not in appkeys.py, so that the keys module
+#: imports no policy back from a module that reads the keys.
+CORS_POLICY = web.AppKey("cors_policy", CorsPolicy)
