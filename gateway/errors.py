@@ -24,7 +24,7 @@
     │   ├── RateLimitError            429 rate_limit_exceeded (+ Retry-After)
     │   │   ├── InsufficientQuotaError 429 insufficient_quota: a key's stored-bytes quota
     │   │   └── QueueFullError    429 (store/runs) the background queue is full: retry later
-    │   ├── EventsLimitError          (http/background) a background run passed API_SERVER_MAX_RUN_EVENTS_MB
+    │   ├── EventsLimitError          (runs/background) a background run passed API_SERVER_MAX_RUN_EVENTS_MB
     │   ├── UpstreamError             502 upstream_error
     │   ├── ServiceUnavailableError   503 service_unavailable (+ Retry-After)
     │   │   └── StoreUnavailableError (store) the store cannot read or write
