@@ -3,9 +3,10 @@ that outlives the checkout (as scripts/real_upstream_setup caches its wheel).
 
 `$AGENT_GATEWAY_CLIENT_CACHE` (default /var/cache/agent-gateway/clients, else
 ~/.cache/agent-gateway-clients when that is not writable) holds one folder per client and version:
-Codex CLI from npm (`@openai/codex` with its platform package, which carries the binary), `llm` with
-`llm-openai-plugin` (the plugin that talks the Responses API, where llm printed streamed reasoning
-twice) and `aider-chat` (heavy: a venv of its own), each from its registry's ordinary client. A
+Codex CLI from npm (`@openai/codex` with its platform package, which carries the binary), `llm`
+(whose own OpenAI models talk the Responses API with `responses: true`, where it printed streamed
+reasoning twice; the llm-openai-plugin needs no install for that and prints no reasoning at all)
+and `aider-chat` (heavy: a venv of its own), each from its registry's ordinary client. A
 folder is used once its `.installed` marker exists (written last, so an interrupted install is
 redone). A client that cannot be installed (no registry, no npm) skips its tests with the reason.
 """
@@ -23,7 +24,7 @@ import pytest
 
 #: Bump a pin here (one place) to test another release; the cache keeps one folder per version.
 CODEX_VERSION = "0.171.0"
-LLM_PINS = ("llm==0.36", "llm-openai-plugin==0.7")
+LLM_PINS = ("llm==0.36",)
 AIDER_PINS = ("aider-chat==0.86.2",)
 
 _INSTALL_TIMEOUT = 1200
