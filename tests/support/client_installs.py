@@ -13,6 +13,7 @@ redone). A client that cannot be installed (no registry, no npm) skips its tests
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -53,18 +54,27 @@ class Installed:
 def _install(folder: Path, executable: Path, steps: list[list[str]], what: str) -> Installed:
     done = folder / ".installed"
     if not done.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        for step in steps:
-            try:
-                subprocess.run(step, cwd=folder, check=True, timeout=_INSTALL_TIMEOUT, capture_output=True)
-            except (OSError, subprocess.SubprocessError) as exc:
-                output = getattr(exc, "stderr", b"") or b""
-                reason = output.decode(errors="replace").strip().splitlines()[-3:]
-                pytest.skip(f"{what} could not be installed ({' '.join(step[:3])} ...): {exc}; {reason}")
-        done.write_text("ok\n")
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        # one installer at a time per client (two test sessions on one machine share the cache)
+        with (folder.parent / f".{folder.name}.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not done.exists():
+                _run_steps(folder, steps, what)
+                done.write_text("ok\n")
     if not executable.exists():
         pytest.skip(f"{what} was installed but {executable} is missing")
     return Installed(folder, executable)
+
+
+def _run_steps(folder: Path, steps: list[list[str]], what: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for step in steps:
+        try:
+            subprocess.run(step, cwd=folder, check=True, timeout=_INSTALL_TIMEOUT, capture_output=True)
+        except (OSError, subprocess.SubprocessError) as exc:
+            output = getattr(exc, "stderr", b"") or b""
+            reason = output.decode(errors="replace").strip().splitlines()[-3:]
+            pytest.skip(f"{what} could not be installed ({' '.join(step[:3])} ...): {exc}; {reason}")
 
 
 def codex() -> Installed:
