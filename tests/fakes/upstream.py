@@ -1,7 +1,8 @@
 """A fake OpenAI-compatible upstream model: a real aiohttp server on 127.0.0.1, scripted per test.
 
-Queue replies with `fake.queue(...)`; each POST /v1/chat/completions takes the next one (or a
-default text reply). Every request body is recorded in `fake.requests`; a client that goes away
+Queue replies with `fake.queue(...)`; each POST /v1/chat/completions takes the next one (or, with
+none queued, what `fake.responder(body)` makes of the request when one is set, else a default text
+reply). Every request body is recorded in `fake.requests`; a client that goes away
 mid-reply is counted in `fake.disconnects` (with the loop time in `fake.disconnect_times`).
 
 Misbehaviour on demand: `delay` (before the headers), `body_delay` (headers sent, body late),
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +79,8 @@ class FakeUpstream:
         self.base_url = ""
         self._script: list[Reply] = []
         self.default = Reply()
+        #: answers from the request itself, as a model would (tests/clients/ script whole sessions)
+        self.responder: Callable[[dict[str, Any]], Reply] | None = None
 
     def queue(self, *replies: Reply) -> None:
         self._script.extend(replies)
@@ -97,7 +101,10 @@ class FakeUpstream:
         body = await request.json()
         self.requests.append(body)
         self.headers.append(dict(request.headers))
-        reply = self._script.pop(0) if self._script else self.default
+        if self._script:
+            reply = self._script.pop(0)
+        else:
+            reply = self.responder(body) if self.responder is not None else self.default
         self.active += 1
         try:
             if reply.delay:
