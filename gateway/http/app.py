@@ -248,10 +248,12 @@ def _store_ctx(database: PostgresDatabase | None) -> Callable[[web.Application],
         if database is not None:  # shared by every replica on the database
             from gateway.store.postgres.store import PostgresResponseStore
 
-            store = PostgresResponseStore(database, settings.max_stored_responses, max_bytes=max_bytes)
+            store = PostgresResponseStore(database, settings.max_stored_responses, max_bytes=max_bytes,
+                                          profile=profile_label(settings.profile))
         else:
             store = SQLiteResponseStore(settings.db_path, settings.max_stored_responses, max_bytes=max_bytes,
-                                        legacy_owner=owner_of(settings.profile, DEFAULT_KEY))
+                                        legacy_owner=owner_of(settings.profile, DEFAULT_KEY),
+                                        profile=profile_label(settings.profile))
         if (metrics_ := app.get(appkeys.METRICS)) is not None:
             store = ObservedStore(store, metrics_.store_done)
         try:

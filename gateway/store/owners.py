@@ -25,6 +25,12 @@ def owner_of(profile: str | None, key_name: str) -> str:
     return f"{profile_label(profile)}/{key_name}"
 
 
+def owner_prefix(profile: str | None) -> str | None:
+    """What every owner of `profile` starts with (None for None: any profile), so a query can keep
+    to one profile's rows where profiles share a database."""
+    return None if profile is None else f"{profile}/"
+
+
 def key_name_of(owner: str) -> str:
     return owner.partition("/")[2]
 

@@ -34,6 +34,7 @@ from typing import Any
 
 import asyncpg
 
+from gateway.store.owners import owner_prefix
 from gateway.store.postgres.database import FAULTS, RUN_QUEUE_LOCK, Conn, PostgresDatabase
 from gateway.store.run_waits import QUEUE, Announcements
 from gateway.store.runs import TERMINAL, LostRunError, QueueFullError, Run, RunStore, append_refusal
@@ -66,7 +67,9 @@ _QUEUED = "SELECT count(*) FROM background_runs WHERE status = 'queued'"
 _ENQUEUE = ("WITH made AS (INSERT INTO background_runs (response_id, owner, status, request)"
             " VALUES ($1, $2, 'queued', $3) ON CONFLICT (response_id) DO NOTHING RETURNING response_id)"
             f" SELECT {_told('queued')} FROM made")
+# $3: the owner prefix of the claiming profile (NULL: any), so a replica runs only its own profile's runs
 _CLAIM = ("WITH next AS (SELECT response_id FROM background_runs WHERE status = 'queued'"
+          " AND ($3::text IS NULL OR starts_with(owner, $3::text))"
           " ORDER BY created_at, response_id LIMIT 1 FOR UPDATE SKIP LOCKED),"
           f" claimed AS (UPDATE background_runs r SET status = 'in_progress', replica = $1,"
           f" lease_until = {_LEASE.format('$2')} FROM next WHERE r.response_id = next.response_id"
@@ -113,8 +116,9 @@ def _run(row: Any) -> Run:
 
 
 class PostgresRuns(RunStore):
-    def __init__(self, database: PostgresDatabase) -> None:
+    def __init__(self, database: PostgresDatabase, profile: str | None = None) -> None:
         self.database = database
+        self._claims = owner_prefix(profile)
         self._announcements = Announcements()
         self._listening: asyncio.Task[None] | None = None
         self._closed = False
@@ -140,7 +144,7 @@ class PostgresRuns(RunStore):
     async def claim(self, *, replica: str, lease_seconds: float) -> Run | None:
         self._listen()
         self._announcements.seen(QUEUE)
-        row = await self.database.run(lambda conn: conn.fetchrow(_CLAIM, replica, float(lease_seconds)))
+        row = await self.database.run(lambda conn: conn.fetchrow(_CLAIM, replica, float(lease_seconds), self._claims))
         return _run(row) if row is not None else None
 
     async def renew(self, replica: str, response_ids: list[str], *, lease_seconds: float) -> dict[str, bool]:

@@ -21,8 +21,10 @@ from gateway.store.api import (
     ResponseStore,
     StoredResponse,
 )
+from gateway.store.eviction import BATCH, Candidate, evict_largest_first
 from gateway.store.group_commit import GroupCommit
 from gateway.store.json_columns import from_text, to_text
+from gateway.store.owners import owner_prefix
 from gateway.store.postgres.conversations import PostgresConversations
 from gateway.store.postgres.database import WRITE_LOCK, Conn, PostgresDatabase
 from gateway.store.postgres.runs import PostgresRuns
@@ -35,15 +37,21 @@ _UPSERT = (
     "INSERT INTO responses (id, created_at, last_access, conversation, response, transcript, input_items,"
     " parent_id, bytes, history_bytes, owner)"
     " VALUES ($1, $2, nextval('responses_access'), $3, $4, $5, $6, $7, $8, $9, $10)"
-    " ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, created_at = excluded.created_at,"
+    " ON CONFLICT (id) DO UPDATE SET created_at = excluded.created_at,"
     " last_access = excluded.last_access, conversation = excluded.conversation,"
     " response = excluded.response, transcript = excluded.transcript, input_items = excluded.input_items,"
     " parent_id = excluded.parent_id, bytes = excluded.bytes, history_bytes = excluded.history_bytes"
+    # a stored record keeps its owner: a put of its id by anyone else changes nothing (a run claimed
+    # by the wrong replica, a forged id), so it can never pass to another owner
+    " WHERE responses.owner = excluded.owner"
 )
 _UPSERT_HEAD = ("INSERT INTO conversations (name, response_id) VALUES ($1, $2)"
                 " ON CONFLICT (name) DO UPDATE SET response_id = excluded.response_id")
-_EVICT_OVER_CAP = ("DELETE FROM responses WHERE id IN (SELECT id FROM responses ORDER BY last_access, id"
-          " LIMIT greatest(0, (SELECT count(*) FROM responses) - $1))")
+#: Each writing owner's ($1) least recently used responses beyond the cap ($2): the cap is each
+#: owner's, so one key's puts never evict another key's records (nor another profile's).
+_EVICT_OVER_CAP = ("DELETE FROM responses WHERE id IN (SELECT r.id FROM unnest($1::text[]) AS o(owner)"
+                   " CROSS JOIN LATERAL (SELECT id FROM responses WHERE owner = o.owner ORDER BY last_access, id"
+                   " LIMIT greatest(0, (SELECT count(*) FROM responses WHERE owner = o.owner) - $2)) AS r)")
 _HEADS = "SELECT name, response_id FROM conversations WHERE name = ANY($1::text[])"
 #: A row as the group writer holds it: the values of `_UPSERT`.
 _Row = tuple[str, int, str | None, str, str, str, str | None, int, int, str]
@@ -65,12 +73,21 @@ _TOUCH_ALL = "UPDATE responses SET last_access = nextval('responses_access') WHE
 _USAGE = "SELECT coalesce(sum(bytes), 0), count(*) FROM store_usage"
 _FOLD_USAGE = ("WITH gone AS (DELETE FROM store_usage RETURNING bytes)"
                " INSERT INTO store_usage SELECT coalesce(sum(bytes), 0) FROM gone")
-#: The byte bound's candidates, as SQLite's: the least recently used responses and conversations.
+#: The byte bound's candidates, as SQLite's: one owner's least recently used responses and conversations.
 _OLDEST = (
-    "(SELECT 'response' AS kind, id, last_access, bytes FROM responses ORDER BY last_access, id LIMIT $1)"
+    "(SELECT 'response' AS kind, id, last_access, bytes FROM responses WHERE owner = $1"
+    " ORDER BY last_access, id LIMIT $2)"
     " UNION ALL (SELECT 'conversation', o.id, o.last_access, o.bytes"
     " + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i WHERE i.conversation_id = o.id)"
-    " FROM conversation_objects o ORDER BY o.last_access, o.id LIMIT $1) ORDER BY 3, 2"
+    " FROM conversation_objects o WHERE o.owner = $1 ORDER BY o.last_access, o.id LIMIT $2) ORDER BY 3, 2"
+)
+#: Each owner's stored bytes, of the profile $1 starts (NULL: every owner): read only over the bound.
+_OWNER_SIZES = (
+    "SELECT owner, sum(bytes)::bigint FROM (SELECT owner, bytes FROM responses"
+    " WHERE $1::text IS NULL OR starts_with(owner, $1::text)"
+    " UNION ALL SELECT o.owner, o.bytes"
+    " + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i WHERE i.conversation_id = o.id)"
+    " FROM conversation_objects o WHERE $1::text IS NULL OR starts_with(o.owner, $1::text)) AS s GROUP BY owner"
 )
 # SKIP LOCKED: a row another transaction holds (a conversation mid-append, a response being read)
 # is left for a later eviction rather than waited for while holding WRITE_LOCK (postgres/conversations.py)
@@ -91,14 +108,18 @@ _HEAD_TOUCH = (f"UPDATE responses r SET last_access = nextval('responses_access'
 class PostgresResponseStore(PostgresConversations, ResponseStore):
     """Responses and named conversations here; conversation objects in PostgresConversations."""
 
-    def __init__(self, database: PostgresDatabase, max_responses: int, *, max_bytes: int | None = None) -> None:
+    def __init__(self, database: PostgresDatabase, max_responses: int, *, max_bytes: int | None = None,
+                 profile: str | None = None) -> None:
         if max_responses < 1:
             raise ValueError("max_responses must be at least 1")
         self.database = database
         self.max_responses = max_responses
         self.max_bytes = max_bytes
         self._puts: GroupCommit[_Row] = GroupCommit(self._write_group, lambda row: str(row[2]))
-        self._runs = PostgresRuns(database)
+        # the profile whose rows the byte bound weighs and whose queued runs this store claims
+        # (None: any; profiles sharing one database each bound and run their own)
+        self._owner_prefix = owner_prefix(profile)
+        self._runs = PostgresRuns(database, profile)
 
     @property
     def runs(self) -> RunStore:
@@ -157,7 +178,8 @@ class PostgresResponseStore(PostgresConversations, ResponseStore):
             await conn.executemany(_UPSERT, kept)
         if heads:  # in call order, so the last put naming a conversation is its head
             await conn.executemany(_UPSERT_HEAD, heads)
-        await conn.execute(_EVICT_OVER_CAP, self.max_responses)
+        if kept:
+            await conn.execute(_EVICT_OVER_CAP, sorted({values[9] for values in kept}), self.max_responses)
         if bound:
             await self._bound(conn, {values[0] for values in kept}, locked=True)
         return refused
@@ -175,19 +197,20 @@ class PostgresResponseStore(PostgresConversations, ResponseStore):
         if not locked:
             await conn.execute("SELECT pg_advisory_xact_lock($1)", WRITE_LOCK)
         await conn.execute(_FOLD_USAGE)
-        while self.max_bytes is not None and total > self.max_bytes:
-            evict: dict[str, list[str]] = {"response": [], "conversation": []}
-            excess = total - self.max_bytes
-            for row in await conn.fetch(_OLDEST, 64):
-                if excess <= 0:
-                    break
-                if row["id"] not in keep:
-                    evict[row["kind"]].append(row["id"])
-                    excess -= row["bytes"]
+        if self.max_bytes is None or total <= self.max_bytes:
+            return
+        # over the bound (all profiles' bytes): the bound is this profile's, so its own owners' bytes
+        # decide, and the largest of them gives up its oldest first (store/eviction.py)
+        sizes = {row[0]: int(row[1]) for row in await conn.fetch(_OWNER_SIZES, self._owner_prefix)}
+
+        async def oldest(owner: str) -> list[Candidate]:
+            return [(row["kind"], row["id"], int(row["bytes"])) for row in await conn.fetch(_OLDEST, owner, BATCH)]
+
+        async def delete(evict: dict[str, list[str]]) -> bool:
             deleted = [await conn.execute(_EVICT[kind], ids) for kind, ids in evict.items() if ids]
-            if all(status == "DELETE 0" for status in deleted):
-                break  # only what this write wrote is left, or what is left is busy: the next write
-            total = await conn.fetchval(_USAGE)
+            return not all(status == "DELETE 0" for status in deleted)  # all busy: left for the next write
+
+        await evict_largest_first(sizes, sum(sizes.values()) - self.max_bytes, keep, oldest, delete)
 
     async def get(self, response_id: str, *, touch: bool = True) -> StoredResponse | None:
         row = await self.database.run(lambda conn: conn.fetchrow(_GET_TOUCH if touch else _GET, response_id))

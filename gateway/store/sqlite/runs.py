@@ -24,6 +24,7 @@ from typing import Any, Protocol, TypeVar
 
 import aiosqlite
 
+from gateway.store.owners import owner_prefix
 from gateway.store.run_waits import QUEUE, Announcements
 from gateway.store.runs import TERMINAL, LostRunError, QueueFullError, Run, RunStore, append_refusal
 
@@ -38,8 +39,10 @@ _BEGIN = (f"INSERT INTO background_runs (response_id, owner, status, replica, le
 _QUEUED = "SELECT count(*) FROM background_runs WHERE status = 'queued'"
 _ENQUEUE = (f"INSERT INTO background_runs (response_id, owner, status, request, created_at)"
             f" VALUES (?, ?, 'queued', ?, {_NOW}) ON CONFLICT (response_id) DO NOTHING")
-_CLAIM = (f"UPDATE background_runs SET status = 'in_progress', replica = ?, lease_until = {_NOW} + ?"
+# ?3: the owner prefix of the claiming profile (None: any), so a replica runs only its own profile's runs
+_CLAIM = (f"UPDATE background_runs SET status = 'in_progress', replica = ?1, lease_until = {_NOW} + ?2"
           " WHERE response_id = (SELECT response_id FROM background_runs WHERE status = 'queued'"
+          " AND (?3 IS NULL OR substr(owner, 1, length(?3)) = ?3)"
           f" ORDER BY created_at, rowid LIMIT 1) RETURNING {_COLUMNS}")
 _RENEW = (f"UPDATE background_runs SET lease_until = {_NOW} + ? WHERE replica = ? AND status = 'in_progress'"
           " AND response_id IN (SELECT value FROM json_each(?)) RETURNING response_id, cancel_requested")
@@ -74,8 +77,9 @@ def _run(row: Any) -> Run:
 
 
 class SQLiteRuns(RunStore):
-    def __init__(self, store: _Connections) -> None:
+    def __init__(self, store: _Connections, profile: str | None = None) -> None:
         self._store = store
+        self._claims = owner_prefix(profile)
         self._announcements = Announcements()
 
     async def _write(self, body: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
@@ -112,7 +116,7 @@ class SQLiteRuns(RunStore):
         self._announcements.seen(QUEUE)
 
         async def body(db: aiosqlite.Connection) -> Run | None:
-            rows = list(await db.execute_fetchall(_CLAIM, (replica, lease_seconds)))
+            rows = list(await db.execute_fetchall(_CLAIM, (replica, lease_seconds, self._claims)))
             return _run(rows[0]) if rows else None
 
         run = await self._write(body)

@@ -1,5 +1,5 @@
 """The SQLite backend's space: the byte bound (`max_bytes`, responses and conversation objects
-alike, least recently used first) and handing free pages back to the file system, so the file
+alike, the largest owner's least recently used first) and handing free pages back to the file system, so the file
 shrinks after deletes and evictions (the file is `auto_vacuum = INCREMENTAL`, sqlite/schema.py).
 A mixin of `SQLiteResponseStore` (sqlite.py), called at the end of each write and after its commit.
 """
@@ -11,15 +11,26 @@ import sqlite3
 
 import aiosqlite
 
-#: The least recently used objects, responses and conversation objects alike, with their sizes (a
-#: conversation's with its items, summed on the covering index): the byte bound's candidates.
+from gateway.store.eviction import BATCH, Candidate, evict_largest_first
+
+#: One owner's least recently used objects, responses and conversation objects alike, with their
+#: sizes (a conversation's with its items, summed on the covering index): the byte bound's candidates.
 _OLDEST = (
     "SELECT 'response', id, last_access, bytes FROM"
-    " (SELECT id, last_access, bytes FROM responses ORDER BY last_access, id LIMIT ?)"
+    " (SELECT id, last_access, bytes FROM responses WHERE owner = ?1 ORDER BY last_access, id LIMIT ?2)"
     " UNION ALL SELECT 'conversation', o.id, o.last_access, o.bytes"
     " + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i WHERE i.conversation_id = o.id)"
-    " FROM (SELECT id, last_access, bytes FROM conversation_objects ORDER BY last_access, id LIMIT ?) o"
-    " ORDER BY 3, 2"
+    " FROM (SELECT id, last_access, bytes FROM conversation_objects WHERE owner = ?1"
+    " ORDER BY last_access, id LIMIT ?2) o ORDER BY 3, 2"
+)
+#: The stored bytes of each owner (of the profile ?1 starts, None: every owner): read only when the
+#: total is over the bound.
+_OWNER_SIZES = (
+    "SELECT owner, sum(bytes) FROM (SELECT owner, bytes FROM responses"
+    " WHERE ?1 IS NULL OR substr(owner, 1, length(?1)) = ?1"
+    " UNION ALL SELECT o.owner, o.bytes"
+    " + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i WHERE i.conversation_id = o.id)"
+    " FROM conversation_objects o WHERE ?1 IS NULL OR substr(o.owner, 1, length(?1)) = ?1) GROUP BY owner"
 )
 _SPACE = ("SELECT (SELECT bytes FROM store_usage),"
           " (SELECT freelist_count FROM pragma_freelist_count()) * (SELECT page_size FROM pragma_page_size())")
@@ -29,29 +40,33 @@ RECLAIM_AFTER = 1 << 20
 
 class SQLiteSpace:
     max_bytes: int | None
+    #: what the owners of this store's profile start with (None: every owner is this profile's)
+    _owner_prefix: str | None = None
     #: the file's free pages after the last write, in bytes
     _free_bytes: int = 0
 
     async def _bound(self, db: aiosqlite.Connection, keep: set[str]) -> None:
-        """The byte bound, at the end of a write: the least recently used objects go, oldest first,
-        until the stored bytes fit (never one of `keep`, what this write wrote: an object larger than
-        the bound alone stays until the next write). Then notes the file's free space, for `_reclaim`."""
+        """The byte bound, at the end of a write: while the stored bytes are over it, the largest
+        owner's least recently used objects go first (store/eviction.py), never one of `keep`. Then
+        notes the file's free space, for `_reclaim`."""
         total, self._free_bytes = await self._space(db)
-        while self.max_bytes is not None and total > self.max_bytes:
-            evict: dict[str, list[str]] = {"response": [], "conversation": []}
-            over = total - self.max_bytes
-            for kind, object_id, _, size in await db.execute_fetchall(_OLDEST, (64, 64)):
-                if over <= 0:
-                    break
-                if object_id not in keep:
-                    evict[kind].append(object_id)
-                    over -= size
-            if not evict["response"] and not evict["conversation"]:
-                break  # only what this write wrote is left
+        if self.max_bytes is None or total <= self.max_bytes:
+            return
+        rows = await db.execute_fetchall(_OWNER_SIZES, (self._owner_prefix,))
+        sizes = {str(owner): int(size) for owner, size in rows}
+
+        async def oldest(owner: str) -> list[Candidate]:
+            found = await db.execute_fetchall(_OLDEST, (owner, BATCH))
+            return [(str(kind), str(object_id), int(size)) for kind, object_id, _, size in found]
+
+        async def delete(evict: dict[str, list[str]]) -> bool:
             for table, ids in (("responses", evict["response"]), ("conversation_objects", evict["conversation"])):
                 if ids:
                     await db.execute(f"DELETE FROM {table} WHERE id IN ({','.join('?' * len(ids))})", tuple(ids))
-            total, self._free_bytes = await self._space(db)
+            return True
+
+        await evict_largest_first(sizes, sum(sizes.values()) - self.max_bytes, keep, oldest, delete)
+        total, self._free_bytes = await self._space(db)
 
     @staticmethod
     async def _space(db: aiosqlite.Connection) -> tuple[int, int]:

@@ -26,7 +26,7 @@ from gateway.store.api import (
 )
 from gateway.store.group_commit import GroupCommit
 from gateway.store.json_columns import from_text, to_text
-from gateway.store.owners import DEFAULT_OWNER
+from gateway.store.owners import DEFAULT_OWNER, owner_prefix
 from gateway.store.runs import RunStore
 from gateway.store.sqlite.conversations import SQLiteConversations
 from gateway.store.sqlite.faults import describe as _describe
@@ -39,18 +39,22 @@ __all__ = ["SCHEMA_VERSION", "ResponseStore", "SQLiteResponseStore", "StoredResp
 
 T = TypeVar("T")
 
-#: The ids of the least recently used responses beyond the cap (a parameter), oldest first.
-_OVER_CAP = ("SELECT id FROM responses ORDER BY last_access, id"
-             " LIMIT max(0, (SELECT COUNT(*) FROM responses) - ?)")
+#: The ids of one owner's (?1) least recently used responses beyond the cap (?2), oldest first:
+#: the cap is each owner's, so one key's puts never evict another key's records.
+_OVER_CAP = ("SELECT id FROM responses WHERE owner = ?1 ORDER BY last_access, id"
+             " LIMIT max(0, (SELECT COUNT(*) FROM responses WHERE owner = ?1) - ?2)")
 _EVICT_RESPONSES = f"DELETE FROM responses WHERE id IN ({_OVER_CAP})"
 
 _UPSERT_RESPONSE = (
     "INSERT INTO responses (id, created_at, last_access, conversation, response, transcript, input_items,"
     " parent_id, bytes, history_bytes, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-    " ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, created_at = excluded.created_at,"
+    " ON CONFLICT (id) DO UPDATE SET created_at = excluded.created_at,"
     " last_access = excluded.last_access, conversation = excluded.conversation,"
     " response = excluded.response, transcript = excluded.transcript, input_items = excluded.input_items,"
     " parent_id = excluded.parent_id, bytes = excluded.bytes, history_bytes = excluded.history_bytes"
+    # a stored record keeps its owner: a put of its id by anyone else changes nothing (a run claimed
+    # by the wrong replica, a forged id), so it can never pass to another owner
+    " WHERE responses.owner = excluded.owner"
 )
 _UPSERT_HEAD = ("INSERT INTO conversations (name, response_id) VALUES (?, ?)"
                 " ON CONFLICT (name) DO UPDATE SET response_id = excluded.response_id")
@@ -93,7 +97,7 @@ class SQLiteResponseStore(SQLiteSpace, SQLiteConversations, ResponseStore):
     """
 
     def __init__(self, path: Path | str, max_responses: int, *, max_bytes: int | None = None,
-                 busy_timeout: float = 5.0, legacy_owner: str = DEFAULT_OWNER) -> None:
+                 busy_timeout: float = 5.0, legacy_owner: str = DEFAULT_OWNER, profile: str | None = None) -> None:
         if max_responses < 1:
             raise ValueError("max_responses must be at least 1")
         self.path = Path(path)
@@ -109,7 +113,9 @@ class SQLiteResponseStore(SQLiteSpace, SQLiteConversations, ResponseStore):
         self._touches: dict[str, int] = {}  # id -> tick of its latest touching read, not yet written
         self._last_tick = 0
         self._closed = False
-        self._runs = SQLiteRuns(self)
+        # the profile whose rows this store bounds and whose queued runs it claims (None: any)
+        self._owner_prefix = owner_prefix(profile)
+        self._runs = SQLiteRuns(self, profile)
 
     @property
     def runs(self) -> RunStore:
@@ -266,7 +272,7 @@ class SQLiteResponseStore(SQLiteSpace, SQLiteConversations, ResponseStore):
         await db.execute(_UPSERT_RESPONSE, self._row(record))
         if record.conversation is not None:
             await db.execute(_UPSERT_HEAD, (record.conversation, record.id))
-        await db.execute(_EVICT_RESPONSES, (self.max_responses,))
+        await db.execute(_EVICT_RESPONSES, (record.owner, self.max_responses))
 
     async def _write_group(self, puts: list[tuple[_Row, str | None]]) -> list[bool]:
         """Writes the group; returns, per put, whether it was refused (its conversation moved on)."""
@@ -294,10 +300,13 @@ class SQLiteResponseStore(SQLiteSpace, SQLiteConversations, ResponseStore):
                 await db.executemany(_UPSERT_RESPONSE, rows)
             if heads:  # in call order, so the last put naming a conversation is its head
                 await db.executemany(_UPSERT_HEAD, heads)
-            # Evict the least recently used beyond the cap. Only the rows over it are visited (the
-            # last_access index, oldest first): "keep the newest N" as NOT IN over the whole table
-            # made every put cost in proportion to the rows stored (bench/store_put.py).
-            await db.execute(_EVICT_RESPONSES, (self.max_responses,))
+            # Evict each writing owner's least recently used beyond the cap: only the owners written
+            # are visited, each through its own rows (the owner index), never the whole table ("keep
+            # the newest N" as NOT IN over the table made every put cost in proportion to the rows
+            # stored, bench/store_put.py).
+            owners = sorted({values[10] for values in rows})
+            if owners:
+                await db.executemany(_EVICT_RESPONSES, [(owner, self.max_responses) for owner in owners])
             await self._bound(db, {values[0] for values in rows})
 
         try:

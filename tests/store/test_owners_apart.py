@@ -1,0 +1,119 @@
+"""Owners kept apart in what they share (issue 42, items 1 and 3): the queue, the LRU bound and the
+byte bound, on both backends. Two store objects on one database are two replicas; with a profile
+each, two profiles sharing one database (PostgreSQL's case; a SQLite file is one profile's, but the
+same rules hold there)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gateway.store.api import ResponseStore, StoredResponse
+from gateway.store.postgres.database import PostgresDatabase
+from gateway.store.postgres.store import PostgresResponseStore
+from gateway.store.sqlite.store import SQLiteResponseStore
+from tests.store.records import record
+
+LEASE = 60.0
+Make = Callable[..., ResponseStore]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def make(request: pytest.FixtureRequest, tmp_path: Path) -> Make:
+    """Unopened stores on one database: `make(cap, max_bytes=None, profile=None)`."""
+    if request.param == "sqlite":
+        return lambda cap=100, max_bytes=None, profile=None: SQLiteResponseStore(
+            tmp_path / "responses.db", cap, max_bytes=max_bytes, profile=profile)
+    url = request.getfixturevalue("postgres_url")
+    return lambda cap=100, max_bytes=None, profile=None: PostgresResponseStore(
+        PostgresDatabase(url, max_size=4), cap, max_bytes=max_bytes, profile=profile)
+
+
+def owned(rid: str, owner: str, **kw: object) -> StoredResponse:
+    return dataclasses.replace(record(rid, **kw), owner=owner)  # type: ignore[arg-type]
+
+
+async def ids(store: ResponseStore, *wanted: str) -> set[str]:
+    return {rid for rid in wanted if await store.get(rid, touch=False) is not None}
+
+
+# ---- High 1: queued runs stay in their profile ------------------------------------------------
+
+async def test_a_replica_claims_only_the_queued_runs_of_its_own_profile(make: Make) -> None:
+    async with make(profile="alpha") as alpha, make(profile="beta") as beta:
+        await alpha.runs.enqueue("resp_a", "alpha/worker", b"{}", max_queued=10)
+        assert await beta.runs.claim(replica="beta-1", lease_seconds=LEASE) is None
+        run = await alpha.runs.claim(replica="alpha-1", lease_seconds=LEASE)
+        assert run is not None and (run.response_id, run.owner) == ("resp_a", "alpha/worker")
+
+
+async def test_the_default_profile_does_not_claim_a_named_profiles_runs(make: Make) -> None:
+    async with make(profile="") as default, make(profile="team") as team:
+        await team.runs.enqueue("resp_t", "team/default", b"{}", max_queued=10)
+        assert await default.runs.claim(replica="d-1", lease_seconds=LEASE) is None
+        assert (await team.runs.claim(replica="t-1", lease_seconds=LEASE)) is not None
+
+
+async def test_a_put_under_another_owner_leaves_the_record_and_its_owner_unchanged(make: Make) -> None:
+    async with make() as store:
+        await store.put(owned("resp_1", "alpha/worker", text="alpha's question"))
+        await store.put(owned("resp_1", "beta/worker", text="beta's answer"))
+        kept = await store.get("resp_1")
+        assert kept is not None and kept.owner == "alpha/worker"
+        assert kept.transcript[0]["content"] == "alpha's question"
+
+
+# ---- High 3: the bounds are each owner's ------------------------------------------------------
+
+async def test_one_keys_puts_never_evict_another_keys_records(make: Make) -> None:
+    async with make(3, profile="") as store:
+        await store.put(owned("resp_b1", "/bob"))
+        await store.put(owned("resp_b2", "/bob", conversation="/bob:notes"))
+        for n in range(10):
+            await store.put(owned(f"resp_a{n}", "/alice"))
+        assert await ids(store, "resp_b1", "resp_b2") == {"resp_b1", "resp_b2"}
+        head = await store.conversation_head("/bob:notes")
+        assert head is not None and head.id == "resp_b2"
+        assert await ids(store, *(f"resp_a{n}" for n in range(10))) == {"resp_a7", "resp_a8", "resp_a9"}
+
+
+async def test_each_profiles_cap_applies_to_its_own_rows_only(make: Make) -> None:
+    async with make(100, profile="big") as big, make(2, profile="small") as small:
+        for n in range(6):
+            await big.put(owned(f"resp_big{n}", "big/k"))
+        for n in range(4):
+            await small.put(owned(f"resp_small{n}", "small/k"))
+        assert len(await ids(big, *(f"resp_big{n}" for n in range(6)))) == 6
+        assert await ids(small, *(f"resp_small{n}" for n in range(4))) == {"resp_small2", "resp_small3"}
+
+
+async def test_the_byte_bound_evicts_the_largest_owners_oldest_first(make: Make) -> None:
+    async with make(1000) as probe:
+        await probe.put(owned("resp_probe", "/x"))
+        one = await probe.size()
+        await probe.delete("resp_probe")
+    async with make(1000, max_bytes=one * 8 + one // 2, profile="") as store:
+        for n in range(3):
+            await store.put(owned(f"resp_b{n}", "/bob"))
+        for n in range(10):
+            await store.put(owned(f"resp_a{n}", "/alice"))
+        assert await store.size() <= one * 8 + one // 2
+        assert await ids(store, "resp_b0", "resp_b1", "resp_b2") == {"resp_b0", "resp_b1", "resp_b2"}
+        assert await ids(store, *(f"resp_a{n}" for n in range(10))) == {f"resp_a{n}" for n in range(5, 10)}
+
+
+async def test_the_byte_bound_weighs_only_its_own_profiles_rows(make: Make) -> None:
+    async with make(1000) as probe:
+        await probe.put(owned("resp_probe", "/x"))
+        one = await probe.size()
+        await probe.delete("resp_probe")
+    async with make(1000, profile="roomy") as roomy, make(1000, max_bytes=one * 3, profile="tight") as tight:
+        for n in range(6):
+            await roomy.put(owned(f"resp_r{n}", "roomy/k"))
+        await tight.put(owned("resp_t0", "tight/k"))
+        await tight.put(owned("resp_t1", "tight/k"))
+        assert len(await ids(roomy, *(f"resp_r{n}" for n in range(6)))) == 6
+        assert await ids(tight, "resp_t0", "resp_t1") == {"resp_t0", "resp_t1"}
