@@ -17,9 +17,20 @@ from typing import Protocol
 from gateway.errors import UnprocessableError
 
 #: The bounds of the kept replies, in memory and in PostgreSQL alike: entries, and bytes of bodies
-#: and headers. A reply over MAX_BYTES on its own is not kept (a retry runs again).
+#: and headers, for all owners together and for each owner (its share, so one key's replies never
+#: evict another key's). A reply over its owner's byte share on its own is not kept (a retry runs
+#: again). Past the whole bound, the owner with the most kept goes first, oldest first.
 MAX_ENTRIES = 1000
 MAX_BYTES = 32 * 1024 * 1024
+MAX_OWNER_ENTRIES = MAX_ENTRIES // 4
+MAX_OWNER_BYTES = MAX_BYTES // 2
+
+
+def owner_of_key(key: str) -> str:
+    """The owner part of a cache key (http/idempotency.py `cache_key`: the owner's scope, then a
+    newline); "" for a key without one (one shared share)."""
+    scope, newline, _ = key.partition("\n")
+    return scope if newline else ""
 
 
 class IdempotencyKeyReusedError(UnprocessableError):
@@ -62,15 +73,22 @@ class _Entry:
 
 
 class InMemoryIdempotencyCache:
-    """One process's cache: LRU-bounded by entries and bytes; expiry by the injected clock."""
+    """One process's cache: bounded by entries and bytes, each owner's and all together (see
+    MAX_ENTRIES); least recently used first within an owner; expiry by the injected clock."""
 
     def __init__(self, *, ttl: float = 300.0, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES,
+                 max_owner_entries: int = MAX_OWNER_ENTRIES, max_owner_bytes: int = MAX_OWNER_BYTES,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.ttl = ttl
         self.max_entries = max_entries
         self.max_bytes = max_bytes
+        self.max_owner_entries = min(max_owner_entries, max_entries)
+        self.max_owner_bytes = min(max_owner_bytes, max_bytes)
         self._clock = clock
-        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._entries: dict[str, _Entry] = {}
+        #: per owner, its keys least recently used first, and their bytes
+        self._owners: dict[str, OrderedDict[str, None]] = {}
+        self._owner_bytes: dict[str, int] = {}
         self._running: dict[str, _Running] = {}
         self.total_bytes = 0
 
@@ -82,7 +100,7 @@ class InMemoryIdempotencyCache:
             entry = self._live_entry(key)
             if entry is not None:
                 _check_same_body(entry.reply.fingerprint, fingerprint)
-                self._entries.move_to_end(key)
+                self._owners[owner_of_key(key)].move_to_end(key)
                 return entry.reply
             running = self._running.get(key)
             if running is None:
@@ -110,20 +128,37 @@ class InMemoryIdempotencyCache:
         return entry
 
     def _store(self, key: str, reply: CachedReply) -> None:
-        if reply.size > self.max_bytes or self.ttl <= 0:
+        if reply.size > self.max_owner_bytes or self.ttl <= 0:
             return  # waiters still get it through the future; later retries run again
         if key in self._entries:
             self._remove(key)
         now = self._clock()
         for stale in [k for k, e in self._entries.items() if e.expires_at <= now]:
             self._remove(stale)
+        owner = owner_of_key(key)
         self._entries[key] = _Entry(reply, now + self.ttl)
+        self._owners.setdefault(owner, OrderedDict())[key] = None
+        self._owner_bytes[owner] = self._owner_bytes.get(owner, 0) + reply.size
         self.total_bytes += reply.size
+        mine = self._owners[owner]
+        while len(mine) > self.max_owner_entries or self._owner_bytes[owner] > self.max_owner_bytes:
+            self._remove(next(iter(mine)))  # the owner's least recently used first
         while len(self._entries) > self.max_entries or self.total_bytes > self.max_bytes:
-            self._remove(next(iter(self._entries)))  # least recently used first
+            self._remove(next(iter(self._owners[self._largest_owner(by_bytes=self.total_bytes > self.max_bytes)])))
+
+    def _largest_owner(self, *, by_bytes: bool) -> str:
+        if by_bytes:
+            return max(self._owner_bytes, key=self._owner_bytes.__getitem__)
+        return max(self._owners, key=lambda name: len(self._owners[name]))
 
     def _remove(self, key: str) -> None:
         entry = self._entries.pop(key)
+        owner = owner_of_key(key)
+        mine = self._owners[owner]
+        del mine[key]
+        self._owner_bytes[owner] -= entry.reply.size
+        if not mine:
+            del self._owners[owner], self._owner_bytes[owner]
         self.total_bytes -= entry.reply.size
 
 

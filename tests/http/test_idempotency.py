@@ -253,3 +253,36 @@ async def test_cache_is_bounded_by_bytes(clock):
     await cache.release("huge", reply(5000))  # larger than the whole budget: not kept, nothing evicted
     assert not await kept(cache, "huge")
     assert await kept(cache, "c")
+
+
+def owner_key(owner: str, key: str) -> str:
+    """A cache key as the front door makes it (http/idempotency.py cache_key): the owner's scope first."""
+    return f"owner:{owner}:anonymous\nPOST\n/v1/chat/completions\n{key}"
+
+
+async def test_one_keys_replies_never_evict_another_keys_reply(clock):
+    cache = InMemoryIdempotencyCache(ttl=300, max_entries=10, max_owner_entries=5, clock=clock)
+    bob = owner_key("/bob", "retry-me")
+    assert await cache.acquire(bob, "f") is None
+    await cache.release(bob, reply(10))
+    for n in range(50):  # alice's burst: far past her share and the bound
+        key = owner_key("/alice", f"k{n}")
+        assert await cache.acquire(key, "f") is None
+        await cache.release(key, reply(10))
+    assert await kept(cache, bob)
+    assert [await kept(cache, owner_key("/alice", f"k{n}")) for n in (44, 45, 49)] == [False, True, True]
+
+
+async def test_past_the_whole_byte_bound_the_largest_owner_gives_up_its_oldest_first(clock):
+    cache = InMemoryIdempotencyCache(ttl=300, max_bytes=5000, max_owner_bytes=4000, clock=clock)
+    for owner, count in (("/bob", 1), ("/alice", 3)):
+        for n in range(count):
+            key = owner_key(owner, f"k{n}")
+            assert await cache.acquire(key, "f") is None
+            await cache.release(key, reply(1000))
+    carol = owner_key("/carol", "k0")
+    assert await cache.acquire(carol, "f") is None
+    await cache.release(carol, reply(1000))
+    assert cache.total_bytes <= 5000
+    assert await kept(cache, owner_key("/bob", "k0")) and await kept(cache, carol)
+    assert [await kept(cache, owner_key("/alice", f"k{n}")) for n in range(3)] == [False, True, True]

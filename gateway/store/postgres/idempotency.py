@@ -8,10 +8,11 @@ replays it byte for byte) for at most `wait` seconds; past that it gets 409 with
 A claimed row carries a lease (`lease` seconds, the agent's run timeout and a margin): a replica
 killed mid-run leaves its claim behind, and that key runs again once the lease is over.
 
-Kept replies have the in-memory cache's bounds, for the whole cluster: at most `max_entries` of
-them and `max_bytes` of bodies and headers, the oldest dropped first after each keep; a reply over
-`max_bytes` on its own is not kept (its duplicates then run again). With only a TTL, ten 9 MB
-replies grew the table from 3.3 to 92 MB.
+Kept replies have the in-memory cache's bounds, for the whole cluster: each owner's share
+(`max_owner_entries`, `max_owner_bytes`, its oldest dropped first) and at most `max_entries` of
+them and `max_bytes` of bodies and headers in all (the owner with the most bytes dropped first),
+after each keep; a reply over its owner's share on its own is not kept (its duplicates then run
+again). With only a TTL, ten 9 MB replies grew the table from 3.3 to 92 MB.
 """
 
 from __future__ import annotations
@@ -22,7 +23,14 @@ import logging
 
 from gateway.errors import ConflictError
 from gateway.store.api import StoreUnavailableError
-from gateway.store.idempotency import MAX_BYTES, MAX_ENTRIES, CachedReply, _check_same_body
+from gateway.store.idempotency import (
+    MAX_BYTES,
+    MAX_ENTRIES,
+    MAX_OWNER_BYTES,
+    MAX_OWNER_ENTRIES,
+    CachedReply,
+    _check_same_body,
+)
 from gateway.store.postgres.database import PostgresDatabase
 
 log = logging.getLogger("agent_gateway.idempotency")
@@ -40,12 +48,23 @@ _KEEP = ("UPDATE idempotency SET status = $2, body = $3, headers = $4,"
 _DROP = "DELETE FROM idempotency WHERE key = $1 AND status IS NULL"
 _SWEEP = ("DELETE FROM idempotency WHERE key IN"
           " (SELECT key FROM idempotency WHERE expires_at <= now() LIMIT 100)")
-# the kept replies, newest first, beyond $1 entries or $2 bytes in all: the oldest go
-_TRIM = ("DELETE FROM idempotency WHERE key IN (SELECT key FROM ("
-         " SELECT key, row_number() OVER newest AS n,"
-         " sum(octet_length(body) + octet_length(headers)) OVER newest AS bytes"
-         " FROM idempotency WHERE status IS NOT NULL"
-         " WINDOW newest AS (ORDER BY expires_at DESC, key DESC)) AS kept WHERE n > $1 OR bytes > $2)")
+# The kept replies beyond the bounds go, in one statement: first each owner's beyond its share ($3
+# entries, $4 bytes; newest kept first), then, of what is left, beyond $1 entries or $2 bytes in all,
+# the owner with the most bytes first, its oldest first (kept in order: smallest owners, newest first;
+# owners of equal bytes by age).
+# The owner is the cache key's scope, before its first newline (store/idempotency.py owner_of_key).
+_OWNER = "CASE WHEN strpos(key, E'\\n') > 0 THEN split_part(key, E'\\n', 1) ELSE '' END"
+_TRIM = (
+    "WITH sized AS (SELECT key, expires_at, octet_length(body) + octet_length(headers) AS size,"
+    f" {_OWNER} AS owner FROM idempotency WHERE status IS NOT NULL),"
+    " shared AS (SELECT key, expires_at, size, owner, row_number() OVER mine AS n, sum(size) OVER mine AS bytes"
+    " FROM sized WINDOW mine AS (PARTITION BY owner ORDER BY expires_at DESC, key DESC)),"
+    " within AS (SELECT key, expires_at, size, owner, sum(size) OVER (PARTITION BY owner) AS owner_bytes"
+    " FROM shared WHERE n <= $3 AND bytes <= $4),"
+    " kept AS (SELECT key FROM (SELECT key, row_number() OVER all_ AS n, sum(size) OVER all_ AS bytes FROM within"
+    " WINDOW all_ AS (ORDER BY owner_bytes, expires_at DESC, key DESC)) AS ranked WHERE n <= $1 AND bytes <= $2)"
+    " DELETE FROM idempotency WHERE status IS NOT NULL AND key NOT IN (SELECT key FROM kept)"
+)
 
 
 class IdempotencyInProgressError(ConflictError):
@@ -57,10 +76,13 @@ class IdempotencyInProgressError(ConflictError):
 class PostgresIdempotencyCache:
     def __init__(self, database: PostgresDatabase, *, ttl: float = 300.0, lease: float = 630.0,
                  wait: float = 60.0, poll: float = 0.1, max_entries: int = MAX_ENTRIES,
-                 max_bytes: int = MAX_BYTES) -> None:
+                 max_bytes: int = MAX_BYTES, max_owner_entries: int = MAX_OWNER_ENTRIES,
+                 max_owner_bytes: int = MAX_OWNER_BYTES) -> None:
         self.database = database
         self.ttl, self.lease, self.wait, self.poll = ttl, lease, wait, poll
         self.max_entries, self.max_bytes = max_entries, max_bytes
+        self.max_owner_entries = min(max_owner_entries, max_entries)
+        self.max_owner_bytes = min(max_owner_bytes, max_bytes)
 
     async def acquire(self, key: str, fingerprint: str) -> CachedReply | None:
         loop = asyncio.get_running_loop()
@@ -86,13 +108,14 @@ class PostgresIdempotencyCache:
             delay = min(delay * 1.5, 1.0)
 
     async def release(self, key: str, reply: CachedReply | None) -> None:
-        keep = reply is not None and self.ttl > 0 and reply.size <= self.max_bytes
+        keep = reply is not None and self.ttl > 0 and reply.size <= self.max_owner_bytes
         try:
             if reply is not None and keep:
                 headers = json.dumps([list(pair) for pair in reply.headers])
                 await self.database.run(lambda conn: conn.execute(
                     _KEEP, key, reply.status, reply.body, headers, self.ttl))
-                await self.database.run(lambda conn: conn.execute(_TRIM, self.max_entries, self.max_bytes))
+                await self.database.run(lambda conn: conn.execute(
+                    _TRIM, self.max_entries, self.max_bytes, self.max_owner_entries, self.max_owner_bytes))
             else:
                 await self.database.run(lambda conn: conn.execute(_DROP, key))
             await self.database.run(lambda conn: conn.execute(_SWEEP))
