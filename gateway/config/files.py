@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from gateway.common.private import private_dir
+
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -41,7 +43,7 @@ def _quote_env(value: str) -> str:
 
 
 def _write(path: Path, text: str, mode: int | None) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -6,6 +6,8 @@ same rules hold there)."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -117,3 +119,31 @@ async def test_the_byte_bound_weighs_only_its_own_profiles_rows(make: Make) -> N
         await tight.put(owned("resp_t1", "tight/k"))
         assert len(await ids(roomy, *(f"resp_r{n}" for n in range(6)))) == 6
         assert await ids(tight, "resp_t0", "resp_t1") == {"resp_t0", "resp_t1"}
+
+
+# ---- Low: the profile home and its database are the owner's alone ----------------------------
+
+async def test_the_database_and_its_folder_are_owner_only_even_under_a_lax_umask(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    old = os.umask(0o022)
+    try:
+        async with SQLiteResponseStore(home / "responses.db", 10) as store:
+            await store.put(owned("resp_1", "/default"))
+            files = [home / name for name in ("responses.db", "responses.db-wal", "responses.db-shm")]
+            assert [oct(stat.S_IMODE(f.stat().st_mode)) for f in files if f.exists()] == ["0o600"] * sum(
+                f.exists() for f in files)
+        assert oct(stat.S_IMODE(home.stat().st_mode)) == "0o700"
+    finally:
+        os.umask(old)
+
+
+async def test_an_existing_lax_home_and_database_are_tightened_when_opened(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    async with SQLiteResponseStore(home / "responses.db", 10):
+        pass
+    os.chmod(home, 0o755)
+    os.chmod(home / "responses.db", 0o644)
+    async with SQLiteResponseStore(home / "responses.db", 10):
+        pass
+    assert oct(stat.S_IMODE(home.stat().st_mode)) == "0o700"
+    assert oct(stat.S_IMODE((home / "responses.db").stat().st_mode)) == "0o600"

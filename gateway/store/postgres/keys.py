@@ -18,10 +18,12 @@ _ADD_USAGE = (
     + ", ".join(f"{c} = key_usage.{c} + excluded.{c}" for c in COUNTERS)
     + ", last_used_at = greatest(key_usage.last_used_at, excluded.last_used_at)"
 )
+# one row per owner (a conversation object's row is summed into its owner's, not returned alone)
 _STORED = (
-    "SELECT owner, sum(bytes) FROM responses WHERE owner >= $1 AND owner < $2 GROUP BY owner"
+    "SELECT owner, sum(bytes) FROM (SELECT owner, bytes FROM responses WHERE owner >= $1 AND owner < $2"
     " UNION ALL SELECT o.owner, o.bytes + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i"
-    " WHERE i.conversation_id = o.id) FROM conversation_objects o WHERE o.owner >= $1 AND o.owner < $2"
+    " WHERE i.conversation_id = o.id) FROM conversation_objects o WHERE o.owner >= $1 AND o.owner < $2) AS s"
+    " GROUP BY owner"
 )
 
 

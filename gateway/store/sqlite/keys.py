@@ -8,6 +8,7 @@ from typing import Any
 
 import aiosqlite
 
+from gateway.common.private import private_dir, private_file
 from gateway.store.api import StoreUnavailableError
 from gateway.store.keys import COUNTERS, ApiKey, DuplicateKeyError, KeyStore, KeyUsage, UsageDelta
 from gateway.store.owners import DEFAULT_OWNER, key_name_of
@@ -21,10 +22,12 @@ _ADD_USAGE = (
     + ", ".join(f"{c} = key_usage.{c} + excluded.{c}" for c in COUNTERS)
     + ", last_used_at = max(coalesce(key_usage.last_used_at, 0), excluded.last_used_at)"
 )
+# one row per owner (a conversation object's row is summed into its owner's, not returned alone)
 _STORED = (
-    "SELECT owner, sum(bytes) FROM responses WHERE owner >= ? AND owner < ? GROUP BY owner"
+    "SELECT owner, sum(bytes) FROM (SELECT owner, bytes FROM responses WHERE owner >= ? AND owner < ?"
     " UNION ALL SELECT o.owner, o.bytes + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i"
-    " WHERE i.conversation_id = o.id) FROM conversation_objects o WHERE o.owner >= ? AND o.owner < ?"
+    " WHERE i.conversation_id = o.id) FROM conversation_objects o WHERE o.owner >= ? AND o.owner < ?)"
+    " GROUP BY owner"
 )
 
 
@@ -42,7 +45,8 @@ class SQLiteKeyStore(KeyStore):
         if self._db is not None:
             return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(self.path.parent)
+            private_file(self.path)
         except OSError as exc:
             raise StoreUnavailableError(f"The key store at {self.path} is unavailable: cannot create its "
                                         f"directory ({exc.strerror}).") from exc

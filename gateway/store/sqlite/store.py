@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
+from gateway.common.private import private_dir, private_file
 from gateway.store.api import (
     Chain,
     ResponseStore,
@@ -135,7 +136,8 @@ class SQLiteResponseStore(SQLiteSpace, SQLiteConversations, ResponseStore):
         if self._db is not None:
             return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(self.path.parent)
+            private_file(self.path)  # before SQLite makes it: its -wal and -shm files take its mode
         except OSError as exc:
             raise StoreUnavailableError(
                 f"The response store at {self.path} is unavailable: cannot create its directory "
