@@ -147,3 +147,28 @@ async def test_an_existing_lax_home_and_database_are_tightened_when_opened(tmp_p
         pass
     assert oct(stat.S_IMODE(home.stat().st_mode)) == "0o700"
     assert oct(stat.S_IMODE((home / "responses.db").stat().st_mode)) == "0o600"
+
+
+# ---- Medium 7: a background run's events are stored bytes, and go with their response --------
+
+async def test_a_background_runs_events_count_in_the_stored_bytes_and_go_with_its_response(make: Make) -> None:
+    async with make() as store:
+        await store.put(owned("resp_bg", "/alice"))
+        before = await store.size()
+        await store.runs.begin("resp_bg", "/alice", replica="r1", lease_seconds=LEASE)
+        await store.runs.append_events("resp_bg", 0, [b"x" * 1000] * 10, replica="r1")
+        assert await store.size() == before + 10_000
+        assert await store.delete("resp_bg")
+        assert await store.runs.get("resp_bg") is None
+        assert await store.runs.events_after("resp_bg", -1) == []
+        assert await store.size() == 0
+
+
+async def test_an_evicted_background_response_takes_its_events_with_it(make: Make) -> None:
+    async with make(1) as store:
+        await store.put(owned("resp_bg", "/alice"))
+        await store.runs.begin("resp_bg", "/alice", replica="r1", lease_seconds=LEASE)
+        await store.runs.append_events("resp_bg", 0, [b"x" * 1000] * 3, replica="r1")
+        await store.put(owned("resp_next", "/alice"))  # the cap of 1 evicts resp_bg
+        assert await store.get("resp_bg", touch=False) is None
+        assert await store.runs.events_after("resp_bg", -1) == []

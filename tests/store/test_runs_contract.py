@@ -69,14 +69,6 @@ async def test_every_view_of_the_store_hands_its_runs_through(store: ResponseSto
     assert ObservedStore(store, lambda *_: None).runs is store.runs
 
 
-async def test_events_are_not_counted_in_the_stores_size(store: ResponseStore) -> None:
-    await store.put(record("resp_1"))
-    size = await store.size()
-    await store.runs.begin("resp_1", "", replica="r1", lease_seconds=LEASE)
-    await store.runs.append_events("resp_1", 0, frames(*"x" * 50), replica="r1")
-    assert await store.size() == size
-
-
 async def test_runs_survive_a_reopen(make_store: MakeStore) -> None:
     async with make_store(100) as store:
         await store.runs.begin("resp_1", "/alice", replica="r1", lease_seconds=LEASE)

@@ -32,7 +32,7 @@ async def _keeps_the_old_and_runs(store: ResponseStore) -> None:
     assert [seq for seq, _ in await store.runs.events_after("resp_v4", -1)] == [0]
 
 
-async def test_a_version_4_sqlite_file_moves_to_version_5(tmp_path: Path) -> None:
+async def test_a_version_4_sqlite_file_moves_to_the_current_version(tmp_path: Path) -> None:
     path = tmp_path / "r.db"
     old = sqlite3.connect(path)
     old.execute("PRAGMA auto_vacuum = INCREMENTAL")  # as version 4 made its files
@@ -50,11 +50,11 @@ async def test_a_version_4_sqlite_file_moves_to_version_5(tmp_path: Path) -> Non
     async with SQLiteResponseStore(path, 100) as store:  # the second open changes nothing
         assert await store.runs.get("resp_v4") is not None
     check = sqlite3.connect(path)
-    assert check.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(5,)]
+    assert check.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(6,)]
     check.close()
 
 
-async def test_a_version_4_postgres_database_moves_to_version_5(postgres_url: str) -> None:
+async def test_a_version_4_postgres_database_moves_to_the_current_version(postgres_url: str) -> None:
     conn: Any = await asyncpg.connect(postgres_url)
     try:
         await conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
@@ -67,10 +67,10 @@ async def test_a_version_4_postgres_database_moves_to_version_5(postgres_url: st
                            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)", *_ROW)
     finally:
         await conn.close()
-    for first in (True, False):  # the second open finds version 5 and changes nothing
+    for first in (True, False):  # the second open finds the current version and changes nothing
         async with PostgresResponseStore(PostgresDatabase(postgres_url), 100) as store:
             if first:
                 await _keeps_the_old_and_runs(store)
             assert await store.runs.get("resp_v4") is not None
             version = await store.database.run(lambda c: c.fetchval("SELECT version FROM schema_version"))
-            assert version == PG_SCHEMA_VERSION == 5
+            assert version == PG_SCHEMA_VERSION == 6

@@ -36,7 +36,7 @@ log = logging.getLogger("agent_gateway.store")
 
 #: The schema this gateway writes. Each step migrates from the version before it; a database at a
 #: higher version than this was written by a newer gateway, which this one refuses to run against.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
         # last_access: a cluster-wide sequence, so replicas agree on "least recently used"
@@ -168,6 +168,23 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
             frame BYTEA NOT NULL,
             PRIMARY KEY (response_id, seq)
         )""",
+    ),
+    # As SQLite's version 6: a run's events count in the store's bytes (a generated size column, so
+    # the size trigger of version 3 serves them too), and a response deleted or evicted takes its run
+    # and events with it.
+    6: (
+        "ALTER TABLE background_events ADD COLUMN IF NOT EXISTS bytes BIGINT"
+        " GENERATED ALWAYS AS (octet_length(frame)) STORED",
+        "INSERT INTO store_usage SELECT coalesce(sum(bytes), 0) FROM background_events",
+        "CREATE TRIGGER background_events_usage AFTER INSERT OR UPDATE OR DELETE ON background_events"
+        " FOR EACH ROW EXECUTE FUNCTION agent_gateway_store_usage()",
+        """CREATE OR REPLACE FUNCTION agent_gateway_response_runs() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            DELETE FROM background_runs WHERE response_id = OLD.id;
+            RETURN NULL;
+        END $$""",
+        "CREATE TRIGGER responses_take_their_runs AFTER DELETE ON responses"
+        " FOR EACH ROW EXECUTE FUNCTION agent_gateway_response_runs()",
     ),
 }
 #: pg_advisory_xact_lock keys: schema migration, and the writes that must see each other

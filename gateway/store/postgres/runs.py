@@ -19,9 +19,9 @@ version 5: `PostgresResponseStore.runs`.
   it is back, since anything may have changed unheard meanwhile; a lost notification costs a
   follower at most its timeout. So a replica uses up to the pool's size plus one connection.
 
-Events do not count toward the store's byte bound (`size()` stays the responses' and
-conversations'): they are the output of runs bounded by AGENT_RUN_TIMEOUT, and go with their run
-`purge_finished`'s keep time after it ended.
+Events count toward the store's byte bound and their owner's stored bytes (schema version 6, a
+generated size column under the store's size trigger), and go with their run: `purge_finished`'s
+keep time after it ended, or at once when their response is deleted or evicted.
 """
 
 from __future__ import annotations

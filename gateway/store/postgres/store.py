@@ -75,8 +75,9 @@ _FOLD_USAGE = ("WITH gone AS (DELETE FROM store_usage RETURNING bytes)"
                " INSERT INTO store_usage SELECT coalesce(sum(bytes), 0) FROM gone")
 #: The byte bound's candidates, as SQLite's: one owner's least recently used responses and conversations.
 _OLDEST = (
-    "(SELECT 'response' AS kind, id, last_access, bytes FROM responses WHERE owner = $1"
-    " ORDER BY last_access, id LIMIT $2)"
+    "(SELECT 'response' AS kind, r.id, r.last_access, r.bytes"
+    " + (SELECT coalesce(sum(e.bytes), 0) FROM background_events e WHERE e.response_id = r.id) AS bytes"
+    " FROM responses r WHERE r.owner = $1 ORDER BY r.last_access, r.id LIMIT $2)"
     " UNION ALL (SELECT 'conversation', o.id, o.last_access, o.bytes"
     " + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i WHERE i.conversation_id = o.id)"
     " FROM conversation_objects o WHERE o.owner = $1 ORDER BY o.last_access, o.id LIMIT $2) ORDER BY 3, 2"
@@ -87,7 +88,9 @@ _OWNER_SIZES = (
     " WHERE $1::text IS NULL OR starts_with(owner, $1::text)"
     " UNION ALL SELECT o.owner, o.bytes"
     " + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i WHERE i.conversation_id = o.id)"
-    " FROM conversation_objects o WHERE $1::text IS NULL OR starts_with(o.owner, $1::text)) AS s GROUP BY owner"
+    " FROM conversation_objects o WHERE $1::text IS NULL OR starts_with(o.owner, $1::text)"
+    " UNION ALL SELECT r.owner, e.bytes FROM background_runs r JOIN background_events e"
+    " ON e.response_id = r.response_id WHERE $1::text IS NULL OR starts_with(r.owner, $1::text)) AS s GROUP BY owner"
 )
 # SKIP LOCKED: a row another transaction holds (a conversation mid-append, a response being read)
 # is left for a later eviction rather than waited for while holding WRITE_LOCK (postgres/conversations.py)

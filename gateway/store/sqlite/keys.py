@@ -26,7 +26,9 @@ _ADD_USAGE = (
 _STORED = (
     "SELECT owner, sum(bytes) FROM (SELECT owner, bytes FROM responses WHERE owner >= ? AND owner < ?"
     " UNION ALL SELECT o.owner, o.bytes + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i"
-    " WHERE i.conversation_id = o.id) FROM conversation_objects o WHERE o.owner >= ? AND o.owner < ?)"
+    " WHERE i.conversation_id = o.id) FROM conversation_objects o WHERE o.owner >= ? AND o.owner < ?"
+    " UNION ALL SELECT r.owner, length(e.frame) FROM background_runs r JOIN background_events e"
+    " ON e.response_id = r.response_id WHERE r.owner >= ? AND r.owner < ?)"
     " GROUP BY owner"
 )
 
@@ -121,7 +123,7 @@ class SQLiteKeyStore(KeyStore):
         for row in rows:
             found[row[0]] = KeyUsage(row[0], _delta(row))
         low, high = self._owner_range()
-        for owner, size in await self._run(_STORED, (low, high, low, high)):
+        for owner, size in await self._run(_STORED, (low, high) * 3):
             name = key_name_of(owner)
             found.setdefault(name, KeyUsage(name)).stored_bytes += int(size or 0)
         return found

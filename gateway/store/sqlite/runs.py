@@ -10,9 +10,9 @@ Followers wait in this process (store/run_waits.py): each write that matters ann
 after its commit, so `wait` never polls. A second process on the same file would not hear them
 (its followers fall back to their timeouts): SQLite is one replica's store.
 
-Events do not count toward the store's byte bound (`size()` is the responses' and conversations'):
-they are the output of runs bounded by AGENT_RUN_TIMEOUT, and they go with their run
-`purge_finished`'s keep time after it ended.
+Events count toward the store's byte bound and their owner's stored bytes (schema version 6,
+triggers on their frames), and go with their run: `purge_finished`'s keep time after it ended, or
+at once when their response is deleted or evicted.
 """
 
 from __future__ import annotations

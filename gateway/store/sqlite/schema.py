@@ -18,6 +18,9 @@ and `background_events` (its SSE frames by sequence number, dropped with their r
 Partial indexes cover what `claim` (queued, oldest first), `expire` (running, by lease) and
 `purge_finished` (ended, by end time) scan.
 
+Version 6 (issue 42): a background run's events count in `store_usage` (triggers on their frames'
+length) and a response deleted or evicted takes its run and events with it.
+
 Space: the file uses `auto_vacuum = INCREMENTAL` (a new file from its first page; an older one is
 switched by a VACUUM once, when it is opened by this version), so the store can hand freed pages
 back to the file system (`PRAGMA incremental_vacuum`, sqlite.py) and the file shrinks.
@@ -35,7 +38,7 @@ from gateway.store.keys import KEY_TABLES
 
 log = logging.getLogger("agent_gateway.store")
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _USAGE_TRIGGERS = tuple(
     f"""CREATE TRIGGER IF NOT EXISTS {table}_usage_{event.split()[0].lower()} AFTER {event} ON {table}
@@ -148,6 +151,17 @@ STEPS: dict[int, tuple[str, ...]] = {
         ) WITHOUT ROWID""",
         """CREATE TRIGGER IF NOT EXISTS background_runs_take_their_events AFTER DELETE ON background_runs
         BEGIN DELETE FROM background_events WHERE response_id = old.response_id; END""",
+    ),
+    # A background run's events count in the store's bytes and go with their response (deleted or
+    # evicted): they are what a key stored as much as the response is (issue 42).
+    6: (
+        """CREATE TRIGGER IF NOT EXISTS background_events_usage_insert AFTER INSERT ON background_events
+        BEGIN UPDATE store_usage SET bytes = bytes + length(new.frame); END""",
+        """CREATE TRIGGER IF NOT EXISTS background_events_usage_delete AFTER DELETE ON background_events
+        BEGIN UPDATE store_usage SET bytes = bytes - length(old.frame); END""",
+        "UPDATE store_usage SET bytes = bytes + (SELECT coalesce(sum(length(frame)), 0) FROM background_events)",
+        """CREATE TRIGGER IF NOT EXISTS responses_take_their_runs AFTER DELETE ON responses
+        BEGIN DELETE FROM background_runs WHERE response_id = old.id; END""",
     ),
 }
 

@@ -14,10 +14,12 @@ import aiosqlite
 from gateway.store.eviction import BATCH, Candidate, evict_largest_first
 
 #: One owner's least recently used objects, responses and conversation objects alike, with their
-#: sizes (a conversation's with its items, summed on the covering index): the byte bound's candidates.
+#: sizes (a response's with its run's events, a conversation's with its items, summed on the covering
+#: index): the byte bound's candidates.
 _OLDEST = (
-    "SELECT 'response', id, last_access, bytes FROM"
-    " (SELECT id, last_access, bytes FROM responses WHERE owner = ?1 ORDER BY last_access, id LIMIT ?2)"
+    "SELECT 'response', r.id, r.last_access, r.bytes"
+    " + (SELECT coalesce(sum(length(e.frame)), 0) FROM background_events e WHERE e.response_id = r.id) FROM"
+    " (SELECT id, last_access, bytes FROM responses WHERE owner = ?1 ORDER BY last_access, id LIMIT ?2) r"
     " UNION ALL SELECT 'conversation', o.id, o.last_access, o.bytes"
     " + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i WHERE i.conversation_id = o.id)"
     " FROM (SELECT id, last_access, bytes FROM conversation_objects WHERE owner = ?1"
@@ -30,7 +32,9 @@ _OWNER_SIZES = (
     " WHERE ?1 IS NULL OR substr(owner, 1, length(?1)) = ?1"
     " UNION ALL SELECT o.owner, o.bytes"
     " + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i WHERE i.conversation_id = o.id)"
-    " FROM conversation_objects o WHERE ?1 IS NULL OR substr(o.owner, 1, length(?1)) = ?1) GROUP BY owner"
+    " FROM conversation_objects o WHERE ?1 IS NULL OR substr(o.owner, 1, length(?1)) = ?1"
+    " UNION ALL SELECT r.owner, length(e.frame) FROM background_runs r JOIN background_events e"
+    " ON e.response_id = r.response_id WHERE ?1 IS NULL OR substr(r.owner, 1, length(?1)) = ?1) GROUP BY owner"
 )
 _SPACE = ("SELECT (SELECT bytes FROM store_usage),"
           " (SELECT freelist_count FROM pragma_freelist_count()) * (SELECT page_size FROM pragma_page_size())")
