@@ -191,9 +191,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("model_name", "API_SERVER_MODEL_NAME", "api_server.model_name", _parse_str, None,
            "model id advertised on /v1/models (default: profile name or agent-gateway)"),
     Option("max_stored_responses", "API_SERVER_MAX_STORED_RESPONSES", "api_server.max_stored_responses",
-           _parse_int, 100, "LRU bound of the Responses store", minimum=1),
+           _parse_int, 100, "LRU bound of the Responses store, per key", minimum=1),
     Option("max_store_mb", "API_SERVER_MAX_STORE_MB", "api_server.max_store_mb", _parse_int, 1024,
-           "byte bound of the store in MB, responses and conversations (oldest evicted first)", minimum=1),
+           "byte bound of the profile's store in MB, responses, conversations and background events "
+           "(the largest key's oldest evicted first)", minimum=1),
     Option("database_url", "API_SERVER_DATABASE_URL", "api_server.database_url", _parse_database_url, None,
            "postgresql://user:password@host:port/db: a store shared by replicas (unset: SQLite in the profile)"),
     Option("max_concurrent_runs", "API_SERVER_MAX_CONCURRENT_RUNS", "api_server.max_concurrent_runs",

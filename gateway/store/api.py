@@ -16,13 +16,17 @@ What every backend guarantees:
   chain continues with what is left (a newer record never breaks). A record written before schema
   version 3 has no parent and carries the whole transcript so far, so it is a chain's start. A
   read never returns half a record.
-- **LRU bound**: at most `max_responses` records are kept; a `put` evicts the least recently
-  accessed beyond it, where a `put` and a touching read (`touch=True`; `chain` touches every record
-  it reads) count as an access.
+- **LRU bound, per owner**: each owner keeps at most `max_responses` records; a `put` evicts that
+  owner's least recently accessed beyond it (never another owner's), where a `put` and a touching
+  read (`touch=True`; `chain` touches every record it reads) count as an access.
 - **Byte bound** (`max_bytes`, None: none): each row keeps its size (`bytes`, its JSON columns'
-  length), the store keeps their sum, and a write that takes the sum over the bound evicts the
-  least recently used objects until it fits, responses and conversation objects alike (a
-  conversation's age is its last write). `size()` is the sum now.
+  length; a background run's events count too, schema version 6), the store keeps their sum, and
+  a write that takes its profile's objects over the bound evicts until they fit, the largest
+  owner's least recently used first (store/eviction.py), responses and conversation objects alike
+  (a conversation's age is its last write). `size()` is the sum now (all profiles').
+- **Profiles** (`profile`, None: any): stores of several profiles on one database bound only their
+  own owners' rows and claim only their own profile's queued runs; a put never changes the owner
+  of a stored record (a put of another owner's id changes nothing).
 - **Named conversations**: a `put` with `conversation` set makes the record that conversation's
   head; deleting or evicting the head ends the name (the next turn starts fresh).
 - **Faults are 503**: any database fault (unreachable, read-only, full disk, locked, corrupt)
