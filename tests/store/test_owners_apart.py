@@ -14,8 +14,11 @@ from pathlib import Path
 import pytest
 
 from gateway.store.api import ResponseStore, StoredResponse
+from gateway.store.keys import KeyStore
 from gateway.store.postgres.database import PostgresDatabase
+from gateway.store.postgres.keys import PostgresKeyStore
 from gateway.store.postgres.store import PostgresResponseStore
+from gateway.store.sqlite.keys import SQLiteKeyStore
 from gateway.store.sqlite.store import SQLiteResponseStore
 from tests.store.records import record
 
@@ -172,3 +175,22 @@ async def test_an_evicted_background_response_takes_its_events_with_it(make: Mak
         await store.put(owned("resp_next", "/alice"))  # the cap of 1 evicts resp_bg
         assert await store.get("resp_bg", touch=False) is None
         assert await store.runs.events_after("resp_bg", -1) == []
+
+
+async def test_a_keys_stored_bytes_count_its_background_events_once_per_owner(make: Make, tmp_path: Path) -> None:
+    async with make(profile="") as store:
+        await store.put(owned("resp_bg", "/alice"))
+        await store.put(owned("resp_other", "/alice"))
+        keys: KeyStore
+        if isinstance(store, PostgresResponseStore):
+            keys = PostgresKeyStore(store.database, "")
+        else:
+            keys = SQLiteKeyStore(tmp_path / "responses.db", "")
+        await keys.open()
+        try:
+            before = (await keys.usage())["alice"].stored_bytes
+            await store.runs.begin("resp_bg", "/alice", replica="r1", lease_seconds=LEASE)
+            await store.runs.append_events("resp_bg", 0, [b"x" * 1000] * 5, replica="r1")
+            assert (await keys.usage())["alice"].stored_bytes == before + 5_000
+        finally:
+            await keys.close()
