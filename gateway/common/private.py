@@ -16,15 +16,22 @@ def private_dir(path: Path) -> None:
 
 
 def private_file(path: Path) -> None:
-    """Create `path` empty if missing, 0600; an existing one loses its group and other bits."""
+    """Create `path` empty if missing, 0600; an existing one loses its group and other bits. Best
+    effort: a file that cannot be made or changed (read-only, immutable) is left for its opener to
+    report with its own words."""
     try:
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     except FileExistsError:
         pass
+    except OSError:
+        return
     _tighten(path)
 
 
 def _tighten(path: Path) -> None:
-    mode = stat.S_IMODE(path.stat().st_mode)
-    if mode & 0o077 and path.stat().st_uid == os.getuid():
-        os.chmod(path, mode & 0o700)
+    try:
+        found = path.stat()
+        if stat.S_IMODE(found.st_mode) & 0o077 and found.st_uid == os.getuid():
+            os.chmod(path, stat.S_IMODE(found.st_mode) & 0o700)
+    except OSError:
+        pass  # not ours to change (read-only, immutable): the access bits stay as they are
