@@ -94,6 +94,7 @@ class ResponsesRequest:
             params["max_tokens"] = self.max_output_tokens
         if self.user is not None:
             params["user"] = self.user
+        params.update(_effort_and_verbosity(self.reasoning, self.text))
         if self.chat_tools:
             params["parallel_tool_calls"] = self.parallel_tool_calls
             chat_choice = _chat_tool_choice(self.tool_choice)
@@ -108,6 +109,17 @@ class ResponsesRequest:
             schema = {k: fmt[k] for k in ("name", "schema", "strict", "description") if k in fmt}
             params["response_format"] = {"type": "json_schema", "json_schema": schema}
         return params
+
+
+def _effort_and_verbosity(reasoning: dict[str, Any], text: dict[str, Any]) -> dict[str, Any]:
+    """`reasoning.effort` and `text.verbosity` under Chat Completions' names (`reasoning_effort`,
+    `verbosity`), as a client of that API sends them; a route's `drop_params` can hold them back."""
+    params: dict[str, Any] = {}
+    if reasoning.get("effort") is not None:
+        params["reasoning_effort"] = reasoning["effort"]
+    if text.get("verbosity") is not None:
+        params["verbosity"] = text["verbosity"]
+    return params
 
 
 def _chat_tool_choice(choice: str | dict[str, Any]) -> str | dict[str, Any] | None:
@@ -212,6 +224,9 @@ def _text_config(body: dict[str, Any]) -> dict[str, Any]:
     value = body.get("text")
     if value is None:
         return {"format": {"type": "text"}}
+    verbosity = value.get("verbosity") if isinstance(value, dict) else None
+    if verbosity is not None and not isinstance(verbosity, str):
+        raise _bad("'text.verbosity' must be low, medium or high.", "text.verbosity")
     fmt = value.get("format") if isinstance(value, dict) else None
     if fmt is None and isinstance(value, dict):
         return {**value, "format": {"type": "text"}}
