@@ -37,6 +37,8 @@ async def prepare_turn(app: web.Application, store: ResponseStore, parsed: Respo
     settings = app[appkeys.SETTINGS]
     # the model the client names now, whatever a previous response used (as OpenAI does)
     turn = await route_turn(app, parsed.model) if settings.llm_models is not None else None
+    if turn is not None and turn.route.vision:
+        parsed.show_tool_images()
     continuation, history = await _within_window(app, store, parsed, turn)
     agent_request = AgentRequest(
         messages=[*history, *parsed.messages], client_tools=parsed.chat_tools,
