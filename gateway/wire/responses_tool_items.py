@@ -17,8 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 from gateway.errors import InvalidRequestError
+from gateway.wire import web_search
 from gateway.wire.images import image_part
-from gateway.wire.responses_tools import custom_arguments
+from gateway.wire.responses_tools import ClientTools, collect, custom_arguments
 
 #: (name, namespace) -> the upstream's function name for a replayed call.
 FlatName = Callable[[str, str | None], str]
@@ -62,13 +63,23 @@ def _with_namespace(item: dict[str, Any], normalized: dict[str, Any], param: str
 
 
 def additional_tools(item: dict[str, Any], item_id: str, param: str) -> dict[str, Any]:
-    """`{"type": "additional_tools", "role": "developer", "tools": [...]}`: kept as sent (the tools
-    themselves are checked with the request's own)."""
+    """`{"type": "additional_tools", "role": "developer", "tools": [...]}`: kept as sent, its tools
+    checked as a request's `tools` are (a conversation's items are kept without a request)."""
     if item.get("role", "developer") != "developer":
         raise _bad("an additional_tools item's 'role' is 'developer'.", f"{param}.role")
     tools = item.get("tools")
     if not isinstance(tools, list):
         raise _bad("an additional_tools item needs a 'tools' list.", f"{param}.tools")
+    client: list[tuple[dict[str, Any], str]] = []
+    for index, tool in enumerate(tools):
+        where = f"{param}.tools[{index}]"
+        if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
+            raise _bad("each tool must be an object with a 'type'.", where)
+        if tool["type"] in web_search.HOSTED_WEB_SEARCH:
+            web_search.hosted_tool(tool, where)
+        else:
+            client.append((tool, where))
+    collect(ClientTools(), client)
     return {"id": item_id, "type": "additional_tools", "role": "developer", "tools": tools}
 
 
