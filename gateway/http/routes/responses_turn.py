@@ -90,7 +90,8 @@ async def _conversation_object(store: ResponseStore, parsed: ResponsesRequest, c
         if given["id"] in tail.taken:  # refused now, not after the model ran: the append would be
             raise InvalidRequestError(f"An item with id '{echo(given['id'])}' is already in conversation "
                                       f"'{conversation_id}'; send only the new items.", param=f"input[{index}].id")
-    return _Continuation(transcript([(item.item, item.model) for item in tail.items]), tail.complete,
+    return _Continuation(transcript([(item.item, item.model) for item in tail.items], parsed.client_tools.flat_name),
+                         tail.complete,
                          conversation_id=conversation_id, expected_last=tail.last_id)
 
 
