@@ -25,8 +25,8 @@ from typing import Any
 
 from gateway.agent.web_options import WebSearchOptions
 from gateway.errors import InvalidRequestError, echo
-from gateway.wire import ids, responses_tools, web_search
-from gateway.wire.checks import TOOL_CHOICE_MODES, in_range
+from gateway.wire import ids, responses_request_tools
+from gateway.wire.checks import in_range
 from gateway.wire.responses_input import input_to_messages, normalize_input
 from gateway.wire.responses_reasoning import reasoning_config
 from gateway.wire.responses_tool_items import TOOL_OUTPUTS
@@ -107,7 +107,7 @@ class ResponsesRequest:
         params.update(_effort_and_verbosity(self.reasoning, self.text))
         if self.chat_tools:
             params["parallel_tool_calls"] = self.parallel_tool_calls
-            chat_choice = _chat_tool_choice(self.tool_choice, self.client_tools)
+            chat_choice = responses_request_tools.chat_tool_choice(self.tool_choice, self.client_tools)
             if chat_choice is not None:
                 params["tool_choice"] = chat_choice
         elif self.tool_choice == "none":  # no function tools, but "none" binds the agent's own too
@@ -130,15 +130,6 @@ def _effort_and_verbosity(reasoning: dict[str, Any], text: dict[str, Any]) -> di
     if text.get("verbosity") is not None:
         params["verbosity"] = text["verbosity"]
     return params
-
-
-def _chat_tool_choice(choice: str | dict[str, Any], client_tools: ClientTools) -> str | dict[str, Any] | None:
-    if isinstance(choice, str):
-        return choice
-    if choice.get("type") in ("function", "custom"):
-        flat = client_tools.flat_name(choice["name"], choice.get("namespace"))
-        return {"type": "function", "function": {"name": flat}}
-    return None  # a hosted tool type: let the model decide
 
 
 # ---- scalar fields --------------------------------------------------------------------------
@@ -250,70 +241,6 @@ def _text_config(body: dict[str, Any]) -> dict[str, Any]:
     return dict(value)
 
 
-# ---- tools ----------------------------------------------------------------------------------
-
-
-def _tools(body: dict[str, Any], items: list[dict[str, Any]],
-           ) -> tuple[list[dict[str, Any]], ClientTools, WebSearchOptions | None]:
-    """The tools echoed (the top-level list), the client's own tools (those and the ones
-    `additional_tools` input items add: gateway/wire/responses_tools.py) and the web search options."""
-    value = body.get("tools")
-    if value is not None and not isinstance(value, list):
-        raise _bad("'tools' must be a list.", "tools")
-    echoed: list[dict[str, Any]] = list(value or [])
-    entries = [(tool, f"tools[{index}]") for index, tool in enumerate(echoed)]
-    entries += [(tool, f"input[{index}].tools[{inner}]") for index, item in enumerate(items)
-                if item["type"] == "additional_tools" for inner, tool in enumerate(item["tools"])]
-    client: list[tuple[dict[str, Any], str]] = []
-    web: WebSearchOptions | None = None
-    for tool, param in entries:
-        if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
-            raise _bad("each tool must be an object with a 'type'.", param)
-        if tool["type"] in web_search.HOSTED_WEB_SEARCH:
-            options = web_search.hosted_tool(tool, param)
-            web = web if web is not None else options  # the first one counts, as with OpenAI
-        else:
-            client.append((tool, param))
-    client_tools = ClientTools()
-    responses_tools.collect(client_tools, client)
-    return echoed, client_tools, web
-
-
-def _forces_search(choice: str | dict[str, Any], chat_tools: ClientTools, web: WebSearchOptions | None,
-                   ) -> bool:
-    """Whether tool_choice makes the first round call web_search."""
-    if web is None:
-        return False
-    if isinstance(choice, dict):
-        return choice.get("type") in web_search.HOSTED_WEB_SEARCH
-    return choice == "required" and not chat_tools
-
-
-def _tool_choice(body: dict[str, Any], client_tools: ClientTools,
-                 web: WebSearchOptions | None) -> str | dict[str, Any]:
-    value = body.get("tool_choice")
-    if value is None:
-        return "auto"
-    if isinstance(value, str):
-        if value not in TOOL_CHOICE_MODES:
-            raise _bad("'tool_choice' must be none, auto, required or a tool object.", "tool_choice")
-        return value
-    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
-        raise _bad("'tool_choice' must be none, auto, required or a tool object.", "tool_choice")
-    if value["type"] in ("function", "custom"):
-        chosen = client_tools.find(value["name"], value.get("namespace")) \
-            if isinstance(value.get("name"), str) else None
-        if chosen is None or chosen.custom != (value["type"] == "custom"):
-            raise _bad(f"'tool_choice' names a {value['type']} tool that is not in 'tools'.", "tool_choice")
-    elif value["type"] not in web_search.HOSTED_WEB_SEARCH:  # file_search, mcp, ...: tools this gateway lacks
-        known = ", ".join(sorted(web_search.HOSTED_WEB_SEARCH))
-        raise _bad(f"'tool_choice' type must be function, custom or a web search type ({known}); "
-                   f"got {echo(repr(value['type']))}.", "tool_choice")
-    elif web is None:
-        raise _bad(f"'tool_choice' asks for {echo(value['type'])}, but 'tools' has no web search tool.", "tool_choice")
-    return value
-
-
 # ---- input items ----------------------------------------------------------------------------
 
 
@@ -338,9 +265,9 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
     items = [] if raw_input is None else normalize_input(raw_input)
     if not items and previous is None and conversation is None:
         raise _bad("'input' is required: a string or a non-empty list of input items.", "input")
-    tools, client_tools, web = _tools(body, items)
-    tool_choice = _tool_choice(body, client_tools, web)
-    if web is not None and _forces_search(tool_choice, client_tools, web):
+    tools, client_tools, web = responses_request_tools.parse_tools(body, items)
+    tool_choice = responses_request_tools.tool_choice(body, client_tools, web)
+    if web is not None and responses_request_tools.forces_search(tool_choice, client_tools, web):
         web = replace(web, force_search=True)
     return ResponsesRequest(
         model=_optional_str(body, "model"),
