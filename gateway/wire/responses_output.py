@@ -7,7 +7,8 @@ moment (the final one after `finish()`, `fail()` or `interrupt()`).
 Output items are in the order things happened: text opens a `message` item, a call to one of the
 agent's own tools closes it and adds `web_search_call` items (gateway/wire/web_search_items.py:
 hosted tools, never `function_call`s, which a client would try to run); a call to a client tool
-adds a `function_call` item for the client. The common shape is therefore the searches first, then
+adds a `function_call` (or `custom_tool_call`) item for the client
+(gateway/wire/client_call_items.py). The common shape is therefore the searches first, then
 one message; a model that writes a preamble before calling tools yields a message before the calls
 too, as OpenAI does. The model's reasoning opens a `reasoning` item before the message or calls it
 led to (closed when they begin). A message closed after the agent's tools returned sources gets its
@@ -37,6 +38,7 @@ from gateway.agent.events import (
 )
 from gateway.wire.chat_stream import split_text
 from gateway.wire.citations import citations
+from gateway.wire.client_call_items import ClientCalls
 from gateway.wire.responses_event_json import json_copy
 from gateway.wire.responses_input import new_id
 from gateway.wire.responses_reasoning import ReasoningItems
@@ -81,6 +83,7 @@ class ResponseBuilder:
         self._completed_at: int | None = None
         self._ending_seq: int | None = None  # the sequence number of the ending event, once made
         self._web = WebSearchCalls(self._output, self._event, self._snapshot, sources=SOURCES in request.include)
+        self._client_calls = ClientCalls(self._output, self._event, self._snapshot, request.client_tools)
         self._thinking = ReasoningItems(self._output, self._event, self._snapshot,
                                         summary=request.reasoning["summary"] != "none")
 
@@ -118,7 +121,7 @@ class ResponseBuilder:
         elif isinstance(event, ToolCallStarted):
             produced = [*self._close_open("completed"), *self._web.started(event)]
         elif isinstance(event, ClientToolCall):
-            produced = self._function_call(event.call_id, event.name, event.arguments)
+            produced = [*self._close_open("completed"), *self._client_calls.add(event)]
         elif isinstance(event, ToolCallFinished):
             self._sources.extend(event.sources)
             produced = self._web.finished(event)
@@ -259,27 +262,6 @@ class ResponseBuilder:
         # reasoning after text: a new step begins
         events = [] if self._thinking.is_open else self._close_message("completed")
         return [*events, *self._thinking.add(text)]
-
-    def _function_call(self, call_id: str, name: str, arguments: str) -> list[dict[str, Any]]:
-        events = self._close_open("completed")
-        item = {"id": new_id("fc"), "type": "function_call", "call_id": call_id, "name": name,
-                "arguments": "", "status": "in_progress"}
-        index = len(self._output)
-        self._output.append(item)
-        events.append(self._event("response.output_item.added", output_index=index, item=self._snapshot(item)))
-        if arguments:
-            events.append(self._event(
-                "response.function_call_arguments.delta", item_id=item["id"], output_index=index,
-                delta=arguments,
-            ))
-        item["arguments"] = arguments
-        item["status"] = "completed"
-        events.append(self._event(
-            "response.function_call_arguments.done", item_id=item["id"], output_index=index,
-            arguments=arguments,
-        ))
-        events.append(self._event("response.output_item.done", output_index=index, item=self._snapshot(item)))
-        return events
 
     # ---- results ------------------------------------------------------------------------------
 

@@ -28,7 +28,10 @@ from gateway.wire.responses_input import new_id
 
 Event = Callable[..., dict[str, Any]]
 SUMMARIES = ("auto", "concise", "detailed", "none")
-EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+#: The efforts OpenAI documents; any other word is taken too (Codex offers `max` and `ultra`, and an
+#: upstream may know more): the gateway passes it on as `reasoning_effort` and lets the upstream judge.
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+MAX_EFFORT_CHARS = 64
 
 
 def reasoning_config(body: dict[str, Any]) -> dict[str, Any]:
@@ -40,8 +43,9 @@ def reasoning_config(body: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InvalidRequestError("'reasoning' must be an object with 'effort' and 'summary'.", param="reasoning")
     effort, summary = value.get("effort"), value.get("summary", value.get("generate_summary"))
-    if effort is not None and effort not in EFFORTS:
-        raise InvalidRequestError(f"'reasoning.effort' must be one of {', '.join(EFFORTS)}.", param="reasoning.effort")
+    if effort is not None and (not isinstance(effort, str) or not 0 < len(effort) <= MAX_EFFORT_CHARS):
+        raise InvalidRequestError(f"'reasoning.effort' must be a word such as {', '.join(EFFORTS)}.",
+                                  param="reasoning.effort")
     if summary is not None and summary not in SUMMARIES:
         raise InvalidRequestError(f"'reasoning.summary' must be one of {', '.join(SUMMARIES)}.",
                                   param="reasoning.summary")

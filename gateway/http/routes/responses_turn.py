@@ -37,6 +37,8 @@ async def prepare_turn(app: web.Application, store: ResponseStore, parsed: Respo
     settings = app[appkeys.SETTINGS]
     # the model the client names now, whatever a previous response used (as OpenAI does)
     turn = await route_turn(app, parsed.model) if settings.llm_models is not None else None
+    if turn is not None and turn.route.vision:
+        parsed.show_tool_images()
     continuation, history = await _within_window(app, store, parsed, turn)
     agent_request = AgentRequest(
         messages=[*history, *parsed.messages], client_tools=parsed.chat_tools,
@@ -88,7 +90,8 @@ async def _conversation_object(store: ResponseStore, parsed: ResponsesRequest, c
         if given["id"] in tail.taken:  # refused now, not after the model ran: the append would be
             raise InvalidRequestError(f"An item with id '{echo(given['id'])}' is already in conversation "
                                       f"'{conversation_id}'; send only the new items.", param=f"input[{index}].id")
-    return _Continuation(transcript([(item.item, item.model) for item in tail.items]), tail.complete,
+    return _Continuation(transcript([(item.item, item.model) for item in tail.items], parsed.client_tools.flat_name),
+                         tail.complete,
                          conversation_id=conversation_id, expected_last=tail.last_id)
 
 
