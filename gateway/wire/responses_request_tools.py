@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.agent.web_options import WebSearchOptions
+from gateway.agent.web.options import WebSearchOptions
 from gateway.errors import InvalidRequestError, echo
 from gateway.wire import web_search
 from gateway.wire.checks import TOOL_CHOICE_MODES
