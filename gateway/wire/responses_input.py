@@ -1,8 +1,8 @@
 """Responses API `input` items: checked, given ids, and turned into chat-format messages. Pure.
 
-Items are messages (content a string or parts: `input_text`, `input_image`, `output_text`),
-`function_call` and `function_call_output`, and the `reasoning` and `web_search_call` items of an
-earlier response replayed as input; each gets an `id` for `/v1/responses/{id}/input_items`.
+Items are messages (content a string or parts: `input_text`, `input_image`, `input_file`,
+`output_text`), `function_call` and `function_call_output`, and the `reasoning` and `web_search_call`
+items of an earlier response replayed as input; each gets an `id` for `/v1/responses/{id}/input_items`.
 `input_to_messages` is what the agent reads.
 """
 
@@ -13,6 +13,7 @@ from typing import Any
 
 from gateway.errors import InvalidRequestError, echo
 from gateway.wire import ids
+from gateway.wire.file_inputs import responses_file_part
 
 INPUT_ROLES = ("user", "assistant", "system", "developer")
 WEB_ACTIONS = ("search", "open_page", "find", "find_in_page")
@@ -58,14 +59,20 @@ def _normalize_parts(content: Any, role: str, param: str) -> list[dict[str, Any]
             if not isinstance(part.get("image_url"), str):
                 raise _bad("input_image needs an 'image_url' (file_id is not supported).", where)
             parts.append(dict(part))
+        elif kind == "input_file":
+            if role == "assistant":
+                raise _bad("assistant messages cannot carry files.", where)
+            responses_file_part(part, where)
+            parts.append(dict(part))
         else:
             raise _bad(f"unsupported content part type {echo(repr(kind))}.", where)
     return parts
 
 
 def _parts_to_chat(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
-    """Text-only content becomes one string (what every upstream accepts); images keep parts."""
-    if all(part["type"] != "input_image" for part in parts):
+    """Text-only content becomes one string (what every upstream accepts); images and files keep
+    parts (a file's is read into text where the turn is prepared: gateway/files/)."""
+    if all(part["type"] not in ("input_image", "input_file") for part in parts):
         return _text_of_parts(parts)
     chat_parts: list[dict[str, Any]] = []
     for part in parts:
@@ -74,6 +81,8 @@ def _parts_to_chat(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
             if part.get("detail") in ("low", "high", "auto"):
                 image["detail"] = part["detail"]
             chat_parts.append({"type": "image_url", "image_url": image})
+        elif part["type"] == "input_file":
+            chat_parts.append(responses_file_part(part, "input"))
         else:
             chat_parts.append({"type": "text", "text": part.get("text") or part.get("refusal") or ""})
     return chat_parts
@@ -105,8 +114,8 @@ def _normalize_item(item: Any, param: str) -> dict[str, Any]:
         output = item.get("output")
         if isinstance(output, list):
             parts = _normalize_parts(output, "tool", f"{param}.output")
-            if any(part["type"] == "input_image" for part in parts):
-                raise _bad("images in a function_call_output are not supported.", f"{param}.output")
+            if any(part["type"] in ("input_image", "input_file") for part in parts):
+                raise _bad("images and files in a function_call_output are not supported.", f"{param}.output")
             output = _text_of_parts(parts)
         elif not isinstance(output, str):
             raise _bad("a function_call_output item needs an 'output' string.", f"{param}.output")
