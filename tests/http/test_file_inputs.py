@@ -189,3 +189,32 @@ def _both_apis(file_data: str, filename: str) -> list[tuple[str, dict[str, Any]]
         ("/v1/chat/completions", {"messages": [{"role": "user", "content": [
             {"type": "file", "file": {"filename": filename, "file_data": file_data}}]}]}),
     ]
+
+
+async def test_a_conversations_file_is_read_again_as_text_in_its_next_turn(client: Any, upstream: Any) -> None:
+    conversation = await (await client.post("/v1/conversations", json={})).json()
+    first = await client.post("/v1/responses", json={"conversation": conversation["id"], "input": [
+        {"role": "user", "content": [{"type": "input_file", "filename": "report.pdf",
+                                      "file_data": data_url(two_page_pdf(), "application/pdf")}]}]})
+    assert first.status == 200, await first.text()
+    second = await client.post("/v1/responses", json={"conversation": conversation["id"], "input": "And page 2?"})
+    assert second.status == 200, await second.text()
+    sent = json.dumps(upstream.requests[-1]["messages"])
+    assert "[page 2]" in sent and "North" in sent and "file_data" not in sent
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_an_image_counts_by_its_size_not_its_base64_against_the_window(
+        make_client: Any, upstream: Any, api: str) -> None:
+    from tests.support.documents import noisy_png
+
+    client = await make_client(tools=[], llm_context_window=4000)
+    url = data_url(noisy_png(400, 400), "image/png")  # ~640 KB of base64: ~210k tokens counted as bytes
+    if api == "chat":
+        resp = await client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": [
+            {"type": "text", "text": "What is this?"}, {"type": "image_url", "image_url": {"url": url}}]}]})
+    else:
+        resp = await client.post("/v1/responses", json={"input": [{"role": "user", "content": [
+            {"type": "input_text", "text": "What is this?"}, {"type": "input_image", "image_url": url}]}]})
+    assert resp.status == 200, await resp.text()  # 255 tokens: one tile
+    assert len(upstream.requests) == 1
