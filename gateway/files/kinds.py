@@ -3,6 +3,7 @@ first bytes (a PDF sent as application/octet-stream is still a PDF)."""
 
 from __future__ import annotations
 
+from gateway.errors import echo
 from gateway.files.errors import UnsupportedFileTypeError
 
 PDF, TEXT, HTML = "pdf", "text", "html"
@@ -41,7 +42,8 @@ def kind_of(filename: str, media_type: str, head: bytes) -> str:
 
 
 def _unsupported(filename: str, media_type: str) -> UnsupportedFileTypeError:
-    what = media_type or (f"'.{filename.rpartition('.')[2][:20]}'" if "." in filename else "an untyped file")
+    extension = f"'.{filename.rpartition('.')[2]}'" if "." in filename else "an untyped file"
+    what = echo(media_type or extension)
     return UnsupportedFileTypeError(
-        f"The file {filename[:200]!r} ({what}) cannot be read: the gateway reads {READ_TYPES} "
+        f"The file {echo(repr(filename))} ({what}) cannot be read: the gateway reads {READ_TYPES} "
         "(by media type, else by the filename's extension).", param="file")

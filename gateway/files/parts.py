@@ -14,7 +14,7 @@ import binascii
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.errors import InvalidRequestError
+from gateway.errors import InvalidRequestError, echo
 from gateway.files.errors import FileReferenceNotSupportedError, UnreadableFileError
 from gateway.files.read import Document, ReadLimits, read_document
 from gateway.wire.context_budget import cut_to_tokens
@@ -115,7 +115,7 @@ async def _read(given: InlineFile | FileReference, param: str, limits: ReadLimit
         exc.param = param
         raise
     except Exception as exc:  # noqa: BLE001 - a parser's failure on a client's file is the file's fault
-        raise UnreadableFileError(f"The file {given.filename[:200]!r} could not be read "
+        raise UnreadableFileError(f"The file {echo(repr(given.filename))} could not be read "
                                   f"({type(exc).__name__}).", param=param) from None
 
 

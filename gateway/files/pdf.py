@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import logging
 
+from gateway.errors import echo
 from gateway.files.errors import UnreadableFileError
 
 #: A page whose text is mostly not letters, digits, punctuation or spaces is a font without a
@@ -28,7 +29,7 @@ def read_pdf(data: bytes, filename: str, max_pages: int, max_chars: int) -> tupl
     try:
         reader = PdfReader(io.BytesIO(data), strict=False)
         if reader.is_encrypted and not reader.decrypt(""):  # an owner password alone still reads
-            raise UnreadableFileError(f"The PDF {filename[:200]!r} is encrypted with a password.", param="file")
+            raise UnreadableFileError(f"The PDF {echo(repr(filename))} is encrypted with a password.", param="file")
         total = len(reader.pages)
         pages: list[str] = []
         size = 0
@@ -51,7 +52,7 @@ def read_pdf(data: bytes, filename: str, max_pages: int, max_chars: int) -> tupl
     except (PdfReadError, ValueError, TypeError, KeyError, IndexError, AttributeError, AssertionError,
             RecursionError, OSError, ArithmeticError, NotImplementedError) as exc:
         # pypdf raises more than its own errors on a damaged file: every one is the file's fault here
-        raise UnreadableFileError(f"The file {filename[:200]!r} is not a readable PDF "
+        raise UnreadableFileError(f"The file {echo(repr(filename))} is not a readable PDF "
                                   f"({type(exc).__name__}).", param="file") from None
     notes = []
     if cut_at is not None:

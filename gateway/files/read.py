@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 from dataclasses import dataclass
 
+from gateway.errors import echo
 from gateway.files import kinds
 from gateway.files.errors import UnreadableFileError
 
@@ -50,7 +51,7 @@ def _decoded(data: bytes, filename: str) -> str:
         return data.decode(encoding)
     except UnicodeDecodeError:
         if b"\x00" in data[:4096]:  # binary content under a text name
-            raise UnreadableFileError(f"The file {filename[:200]!r} is not text (it holds binary data).",
+            raise UnreadableFileError(f"The file {echo(repr(filename))} is not text (it holds binary data).",
                                       param="file") from None
         return data.decode("latin-1")  # an 8-bit text file in an older encoding: readable, not refused
 
@@ -65,6 +66,6 @@ def _from_html(data: bytes, filename: str) -> str:
         title, text = readable(Fetched(url=filename, final_url=filename, status=200, content_type="text/html",
                                        charset=None, body=data, truncated=False))
     except ProviderError as exc:
-        raise UnreadableFileError(f"The HTML file {filename[:200]!r} could not be read: {exc}.",
+        raise UnreadableFileError(f"The HTML file {echo(repr(filename))} could not be read: {exc}.",
                                   param="file") from None
     return f"# {title}\n\n{text}" if title and not text.startswith("#") else text
