@@ -21,6 +21,8 @@ from gateway.wire.context_budget import cut_to_tokens
 from gateway.wire.file_inputs import FileReference, InlineFile, file_input
 
 HEADING = "[file: {}]"
+#: what the note on a cut file costs, at most
+_NOTE_TOKENS = 32
 
 
 @dataclass
@@ -77,6 +79,7 @@ def text_part(document: Document, text: str | None = None, note: str | None = No
 def cut_files(read: list[ReadFile], over: int) -> bool:
     """Cut the files' texts by about `over` tokens, the longest first, each with a note saying so;
     False when they are too short to give that much (the turn is over the window whatever they hold)."""
+    over += _NOTE_TOKENS * len(read)  # each cut file gets a note saying so
     for file in sorted(read, key=lambda f: len(f.document.text), reverse=True):
         if over <= 0:
             break
