@@ -72,3 +72,19 @@ def test_an_idle_gateway_has_imported_no_pdf_or_image_library(tmp_path: Path) ->
     loaded = modules_of_started_gateway(tmp_path)
     assert not {name for name in loaded if name.split(".")[0] in ("pypdf", "pdfminer", "imagesize", "PIL")}
     assert "gateway.files.pdf" not in loaded
+
+
+def test_a_pdf_locked_with_a_password_is_a_typed_error_naming_it() -> None:
+    import io
+
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter()
+    for page in PdfReader(io.BytesIO(two_page_pdf())).pages:
+        writer.add_page(page)
+    writer.encrypt(user_password="secret", owner_password="owner")
+    locked = io.BytesIO()
+    writer.write(locked)
+    with pytest.raises(UnreadableFileError) as raised:
+        read_document(locked.getvalue(), "locked.pdf", "application/pdf")
+    assert "encrypted with a password" in raised.value.message
