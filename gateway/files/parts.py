@@ -87,18 +87,18 @@ def cut_files(read: list[ReadFile], over: int) -> bool:
         over -= cut
         note = "\n".join(filter(None, [file.document.note, "[the rest of the file was cut to fit the model's "
                                                            "context window]"]))
-        _replace(file, text_part(file.document, text, note))
+        _replace(file, text, note)
     return over <= 0
 
 
-def _replace(file: ReadFile, new_text: str) -> None:
-    old = text_part(file.document)
+def _replace(file: ReadFile, text: str, note: str) -> None:
+    old, new = text_part(file.document), text_part(file.document, text, note)
     content = file.message["content"]
-    if file.index < 0:  # the message became one string: its file text is a slice of it
-        file.message["content"] = content.replace(old, new_text, 1)
+    if file.index < 0:  # the message became one string: its file's text is a slice of it
+        file.message["content"] = content.replace(old, new, 1)
     else:
-        content[file.index] = {"type": "text", "text": new_text}
-    file.document = Document(file.document.filename, new_text, "")
+        content[file.index] = {"type": "text", "text": new}
+    file.document = Document(file.document.filename, text, note)
 
 
 def _is_file(part: Any) -> bool:
