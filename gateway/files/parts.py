@@ -36,7 +36,11 @@ class ReadFile:
 
 def has_files(messages: list[dict[str, Any]]) -> bool:
     """Whether any message holds a `file` part (most hold none: a cheap check before any work)."""
-    return any(isinstance(m.get("content"), list) and any(_is_file(p) for p in m["content"]) for m in messages)
+    for message in messages:  # a loop, not any() over a generator: this runs for every request
+        content = message.get("content")
+        if content.__class__ is list and any(_is_file(part) for part in content):
+            return True
+    return False
 
 
 async def read_file_parts(messages: list[dict[str, Any]], *, param: str, limits: ReadLimits | None = None,

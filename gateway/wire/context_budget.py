@@ -90,7 +90,8 @@ def fixed_tokens_at_most(fixed: list[Any], max_output: int | None) -> int:
     the items' divided one by one. An image's base64 is no bound of its cost (a small image's is
     less): a list with images is counted item by item."""
     encoded = json_out.dumps(fixed)
-    if b'"image_url"' in encoded:
+    # find, not `in`: bytes.__contains__ tries the needle as an int first and pays for the TypeError
+    if encoded.find(b'"image_url"') >= 0:
         return fixed_tokens(fixed, max_output)
     return encoded_tokens(encoded) + MESSAGE_OVERHEAD * len(fixed) + (max_output or 0) + AGENT_RESERVE
 
