@@ -9,6 +9,9 @@
     │   │   ├── DuplicateItemError    (store) an item id already in the conversation
     │   │   ├── DuplicateKeyError     (store/keys) `keys create` of a name already taken: exit 1
     │   │   ├── ContextLengthExceededError (wire/context_budget) a turn over the model's context window
+    │   │   ├── UnsupportedFileTypeError (files) a file of a type the gateway does not read
+    │   │   ├── UnreadableFileError   (files) a file it cannot read: bad base64, a broken PDF
+    │   │   ├── FileReferenceNotSupportedError (files) a file_id or file_url, not resolved yet
     │   │   ├── UnstorableValueError  a value the database refuses as data (a NUL, a size limit)
     │   │   ├── ConflictError         409
     │   │   │   ├── ConversationConflictError  (store) another turn of the conversation was stored first

@@ -1,6 +1,6 @@
 """Responses API `input` items: checked, given ids, and turned into chat-format messages. Pure.
 
-Items are messages (content a string or parts: `input_text`, `input_image`, `output_text`),
+Items are messages (content a string or parts: `input_text`, `input_image`, `input_file`, `output_text`),
 the client's tool calls and their outputs (`function_call`, `custom_tool_call`, their `_output`s;
 gateway/wire/responses_tool_items.py), `additional_tools`, and the `reasoning` and `web_search_call`
 items of an earlier response replayed as input; each gets an `id` for
@@ -14,6 +14,7 @@ from typing import Any
 
 from gateway.errors import InvalidRequestError, echo
 from gateway.wire import ids, responses_tool_items
+from gateway.wire.file_inputs import responses_file_part
 from gateway.wire.images import image_part
 from gateway.wire.responses_tool_items import TOOL_OUTPUTS, FlatName
 
@@ -61,19 +62,27 @@ def _normalize_parts(content: Any, role: str, param: str) -> list[dict[str, Any]
             if not isinstance(part.get("image_url"), str):
                 raise _bad("input_image needs an 'image_url' (file_id is not supported).", where)
             parts.append(dict(part))
+        elif kind == "input_file":
+            if role == "assistant":
+                raise _bad("assistant messages cannot carry files.", where)
+            responses_file_part(part, where)
+            parts.append(dict(part))
         else:
             raise _bad(f"unsupported content part type {echo(repr(kind))}.", where)
     return parts
 
 
 def _parts_to_chat(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
-    """Text-only content becomes one string (what every upstream accepts); images keep parts."""
-    if all(part["type"] != "input_image" for part in parts):
+    """Text-only content becomes one string (what every upstream accepts); images and files keep
+    parts (a file's is read into text where the turn is prepared: gateway/files/)."""
+    if all(part["type"] not in ("input_image", "input_file") for part in parts):
         return _text_of_parts(parts)
     chat_parts: list[dict[str, Any]] = []
     for part in parts:
         if part["type"] == "input_image":
             chat_parts.append(image_part(part, vision=True))  # a message's images go on as sent
+        elif part["type"] == "input_file":
+            chat_parts.append(responses_file_part(part, "input"))
         else:
             chat_parts.append({"type": "text", "text": part.get("text") or part.get("refusal") or ""})
     return chat_parts
