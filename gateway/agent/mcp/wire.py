@@ -111,7 +111,7 @@ def is_response_to(message: Any, request_id: int) -> bool:
 
 async def sse_messages(chunks: AsyncIterator[bytes], max_event: int = MAX_REPLY_BYTES) -> AsyncIterator[Any]:
     """The JSON messages of an SSE body: one per event (its `data:` lines joined by newlines);
-    comments, `event:`/`id:`/`retry:` lines and empty events are skipped."""
+    comments, `event:`/`id:`/`retry:` lines and events without data are skipped."""
     buffer = b""
     data: list[bytes] = []
     size = 0
@@ -123,8 +123,9 @@ async def sse_messages(chunks: AsyncIterator[bytes], max_event: int = MAX_REPLY_
         for raw in lines:
             line = raw[:-1] if raw.endswith(b"\r") else raw
             if not line:
-                if data:
-                    yield load(b"\n".join(data))
+                payload = b"\n".join(data)
+                if payload.strip():  # 2025-11-25 servers open with an empty "priming" event
+                    yield load(payload)
                 data, size = [], 0
             elif line.startswith(b"data:"):
                 value = line[5:]
@@ -134,5 +135,5 @@ async def sse_messages(chunks: AsyncIterator[bytes], max_event: int = MAX_REPLY_
                     raise McpProtocolError(INVALID_REPLY, f"the server sent an event over {max_event:,} bytes")
     if buffer.startswith(b"data:"):
         data.append(buffer[5:].lstrip(b" "))
-    if data:
+    if b"".join(data).strip():
         yield load(b"\n".join(data))
