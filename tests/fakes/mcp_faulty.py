@@ -74,15 +74,17 @@ async def handle(request: web.Request) -> web.StreamResponse:
             "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
             "serverInfo": {"name": "faulty", "version": "1"}}), headers={"Mcp-Session-Id": session})
     if request.headers.get("Mcp-Session-Id") not in state.sessions:
-        return web.json_response({"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": "Session not found"}},
-                                 status=404)
+        gone = {"code": -32001, "message": "Session not found"}
+        return web.json_response({"jsonrpc": "2.0", "id": None, "error": gone}, status=404)
     if "id" not in message:
         return web.Response(status=202)
     if method == "tools/list":
         return web.json_response(reply(message["id"], tool_list()))
     name = (message.get("params") or {}).get("name")
-    if name == "hang":
-        await asyncio.sleep(3600)
+    if name == "hang":  # until the client gives up (so the app's shutdown does not wait for it)
+        while request.transport is not None and not request.transport.is_closing():
+            await asyncio.sleep(0.05)
+        return web.Response(status=204)
     if name == "garbage":
         return web.Response(text="<html>definitely not JSON-RPC</html>", content_type="application/json")
     if name == "flood":

@@ -154,6 +154,10 @@ class HttpConnection:
                 return wire.load(await _read_capped(response))
         except McpError:
             raise
+        except BlockedUrlError as exc:  # from CheckedResolver, which also reports names that do not resolve
+            if str(exc).startswith("cannot resolve"):
+                raise McpHttpError(502, f"cannot resolve the MCP server's host {self._host}") from None
+            raise McpBlockedUrlError(400, str(exc)) from None
         except aiohttp.ClientConnectorError as exc:
             if isinstance(exc.os_error, BlockedUrlError):
                 raise McpBlockedUrlError(400, str(exc.os_error)) from None
