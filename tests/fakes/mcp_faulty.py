@@ -4,7 +4,8 @@
 `server/discover` with 400, as servers of that era do) whose tools misbehave by name: `hang`
 never answers, `garbage` answers 200 with text that is not JSON, `flood` sends 10 MB of JSON,
 `flood_sse` one 10 MB event, `crash` closes the connection mid-reply, `status500` answers HTTP 500,
-`wrong_shape` answers a result that is not an object, `ok` answers normally. `forget` makes the
+`wrong_shape` answers a result that is not an object, `ok` answers normally; `faulty_app(page_size)`
+lists its tools in pages. `forget` makes the
 server drop every session (the next request with it gets 404). Its `state` counts methods seen and
 keeps the request headers, so tests can check what went over the wire.
 
@@ -52,6 +53,7 @@ class State:
 
 
 STATE = web.AppKey("state", State)
+PAGE_SIZE = web.AppKey("page_size", int)
 
 
 async def handle(request: web.Request) -> web.StreamResponse:
@@ -79,7 +81,14 @@ async def handle(request: web.Request) -> web.StreamResponse:
     if "id" not in message:
         return web.Response(status=202)
     if method == "tools/list":
-        return web.json_response(reply(message["id"], tool_list()))
+        listed = tool_list()
+        size = request.app[PAGE_SIZE]
+        if size:  # pages of `size` tools, the cursor being the index of the next one
+            start = int((message.get("params") or {}).get("cursor") or 0)
+            listed["tools"] = listed["tools"][start:start + size]
+            if start + size < len(TOOLS):
+                listed["nextCursor"] = str(start + size)
+        return web.json_response(reply(message["id"], listed))
     name = (message.get("params") or {}).get("name")
     if name == "hang":  # until the client gives up (so the app's shutdown does not wait for it)
         while request.transport is not None and not request.transport.is_closing():
@@ -111,9 +120,10 @@ async def handle(request: web.Request) -> web.StreamResponse:
     return web.json_response(reply(message["id"], ok_result()))
 
 
-def faulty_app() -> web.Application:
+def faulty_app(page_size: int = 0) -> web.Application:
     app = web.Application()
     app[STATE] = State()
+    app[PAGE_SIZE] = page_size
     app.router.add_route("*", "/mcp", handle)
     return app
 

@@ -64,7 +64,7 @@ def header_value(text: str) -> str:
     spec's `=?base64?...?=` form."""
     if _HEADER_SAFE.match(text) and text == text.strip():
         return text
-    return "=?base64?" + base64.b64encode(text.encode("utf-8")).decode("ascii") + "?="
+    return "=?base64?" + base64.b64encode(text.encode("utf-8", "replace")).decode("ascii") + "?="
 
 
 def modern_headers(method: str, params: dict[str, Any] | None) -> dict[str, str]:
@@ -75,7 +75,8 @@ def modern_headers(method: str, params: dict[str, Any] | None) -> dict[str, str]
 
 
 def dumps(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    # ASCII escapes: a model's arguments may hold lone surrogates, which UTF-8 cannot encode
+    return json.dumps(message, separators=(",", ":")).encode("ascii")
 
 
 def load(body: bytes) -> Any:

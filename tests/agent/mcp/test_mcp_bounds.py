@@ -80,3 +80,22 @@ def test_a_started_gateway_imports_no_mcp_code(tmp_path) -> None:
     loaded = modules_of_started_gateway(tmp_path)
     assert not {name for name in loaded if name.startswith("gateway.agent.mcp") or name.split(".")[0] in {
         "mcp", "mcp_types", "pydantic", "anyio", "httpx2", "starlette", "uvicorn"}}
+
+
+def test_arguments_with_lone_surrogates_are_still_sent_as_valid_json() -> None:
+    body = wire.dumps(wire.request(1, "tools/call", {"name": "t\ud800", "arguments": {"q": "a\udfffb"}}))
+    assert wire.load(body)["params"]["arguments"]["q"] == "a\udfffb"
+    assert wire.header_value("t\ud800").startswith("=?base64?")
+
+
+async def test_a_tool_list_in_pages_is_read_to_its_end() -> None:
+    from tests.fakes.mcp_faulty import TOOLS
+
+    app = faulty_app(page_size=5)
+    async with served(app) as base:
+        server = McpRegistry(allowed_hosts=["127.0.0.1"]).open_url("x", base + "/mcp")
+        try:
+            assert [tool.name for tool in (await server.list_tools()).tools] == TOOLS
+            assert app[STATE].methods["tools/list"] == 3
+        finally:
+            await server.close()
