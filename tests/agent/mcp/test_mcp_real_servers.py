@@ -4,6 +4,7 @@ eras, `@modelcontextprotocol/server-everything` (npm) over Streamable HTTP and s
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 
@@ -171,3 +172,17 @@ async def test_the_era_found_for_a_url_is_remembered_for_the_next_request(
         await second.list_tools()
     finally:
         await second.close()
+
+
+async def test_a_server_opened_in_one_task_is_used_and_closed_in_others() -> None:
+    # The `mcp` SDK's anyio task groups fail here (python-sdk #922/#915/#1156): a request's task
+    # may open a configured server, later requests use it, the app's cleanup closes it.
+    command, args = time_stdio()
+    registry = McpRegistry([StdioServerConfig("time", command, args, timeout=30)])
+    server = registry.server("time")
+    await asyncio.create_task(server.list_tools())
+    results = await asyncio.gather(*(asyncio.create_task(
+        server.call_tool("get_current_time", {"timezone": zone})) for zone in ("UTC", "Asia/Tokyo")))
+    assert [result.structured["timezone"] for result in results if result.structured] == ["UTC", "Asia/Tokyo"]
+    await asyncio.create_task(registry.close())
+    assert server.connection.era is not None
