@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,8 +24,6 @@ from yarl import URL
 from gateway.agent.mcp import wire
 from gateway.agent.mcp.results import INVALID_REPLY, McpError, McpHttpError, McpProtocolError
 from providers.urlsafety import AddressPolicy, BlockedUrlError, CheckedResolver, address_problem, check_url
-
-log = logging.getLogger(__name__)
 
 #: statuses that mean "not this era" when probing with server/discover (auth, rate limits and
 #: server errors are answers about the server, not about the era, and fail the call instead)

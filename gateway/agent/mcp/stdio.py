@@ -17,7 +17,6 @@ import asyncio
 import collections
 import contextlib
 import itertools
-import logging
 import os
 import shutil
 from collections.abc import Mapping, Sequence
@@ -25,8 +24,6 @@ from typing import Any
 
 from gateway.agent.mcp import wire
 from gateway.agent.mcp.results import INVALID_REPLY, McpError, McpHttpError, McpProtocolError
-
-log = logging.getLogger(__name__)
 
 INHERITED = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR")
 BACKOFF_START = 1.0
