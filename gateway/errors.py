@@ -37,6 +37,10 @@
     │   └── BlockedUrlError           (providers/urlsafety.py) a URL the gateway will not fetch
     ├── BodyTooLarge                  (providers/http_session.py) a service's answer passed 16 MiB:
     │                                 providers/http.py makes it the provider's ProviderError
+    ├── McpError                      (agent/mcp/results) a failed MCP exchange: OpenAI's `mcp_call.error`
+    │   ├── McpProtocolError          mcp_protocol_error: a JSON-RPC error, or a reply that is not MCP
+    │   └── McpHttpError              http_error: an HTTP status, no connection, a dead child, a timeout (504)
+    │       └── McpBlockedUrlError    (agent/mcp/http) a server URL at a non-public address: a client's 400
     ├── PluginLoadError               (providers/errors.py) a plugin cannot load: reported, the rest load
     ├── DuplicateProviderError        (providers/registry.py; also a ValueError) a provider name is taken
     ├── SettingsError                 (settings; also a ValueError) a bad setting: serve refuses to start
