@@ -8,6 +8,7 @@ client supplied are not run: they end the turn and go back to the client.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncGenerator
 from types import TracebackType
@@ -29,10 +30,13 @@ from gateway.agent.observer import AgentObserver, UpstreamCall, upstream_outcome
 from gateway.agent.tool_calls import ToolCall, ToolRunner, assistant_with_calls, merge_call_part
 from gateway.agent.toolbox import Toolbox, offer_tools
 from gateway.agent.turn import AgentRequest, AgentRun
+from gateway.errors import EmptyStreamError
 from gateway.upstream.client import UpstreamClient
 from gateway.upstream.deltas import Finish, Reasoning, Text, Texts, TokenUsage, ToolCallPart, UpstreamDelta
 
 __all__ = ["Agent", "AgentRequest", "AgentRun"]  # the wire-facing names, as before the split
+
+log = logging.getLogger("agent_gateway.agent")
 
 FINAL_ROUND_NOTE = (
     "You have used all tool rounds for this turn. Answer now from what you already found, "
@@ -134,7 +138,27 @@ class Agent:
             parts = _RoundParts()
             turn._write(parts.text)
             model_call = self.observer.upstream_call(request.stream)
-            if not request.stream:
+            whole = not request.stream
+            if request.stream:
+                deltas = self.upstream.deltas(payload, stream=True, headers=model_call.headers, opener=request.opener)
+                waiting = True  # time to first token: a streamed reply's measure
+                try:
+                    async with _observed(model_call, deltas):
+                        async for delta in deltas:
+                            if waiting and type(delta) in _CONTENT:  # the first text, reasoning or call part
+                                waiting = False
+                                model_call.first_token()
+                            event = parts.take(delta)
+                            if event is not None:
+                                yield event
+                except EmptyStreamError:
+                    # Nothing came, so nothing went out: llama-cpp-python (chatml-function-calling)
+                    # answers a streamed request with tools so, the same request unstreamed
+                    # properly. Asked once more, whole; its deltas go out as a stream's would.
+                    log.debug("round %d: the upstream's stream ended before its first frame; asking "
+                              "again unstreamed", rounds)
+                    whole, model_call = True, self.observer.upstream_call(False)
+            if whole:
                 # A whole reply: its deltas in one list, read before any event leaves (no async
                 # generator between the client and here; the same events as from a stream of it)
                 try:
@@ -147,17 +171,6 @@ class Agent:
                     event = parts.take(delta)
                     if event is not None:
                         yield event
-            else:
-                deltas = self.upstream.deltas(payload, stream=True, headers=model_call.headers, opener=request.opener)
-                waiting = True  # time to first token: a streamed reply's measure
-                async with _observed(model_call, deltas):
-                    async for delta in deltas:
-                        if waiting and type(delta) in _CONTENT:  # the first text, reasoning or call part
-                            waiting = False
-                            model_call.first_token()
-                        event = parts.take(delta)
-                        if event is not None:
-                            yield event
             calls = [
                 ToolCall(p.id or f"call_{rounds}_{i}", p.name, p.arguments)
                 for i, p in sorted(parts.calls.items())
