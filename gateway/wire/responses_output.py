@@ -81,8 +81,9 @@ class ResponseBuilder:
         self._completed_at: int | None = None
         self._ending_seq: int | None = None  # the sequence number of the ending event, once made
         self._web = WebSearchCalls(self._output, self._event, self._snapshot, sources=SOURCES in request.include)
-        self._thinking = ReasoningItems(self._output, self._event, self._snapshot,
-                                        summary=request.reasoning["summary"] != "none")
+        asked = request.reasoning["summary"]
+        self._thinking = ReasoningItems(self._output, self._event, self._snapshot, summary=asked != "none",
+                                        stream_summary=asked not in (None, "none"))
 
     # ---- stream events ------------------------------------------------------------------------
 
