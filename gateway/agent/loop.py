@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator
 from types import TracebackType
 from typing import Any
 
-from gateway.agent import sources
+from gateway.agent import replay, sources
 from gateway.agent.events import (
     AgentEvent,
     ClientToolCall,
@@ -110,6 +110,10 @@ class Agent:
 
         conversation = upstream_conversation(self._system_prompt(use_agent_tools), request.instructions,
                                              request.messages)
+        if request.replayed and use_agent_tools:
+            replayed = [call for call in request.replayed if call[1] not in client_names]
+            for finished in await replay.run_again(self._tools, replayed, conversation, context, numbers):
+                yield finished
 
         prompt_tokens = completion_tokens = 0
         usage_known = True  # until a round's upstream reply has no usage (some servers send none)
@@ -195,8 +199,18 @@ class Agent:
 
             client_calls = [c for c in calls if c.name in client_names]
             if client_calls:
-                # The turn ends here; calls to our own tools in the same round are dropped, since the
-                # client will continue the conversation without their results.
+                # The turn ends here, with the client's calls. Calls to our own tools in the same
+                # round (Codex always allows parallel calls) run first, kept as a round of their
+                # own before the client's: the next request, with the client's results, continues
+                # from them (a stored response's transcript; a replayed web_search_call, run again).
+                own_calls = [c for c in calls if c.name not in client_names and c.name in self.toolbox]
+                if own_calls and use_agent_tools:
+                    turn._add(assistant_with_calls(text, own_calls))
+                    text = ""
+                    async for event in self._tools.run(own_calls, use_agent_tools, context, numbers):
+                        if isinstance(event, ToolCallFinished):
+                            turn._add({"role": "tool", "tool_call_id": event.call_id, "content": event.output})
+                        yield event
                 turn._add(assistant_with_calls(text, client_calls))
                 for call in client_calls:
                     yield ClientToolCall(call.id, call.name, call.arguments)

@@ -35,6 +35,10 @@ class AgentRequest:
     opener: Opener | None = None
     #: The route's API_SERVER_WEB_TOOLS (always, on_request, off); None: the agent's own.
     web_tools: str | None = None
+    #: Calls of the agent's own tools in `messages` whose tool message holds no result (a client
+    #: replayed them without one): (call id, tool name, arguments JSON). Run again before the
+    #: first round when the agent's tools are on offer, their results put in place.
+    replayed: tuple[tuple[str, str, str], ...] = ()
 
 
 class AgentRun:

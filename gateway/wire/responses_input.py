@@ -12,7 +12,7 @@ import secrets
 from typing import Any
 
 from gateway.errors import InvalidRequestError, echo
-from gateway.wire import ids
+from gateway.wire import ids, web_search_replay
 
 INPUT_ROLES = ("user", "assistant", "system", "developer")
 WEB_ACTIONS = ("search", "open_page", "find", "find_in_page")
@@ -164,24 +164,6 @@ def _check_action_fields(action: dict[str, Any], param: str) -> None:
                        f"{param}.sources[{i}]")
 
 
-def _web_note(action: dict[str, Any]) -> str:
-    """What a replayed web_search_call tells the model: what was searched or read (its results are
-    not in the item; a client that wants the model to have them chains with previous_response_id)."""
-    kind = action["type"]
-    url = action.get("url") if isinstance(action.get("url"), str) else None
-    if kind == "open_page":
-        return f"(opened {url})" if url else "(opened a web page)"
-    if kind in ("find", "find_in_page"):
-        return f"(searched {url or 'a web page'} for {action.get('pattern')!r})"
-    listed, found = action.get("queries"), action.get("sources")
-    asked = [action.get("query"), *(listed if isinstance(listed, list) else [])]
-    queries = [q for q in asked if isinstance(q, str) and q]
-    found = [s.get("url") for s in (found if isinstance(found, list) else []) if isinstance(s, dict)]
-    urls = [u for u in found if isinstance(u, str)]
-    said = "; ".join(repr(q) for q in dict.fromkeys(queries))
-    return f"(searched the web{' for ' + said if said else ''}{'; found ' + ', '.join(urls) if urls else ''})"
-
-
 def normalize_input(value: Any, param: str = "input") -> list[dict[str, Any]]:
     """`input` (a string or a list of items) as normalized items, each with an `id`; `param`
     names the field in errors (a conversation's `items` are checked the same way)."""
@@ -192,22 +174,28 @@ def normalize_input(value: Any, param: str = "input") -> list[dict[str, Any]]:
     return [_normalize_item(item, f"{param}[{index}]") for index, item in enumerate(value)]
 
 
-def input_to_messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def input_to_messages(items: list[dict[str, Any]], *, replay_searches: bool = False) -> list[dict[str, Any]]:
     """Normalized input items as chat-format messages.
 
     Consecutive `function_call` items join one assistant message (parallel calls), attached to
     a directly preceding assistant text message if there is one; `function_call_output` becomes
     a `tool` message. Replayed `web_search_call` items become a short note of what was searched,
-    in the assistant message that follows them (so roles still alternate).
+    in the assistant message that follows them (so roles still alternate); with `replay_searches`,
+    those of the open turn become web_search calls to run again (gateway/wire/web_search_replay.py).
     """
     messages: list[dict[str, Any]] = []
     note: dict[str, Any] | None = None  # the assistant message holding notes, while it is the last
-    for item in items:
+    open_turn = web_search_replay.open_turn_start(items) if replay_searches else len(items)
+    for index, item in enumerate(items):
         if item["type"] == "web_search_call":
+            call = web_search_replay.search_call(item) if index >= open_turn else None
+            if call is not None:
+                web_search_replay.add_search_call(messages, call, web_search_replay.web_note(item["action"]))
+                continue
             if note is None or not messages or messages[-1] is not note:
                 note = {"role": "assistant", "content": ""}
                 messages.append(note)
-            note["content"] = " ".join(filter(None, [note["content"], _web_note(item["action"])]))
+            note["content"] = " ".join(filter(None, [note["content"], web_search_replay.web_note(item["action"])]))
         elif item["type"] == "message":
             content = _parts_to_chat(item["content"])
             if note is not None and messages and messages[-1] is note and item["role"] == "assistant" \
@@ -225,7 +213,7 @@ def input_to_messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 messages.append({"role": "assistant", "content": "", "tool_calls": [call]})  # "": see agent/loop.py
         elif item["type"] == "function_call_output":
             messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
-    return messages
+    return web_search_replay.without_marks(messages) if replay_searches else messages
 
 
 # ---- the request ----------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from gateway.wire import ids, web_search
 from gateway.wire.checks import TOOL_CHOICE_MODES, in_range
 from gateway.wire.responses_input import input_to_messages, normalize_input
 from gateway.wire.responses_reasoning import reasoning_config
+from gateway.wire.web_search_replay import ReplayedCall, replayed_calls
 
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_METADATA_PAIRS = 16
@@ -82,6 +83,8 @@ class ResponsesRequest:
     reasoning: dict[str, Any] = field(default_factory=lambda: {"effort": None, "summary": None})
     #: "disabled" (a turn over the context window is a 400) or "auto" (its oldest history dropped).
     truncation: str = "disabled"
+    #: The open turn's replayed searches, for the agent to run again (gateway/wire/web_search_replay.py).
+    replayed: tuple[ReplayedCall, ...] = ()
 
     def upstream_params(self) -> dict[str, Any]:
         """Extra Chat Completions parameters for the upstream call (tools excluded)."""
@@ -343,7 +346,8 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
     return ResponsesRequest(
         model=_optional_str(body, "model"),
         input_items=items,
-        messages=input_to_messages(items),
+        messages=input_to_messages(items, replay_searches=True),
+        replayed=replayed_calls(items),
         instructions=_optional_str(body, "instructions"),
         previous_response_id=previous,
         conversation=conversation,
