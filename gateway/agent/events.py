@@ -35,6 +35,8 @@ class ReasoningDelta:
     """A piece of the model's reasoning (its thinking, apart from the answer text)."""
 
     text: str
+    #: The field the upstream sent it under (reasoning_content, reasoning ...): what it wants back.
+    field: str = "reasoning_content"
 
 
 @dataclass(frozen=True, slots=True)

@@ -266,7 +266,7 @@ class _RoundParts:
         if type(delta) is Reasoning:
             self.reasoning.append(delta.text)
             self.reasoning_field = delta.field
-            return ReasoningDelta(delta.text)
+            return ReasoningDelta(delta.text, delta.field)
         if type(delta) is ToolCallPart:
             merge_call_part(self.calls, delta)
         elif type(delta) is Finish:

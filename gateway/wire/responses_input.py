@@ -12,7 +12,7 @@ import secrets
 from typing import Any
 
 from gateway.errors import InvalidRequestError, echo
-from gateway.wire import ids, web_search_replay
+from gateway.wire import ids, reasoning_replay, web_search_replay
 
 INPUT_ROLES = ("user", "assistant", "system", "developer")
 WEB_ACTIONS = ("search", "open_page", "find", "find_in_page")
@@ -114,13 +114,15 @@ def _normalize_item(item: Any, param: str) -> dict[str, Any]:
                 "output": output, "status": "completed"}
     if kind == "reasoning":
         # A reasoning item the client sends back (a previous response's output as input): kept
-        # with the input items, never sent upstream (reasoning from the client's history is not).
+        # with the input items; sent upstream only in the open turn (gateway/wire/reasoning_replay.py).
         summary, content = item.get("summary", []), item.get("content")
         if not isinstance(summary, list) or not (content is None or isinstance(content, list)):
             raise _bad("a reasoning item needs a 'summary' list (and 'content', if any, a list).", f"{param}.summary")
         normalized = {"id": given_id or new_id("rs"), "type": "reasoning", "summary": summary}
         if content is not None:
             normalized["content"] = content
+        if isinstance(item.get("encrypted_content"), str):  # sealed by the gateway: read back, not here
+            normalized["encrypted_content"] = item["encrypted_content"]
         return normalized
     if kind == "web_search_call":
         return _web_search_call(item, given_id, param)
@@ -174,23 +176,33 @@ def normalize_input(value: Any, param: str = "input") -> list[dict[str, Any]]:
     return [_normalize_item(item, f"{param}[{index}]") for index, item in enumerate(value)]
 
 
-def input_to_messages(items: list[dict[str, Any]], *, replay_searches: bool = False) -> list[dict[str, Any]]:
+def input_to_messages(items: list[dict[str, Any]], *, replay_searches: bool = False,
+                      unseal: reasoning_replay.Unseal | None = None) -> list[dict[str, Any]]:
     """Normalized input items as chat-format messages.
 
     Consecutive `function_call` items join one assistant message (parallel calls), attached to
     a directly preceding assistant text message if there is one; `function_call_output` becomes
     a `tool` message. Replayed `web_search_call` items become a short note of what was searched,
     in the assistant message that follows them (so roles still alternate); with `replay_searches`,
-    those of the open turn become web_search calls to run again (gateway/wire/web_search_replay.py).
+    those of the open turn become web_search calls to run again (gateway/wire/web_search_replay.py)
+    and its `reasoning` items the reasoning of the calls they led to (reasoning_replay.py).
     """
     messages: list[dict[str, Any]] = []
     note: dict[str, Any] | None = None  # the assistant message holding notes, while it is the last
     open_turn = web_search_replay.open_turn_start(items) if replay_searches else len(items)
+    thought: tuple[str, str] | None = None  # (field, text) of the open turn's reasoning, until its calls
     for index, item in enumerate(items):
+        if item["type"] == "reasoning":
+            thought = reasoning_replay.replayed(item, unseal) if index >= open_turn else None
+        elif item["type"] == "function_call_output" or item.get("role") == "user":
+            thought = None
         if item["type"] == "web_search_call":
             call = web_search_replay.search_call(item) if index >= open_turn else None
             if call is not None:
                 web_search_replay.add_search_call(messages, call, web_search_replay.web_note(item["action"]))
+                if thought is not None:  # the round's reasoning led to its searches first
+                    owner = next(m for m in reversed(messages) if m["role"] == "assistant")
+                    owner[thought[0]], thought = thought[1], None
                 continue
             if note is None or not messages or messages[-1] is not note:
                 note = {"role": "assistant", "content": ""}
@@ -210,7 +222,10 @@ def input_to_messages(items: list[dict[str, Any]], *, replay_searches: bool = Fa
             if last is not None and last["role"] == "assistant":
                 last.setdefault("tool_calls", []).append(call)
             else:
-                messages.append({"role": "assistant", "content": "", "tool_calls": [call]})  # "": see agent/loop.py
+                last = {"role": "assistant", "content": "", "tool_calls": [call]}  # "": see agent/loop.py
+                messages.append(last)
+            if thought is not None:
+                last[thought[0]], thought = thought[1], None
         elif item["type"] == "function_call_output":
             messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
     return web_search_replay.without_marks(messages) if replay_searches else messages

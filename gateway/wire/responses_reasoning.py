@@ -25,6 +25,7 @@ from typing import Any
 
 from gateway.errors import InvalidRequestError
 from gateway.wire.chat_stream import split_text
+from gateway.wire.reasoning_replay import sealed_value
 from gateway.wire.responses_input import new_id
 
 Event = Callable[..., dict[str, Any]]
@@ -54,8 +55,13 @@ class ReasoningItems:
     through its `event` maker (so sequence numbers stay one series)."""
 
     def __init__(self, output: list[dict[str, Any]], event: Event, snapshot: Callable[[Any], Any], *,
-                 summary: bool = True, stream_summary: bool = False) -> None:
+                 summary: bool = True, stream_summary: bool = False,
+                 seal: Callable[[dict[str, Any]], str] | None = None) -> None:
         self._output, self._event, self._snapshot = output, event, snapshot
+        # `include: ["reasoning.encrypted_content"]`: each item's text and field, sealed
+        # (gateway/wire/reasoning_replay.py reads them back)
+        self._seal = seal
+        self._field = "reasoning_content"  # the open item's, as the upstream sent it
         self._summary = summary  # also as the item's `summary`
         # the events: the summary's (asked for) or the reasoning text's, never both
         self._stream_summary = summary and stream_summary
@@ -78,9 +84,10 @@ class ReasoningItems:
                 item["summary"][0]["text"] += text
             self._pending.clear()
 
-    def add(self, text: str) -> list[dict[str, Any]]:
+    def add(self, text: str, field: str = "reasoning_content") -> list[dict[str, Any]]:
         """A piece of reasoning: opens an item when none is (the caller closes its message first)."""
         events: list[dict[str, Any]] = []
+        self._field = field
         if self._index is None:
             item: dict[str, Any] = {"id": new_id("rs"), "type": "reasoning", "summary": [], "content": [],
                                     "status": "in_progress"}
@@ -118,6 +125,8 @@ class ReasoningItems:
             return []
         item = self._output[index]
         item["status"] = status
+        if self._seal is not None:
+            item["encrypted_content"] = self._seal(sealed_value(item["content"][0]["text"], self._field))
         if self._stream_summary:
             summary = item["summary"][0]
             events = [

@@ -26,6 +26,7 @@ from gateway.agent.web_options import WebSearchOptions
 from gateway.errors import InvalidRequestError, echo
 from gateway.wire import ids, web_search
 from gateway.wire.checks import TOOL_CHOICE_MODES, in_range
+from gateway.wire.reasoning_replay import Unseal
 from gateway.wire.responses_input import input_to_messages, normalize_input
 from gateway.wire.responses_reasoning import reasoning_config
 from gateway.wire.web_search_replay import ReplayedCall, replayed_calls
@@ -318,8 +319,9 @@ def _tool_choice(body: dict[str, Any], chat_tools: list[dict[str, Any]],
 # ---- input items ----------------------------------------------------------------------------
 
 
-def parse_responses_request(body: Any) -> ResponsesRequest:
-    """Validate a `POST /v1/responses` body; raises InvalidRequestError (400) naming the field."""
+def parse_responses_request(body: Any, unseal: Unseal | None = None) -> ResponsesRequest:
+    """Validate a `POST /v1/responses` body; raises InvalidRequestError (400) naming the field.
+    `unseal` opens the reasoning a client replays sealed (gateway/wire/reasoning_replay.py)."""
     if not isinstance(body, dict):
         raise InvalidRequestError("The request body must be a JSON object.")
     background = _bool(body, "background", False)
@@ -346,7 +348,7 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
     return ResponsesRequest(
         model=_optional_str(body, "model"),
         input_items=items,
-        messages=input_to_messages(items, replay_searches=True),
+        messages=input_to_messages(items, replay_searches=True, unseal=unseal),
         replayed=replayed_calls(items),
         instructions=_optional_str(body, "instructions"),
         previous_response_id=previous,
