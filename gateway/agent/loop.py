@@ -203,8 +203,9 @@ class Agent:
                 # round (Codex always allows parallel calls) run first, kept as a round of their
                 # own before the client's: the next request, with the client's results, continues
                 # from them (a stored response's transcript; a replayed web_search_call, run again).
+                # Where it cannot (AgentRequest.own_calls_beside_client_calls), they are dropped.
                 own_calls = [c for c in calls if c.name not in client_names and c.name in self.toolbox]
-                if own_calls and use_agent_tools:
+                if own_calls and use_agent_tools and request.own_calls_beside_client_calls:
                     turn._add(assistant_with_calls(text, own_calls))
                     text = ""
                     async for event in self._tools.run(own_calls, use_agent_tools, context, numbers):

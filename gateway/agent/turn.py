@@ -39,6 +39,11 @@ class AgentRequest:
     #: replayed them without one): (call id, tool name, arguments JSON). Run again before the
     #: first round when the agent's tools are on offer, their results put in place.
     replayed: tuple[tuple[str, str, str], ...] = ()
+    #: A round that calls the agent's tools beside the client's runs the agent's first, when the
+    #: next request can bring their results back (a stored transcript, replayed items: the
+    #: Responses API); otherwise (Chat Completions, whose history holds only the client's calls)
+    #: they are dropped, as the client would continue without their results.
+    own_calls_beside_client_calls: bool = False
 
 
 class AgentRun:

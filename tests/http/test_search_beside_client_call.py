@@ -150,3 +150,16 @@ async def test_a_replayed_search_is_not_run_when_the_request_allows_no_tools(cli
     assert searches(searxng_server) == []
     sent = upstream.requests[-1]["messages"][1:]
     assert sent[2]["role"] == "tool" and sent[2]["content"] == "(searched the web for 'oslo weather')"
+
+
+async def test_chat_completions_still_drop_a_search_called_beside_a_client_function(client, upstream,
+                                                                                   searxng_server):  # noqa: F811
+    # a chat client's history brings back only its own calls: a search's results would be lost
+    upstream.queue(tool_call(("web_search", {"query": "oslo weather"}), ("get_weather", {"city": "Oslo"})))
+    resp = await client.post("/v1/chat/completions", headers={"Authorization": f"Bearer {API_KEY}"}, json={
+        "messages": [{"role": "user", "content": "Weather in Oslo?"}],
+        "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": WEATHER_TOOL["parameters"]}}]})
+    assert resp.status == 200
+    [call] = (await resp.json())["choices"][0]["message"]["tool_calls"]
+    assert call["function"]["name"] == "get_weather"
+    assert searches(searxng_server) == []
