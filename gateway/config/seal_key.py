@@ -30,7 +30,12 @@ def seal_key(settings: Settings) -> bytes:
     if settings.database_url:
         log.warning("API_SERVER_SEAL_KEY is not set: this replica seals with its own key file, which other "
                     "replicas on the same database cannot open; give them all the same API_SERVER_SEAL_KEY")
-    return _key_file(settings.profile_dir / KEY_FILE)
+    try:
+        return _key_file(settings.profile_dir / KEY_FILE)
+    except OSError as exc:  # a read-only home (a container's): serve on, with a key of this run's
+        log.warning("cannot keep a seal key in %s (%s): sealed values will not open after a restart; "
+                    "set API_SERVER_SEAL_KEY", settings.profile_dir, exc.strerror or exc)
+        return os.urandom(KEY_BYTES)
 
 
 def _key_file(path: Path) -> bytes:
