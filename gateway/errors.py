@@ -29,6 +29,8 @@
     │   │   └── QueueFullError    429 (store/runs) the background queue is full: retry later
     │   ├── EventsLimitError          (runs/background) a background run passed API_SERVER_MAX_RUN_EVENTS_MB
     │   ├── UpstreamError             502 upstream_error
+    │   │   └── EmptyStreamError      (upstream/client) a stream that ended before its first frame:
+    │   │                             the agent asks again unstreamed (code upstream_stream_cut)
     │   ├── ServiceUnavailableError   503 service_unavailable (+ Retry-After)
     │   │   └── StoreUnavailableError (store) the store cannot read or write
     │   └── UpstreamTimeoutError      504 timeout
@@ -201,6 +203,13 @@ class UpstreamError(GatewayError):
     status = 502
     type = "upstream_error"
     code = "upstream_error"
+
+
+class EmptyStreamError(UpstreamError):
+    """A streamed reply that ended (or whose connection closed) before its first frame: nothing
+    reached the client yet, so the round can be asked for again, unstreamed."""
+
+    code = "upstream_stream_cut"
 
 
 class ServiceUnavailableError(GatewayError):

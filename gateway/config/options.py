@@ -190,6 +190,10 @@ OPTIONS: tuple[Option, ...] = (
            choices=("show", "hide")),
     Option("model_name", "API_SERVER_MODEL_NAME", "api_server.model_name", _parse_str, None,
            "model id advertised on /v1/models (default: profile name or agent-gateway)"),
+    Option("seal_key", "API_SERVER_SEAL_KEY", "api_server.seal_key", _parse_str, None,
+           "secret the values clients hand back unread are sealed with (reasoning encrypted_content); "
+           "replicas sharing a database must share it (unset: a key file made in the profile home)",
+           secret=True),
     Option("max_stored_responses", "API_SERVER_MAX_STORED_RESPONSES", "api_server.max_stored_responses",
            _parse_int, 100, "LRU bound of the Responses store", minimum=1),
     Option("max_store_mb", "API_SERVER_MAX_STORE_MB", "api_server.max_store_mb", _parse_int, 1024,

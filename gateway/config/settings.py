@@ -70,6 +70,7 @@ class Settings:
     max_stored_responses: int = 100
     max_store_mb: int = 1024
     database_url: str | None = None
+    seal_key: str | None = None
     max_concurrent_runs: int = 32
     max_queued_runs: int = 64
     max_run_events_mb: float = 16.0

@@ -13,7 +13,7 @@ import secrets
 from typing import Any
 
 from gateway.errors import InvalidRequestError, echo
-from gateway.wire import ids, responses_tool_items
+from gateway.wire import ids, reasoning_replay, responses_tool_items, web_search_replay
 from gateway.wire.file_inputs import responses_file_part
 from gateway.wire.images import image_part
 from gateway.wire.responses_tool_items import TOOL_OUTPUTS, FlatName
@@ -112,13 +112,15 @@ def _normalize_item(item: Any, param: str) -> dict[str, Any]:
         return responses_tool_items.additional_tools(item, given_id or new_id("at"), param)
     if kind == "reasoning":
         # A reasoning item the client sends back (a previous response's output as input): kept
-        # with the input items, never sent upstream (reasoning from the client's history is not).
+        # with the input items; sent upstream only in the open turn (gateway/wire/reasoning_replay.py).
         summary, content = item.get("summary", []), item.get("content")
         if not isinstance(summary, list) or not (content is None or isinstance(content, list)):
             raise _bad("a reasoning item needs a 'summary' list (and 'content', if any, a list).", f"{param}.summary")
         normalized = {"id": given_id or new_id("rs"), "type": "reasoning", "summary": summary}
         if content is not None:
             normalized["content"] = content
+        if isinstance(item.get("encrypted_content"), str):  # sealed by the gateway: read back, not here
+            normalized["encrypted_content"] = item["encrypted_content"]
         return normalized
     if kind == "web_search_call":
         return _web_search_call(item, given_id, param)
@@ -181,24 +183,6 @@ def _check_action_fields(action: dict[str, Any], param: str) -> None:
                        f"{param}.sources[{i}]")
 
 
-def _web_note(action: dict[str, Any]) -> str:
-    """What a replayed web_search_call tells the model: what was searched or read (its results are
-    not in the item; a client that wants the model to have them chains with previous_response_id)."""
-    kind = action["type"]
-    url = action.get("url") if isinstance(action.get("url"), str) else None
-    if kind == "open_page":
-        return f"(opened {url})" if url else "(opened a web page)"
-    if kind in ("find", "find_in_page"):
-        return f"(searched {url or 'a web page'} for {action.get('pattern')!r})"
-    listed, found = action.get("queries"), action.get("sources")
-    asked = [action.get("query"), *(listed if isinstance(listed, list) else [])]
-    queries = [q for q in asked if isinstance(q, str) and q]
-    found = [s.get("url") for s in (found if isinstance(found, list) else []) if isinstance(s, dict)]
-    urls = [u for u in found if isinstance(u, str)]
-    said = "; ".join(repr(q) for q in dict.fromkeys(queries))
-    return f"(searched the web{' for ' + said if said else ''}{'; found ' + ', '.join(urls) if urls else ''})"
-
-
 def normalize_input(value: Any, param: str = "input") -> list[dict[str, Any]]:
     """`input` (a string or a list of items) as normalized items, each with an `id`; `param`
     names the field in errors (a conversation's `items` are checked the same way)."""
@@ -209,8 +193,9 @@ def normalize_input(value: Any, param: str = "input") -> list[dict[str, Any]]:
     return [_normalize_item(item, f"{param}[{index}]") for index, item in enumerate(value)]
 
 
-def input_to_messages(items: list[dict[str, Any]], flat_name: FlatName | None = None,
-                      vision: bool = False) -> list[dict[str, Any]]:
+def input_to_messages(items: list[dict[str, Any]], flat_name: FlatName | None = None, vision: bool = False, *,
+                      replay_searches: bool = False,
+                      unseal: reasoning_replay.Unseal | None = None) -> list[dict[str, Any]]:
     """Normalized input items as chat-format messages.
 
     Consecutive tool calls (`function_call`, `custom_tool_call`) join one assistant message
@@ -218,21 +203,37 @@ def input_to_messages(items: list[dict[str, Any]], flat_name: FlatName | None = 
     under the upstream's function names (`flat_name`: gateway/wire/responses_tools.py); their
     outputs become `tool` messages, any images they returned following in a user message
     (images with `vision`, else notes). Replayed `web_search_call` items become a short note of
-    what was searched, in the assistant message that follows them (so roles still alternate).
+    what was searched, in the assistant message that follows them (so roles still alternate); with
+    `replay_searches`, those of the open turn become web_search calls to run again
+    (gateway/wire/web_search_replay.py) and its `reasoning` items the reasoning of the calls they
+    led to (reasoning_replay.py).
     """
     messages: list[dict[str, Any]] = []
     note: dict[str, Any] | None = None  # the assistant message holding notes, while it is the last
     images: list[dict[str, Any]] = []  # tool outputs' image parts, shown once their run of tool messages ends
-    for item in items:
+    open_turn = web_search_replay.open_turn_start(items) if replay_searches else len(items)
+    thought: tuple[str, str] | None = None  # (field, text) of the open turn's reasoning, until its calls
+    for index, item in enumerate(items):
         kind = item["type"]
         if images and kind not in TOOL_OUTPUTS:
             messages.append({"role": "user", "content": images})
             images = []
+        if kind == "reasoning":
+            thought = reasoning_replay.replayed(item, unseal) if index >= open_turn else None
+        elif kind in TOOL_OUTPUTS or item.get("role") == "user":
+            thought = None
         if kind == "web_search_call":
+            call = web_search_replay.search_call(item) if index >= open_turn else None
+            if call is not None:
+                web_search_replay.add_search_call(messages, call, web_search_replay.web_note(item["action"]))
+                if thought is not None:  # the round's reasoning led to its searches first
+                    owner = next(m for m in reversed(messages) if m["role"] == "assistant")
+                    owner[thought[0]], thought = thought[1], None
+                continue
             if note is None or not messages or messages[-1] is not note:
                 note = {"role": "assistant", "content": ""}
                 messages.append(note)
-            note["content"] = " ".join(filter(None, [note["content"], _web_note(item["action"])]))
+            note["content"] = " ".join(filter(None, [note["content"], web_search_replay.web_note(item["action"])]))
         elif kind == "message":
             content = _parts_to_chat(item["content"])
             if note is not None and messages and messages[-1] is note and item["role"] == "assistant" \
@@ -246,14 +247,17 @@ def input_to_messages(items: list[dict[str, Any]], flat_name: FlatName | None = 
             if last is not None and last["role"] == "assistant":
                 last.setdefault("tool_calls", []).append(call)
             else:
-                messages.append({"role": "assistant", "content": "", "tool_calls": [call]})  # "": see agent/loop.py
+                last = {"role": "assistant", "content": "", "tool_calls": [call]}  # "": see agent/loop.py
+                messages.append(last)
+            if thought is not None:
+                last[thought[0]], thought = thought[1], None
         elif kind in TOOL_OUTPUTS:
             message, shown = responses_tool_items.tool_messages(item, vision)
             messages.append(message)
             images += shown
     if images:
         messages.append({"role": "user", "content": images})
-    return messages
+    return web_search_replay.without_marks(messages) if replay_searches else messages
 
 
 # ---- the request ----------------------------------------------------------------------------

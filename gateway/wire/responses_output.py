@@ -22,6 +22,7 @@ the agent keeps it (`AgentRun`, `Finished.messages`).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from gateway.agent.events import (
@@ -46,6 +47,8 @@ from gateway.wire.responses_request import ResponsesRequest
 from gateway.wire.web_search_items import SOURCES, WebSearchCalls
 
 INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
+#: The `include` value that adds a sealed copy of each reasoning item (gateway/wire/reasoning_replay.py).
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
 class ResponseBuilder:
     def __init__(
@@ -57,11 +60,13 @@ class ResponseBuilder:
         created_at: int | None = None,
         events: bool = True,
         reasoning: bool = True,
+        seal: Callable[[dict[str, Any]], str] | None = None,
     ) -> None:
         """`events=False` when nobody reads the stream events (a request without `stream`): the
         builder keeps the same state but skips the snapshots the events would carry (the
         `response.created` / `in_progress` / final response and a copy of each item).
-        `reasoning=False` (API_SERVER_REASONING=hide): no reasoning items."""
+        `reasoning=False` (API_SERVER_REASONING=hide): no reasoning items. `seal` makes a reasoning
+        item's `encrypted_content` when the request's `include` asks for it."""
         self.request = request
         self._events = events
         self._relay_reasoning = reasoning
@@ -84,8 +89,10 @@ class ResponseBuilder:
         self._ending_seq: int | None = None  # the sequence number of the ending event, once made
         self._web = WebSearchCalls(self._output, self._event, self._snapshot, sources=SOURCES in request.include)
         self._client_calls = ClientCalls(self._output, self._event, self._snapshot, request.client_tools)
-        self._thinking = ReasoningItems(self._output, self._event, self._snapshot,
-                                        summary=request.reasoning["summary"] != "none")
+        asked = request.reasoning["summary"]
+        self._thinking = ReasoningItems(self._output, self._event, self._snapshot, summary=asked != "none",
+                                        stream_summary=asked not in (None, "none"),
+                                        seal=seal if ENCRYPTED_REASONING in request.include else None)
 
     # ---- stream events ------------------------------------------------------------------------
 
@@ -117,7 +124,7 @@ class ResponseBuilder:
         elif isinstance(event, TextDeltas):  # an event per text, as each alone would have made
             produced = [out for text in event.texts for out in self._text(text)]
         elif isinstance(event, ReasoningDelta):
-            produced = self._reasoning(event.text) if self._relay_reasoning else []
+            produced = self._reasoning(event.text, event.field) if self._relay_reasoning else []
         elif isinstance(event, ToolCallStarted):
             produced = [*self._close_open("completed"), *self._web.started(event)]
         elif isinstance(event, ClientToolCall):
@@ -256,12 +263,12 @@ class ResponseBuilder:
             self._event("response.output_item.done", output_index=index, item=self._snapshot(item)),
         ]
 
-    def _reasoning(self, text: str) -> list[dict[str, Any]]:
+    def _reasoning(self, text: str, field: str) -> list[dict[str, Any]]:
         if not text:
             return []
         # reasoning after text: a new step begins
         events = [] if self._thinking.is_open else self._close_message("completed")
-        return [*events, *self._thinking.add(text)]
+        return [*events, *self._thinking.add(text, field)]
 
     # ---- results ------------------------------------------------------------------------------
 

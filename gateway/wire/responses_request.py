@@ -27,10 +27,12 @@ from gateway.agent.web.options import WebSearchOptions
 from gateway.errors import InvalidRequestError, echo
 from gateway.wire import ids, responses_request_tools
 from gateway.wire.checks import in_range
+from gateway.wire.reasoning_replay import Unseal
 from gateway.wire.responses_input import input_to_messages, normalize_input
 from gateway.wire.responses_reasoning import reasoning_config
 from gateway.wire.responses_tool_items import TOOL_OUTPUTS
 from gateway.wire.responses_tools import ClientTools
+from gateway.wire.web_search_replay import ReplayedCall, replayed_calls
 
 MAX_METADATA_PAIRS = 16
 MAX_METADATA_KEY = 64
@@ -86,12 +88,17 @@ class ResponsesRequest:
     reasoning: dict[str, Any] = field(default_factory=lambda: {"effort": None, "summary": None})
     #: "disabled" (a turn over the context window is a 400) or "auto" (its oldest history dropped).
     truncation: str = "disabled"
+    #: The open turn's replayed searches, for the agent to run again (gateway/wire/web_search_replay.py).
+    replayed: tuple[ReplayedCall, ...] = ()
+    #: Opens sealed reasoning replayed in `input` (kept to rebuild `messages`: show_tool_images).
+    unseal: Unseal | None = field(default=None, repr=False, compare=False)
 
     def show_tool_images(self) -> None:
         """The messages again with the images tool outputs returned as images, not notes: for a
         route whose model reads them (parsing cannot know the route)."""
         if any(item["type"] in TOOL_OUTPUTS and isinstance(item["output"], list) for item in self.input_items):
-            self.messages = input_to_messages(self.input_items, self.client_tools.flat_name, vision=True)
+            self.messages = input_to_messages(self.input_items, self.client_tools.flat_name, vision=True,
+                                              replay_searches=True, unseal=self.unseal)
 
     def upstream_params(self) -> dict[str, Any]:
         """Extra Chat Completions parameters for the upstream call (tools excluded)."""
@@ -244,8 +251,9 @@ def _text_config(body: dict[str, Any]) -> dict[str, Any]:
 # ---- input items ----------------------------------------------------------------------------
 
 
-def parse_responses_request(body: Any) -> ResponsesRequest:
-    """Validate a `POST /v1/responses` body; raises InvalidRequestError (400) naming the field."""
+def parse_responses_request(body: Any, unseal: Unseal | None = None) -> ResponsesRequest:
+    """Validate a `POST /v1/responses` body; raises InvalidRequestError (400) naming the field.
+    `unseal` opens the reasoning a client replays sealed (gateway/wire/reasoning_replay.py)."""
     if not isinstance(body, dict):
         raise InvalidRequestError("The request body must be a JSON object.")
     background = _bool(body, "background", False)
@@ -272,7 +280,9 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
     return ResponsesRequest(
         model=_optional_str(body, "model"),
         input_items=items,
-        messages=input_to_messages(items, client_tools.flat_name),
+        messages=input_to_messages(items, client_tools.flat_name, replay_searches=True, unseal=unseal),
+        replayed=replayed_calls(items),
+        unseal=unseal,
         instructions=_optional_str(body, "instructions"),
         previous_response_id=previous,
         conversation=conversation,

@@ -83,10 +83,12 @@ async def start_claimed(app: web.Application, runs: BackgroundRuns, run: Run) ->
         store = store_for(app, caller)
         record = await store.get(run.response_id, touch=False)
         created_at = record.created_at if record is not None else None
-        parsed = parse_responses_request(queued["body"])
+        sealer = app[appkeys.REASONING_SEALER]
+        parsed = parse_responses_request(queued["body"], sealer.open)
         prepared = await prepare_turn(app, store, parsed)
         builder = ResponseBuilder(parsed, model=prepared.model, response_id=run.response_id,
-                                  created_at=created_at, events=True, reasoning=prepared.reasoning)
+                                  created_at=created_at, events=True, reasoning=prepared.reasoning,
+                                  seal=sealer.seal)
         local = runs.register(run.response_id, run_store(app))
         reply = BackgroundReply(store, parsed, builder, prepared.continuation, prepared.turn, run=local)
         try:
