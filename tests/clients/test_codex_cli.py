@@ -118,7 +118,6 @@ async def test_codex_gets_an_answer_from_a_gateway_web_search(codex: Codex, stac
     assert "web_search_call" in [item["type"] for item in done]
 
 
-@pytest.mark.xfail(strict=True, reason=f"{NAMESPACE}; then {SEARCH_REPLAYED}")
 async def test_codex_searches_then_runs_a_command(codex: Codex, stack: Stack) -> None:
     stack.model.responder = steps(tool_call(("web_search", {"query": "otter diet"})),
                                   tool_call(shell("echo fish > otters.txt")),
@@ -132,7 +131,6 @@ async def test_codex_searches_then_runs_a_command(codex: Codex, stack: Stack) ->
     assert any("example.org/1" in result for result in tool_results(last)), tool_results(last)
 
 
-@pytest.mark.xfail(strict=True, reason=f"{NAMESPACE}; then {SEARCH_DROPPED}")
 async def test_codex_round_with_a_web_search_and_a_command_runs_both(codex: Codex, stack: Stack) -> None:
     stack.model.responder = steps(tool_call(("web_search", {"query": "otter diet"}), shell("echo fish > otters.txt")),
                                   text("Searched and saved."))
@@ -146,7 +144,6 @@ async def test_codex_round_with_a_web_search_and_a_command_runs_both(codex: Code
     assert any("example.org/1" in result for result in tool_results(stack.model.requests[-1]))
 
 
-@pytest.mark.xfail(strict=True, reason=f"{NAMESPACE}; then {REASONING_REPLAY}")
 async def test_codex_replayed_reasoning_reaches_the_model(codex: Codex, stack: Stack) -> None:
     stack.model.responder = steps(tool_call(shell("echo r > r.txt"), reasoning="I should write r.txt first."),
                                   text("Done."))
