@@ -17,6 +17,7 @@ from typing import TypeVar
 
 from aiohttp import web
 
+from gateway.errors import AgentGatewayError
 from gateway.http.wakeup import Wakeup
 
 T = TypeVar("T")
@@ -163,7 +164,7 @@ def writes(frames: Sequence[bytes], limit: int = FOLLOW_WRITE_BYTES) -> Iterator
         yield b"".join(pending)
 
 
-class StalledClientError(ConnectionError):
+class StalledClientError(AgentGatewayError, ConnectionError):
     """The client took no write for the stream's stall bound: its connection was aborted."""
 
 
