@@ -26,7 +26,8 @@
     │   ├── PermissionDeniedError     403
     │   ├── RateLimitError            429 rate_limit_exceeded (+ Retry-After)
     │   │   ├── InsufficientQuotaError 429 insufficient_quota: a key's stored-bytes quota
-    │   │   └── QueueFullError    429 (store/runs) the background queue is full: retry later
+    │   │   ├── QueueFullError    429 (store/runs) the background queue is full: retry later
+    │   │   └── TooManyFollowersError 429 (runs/followers) past a background response's follower bounds
     │   ├── EventsLimitError          (runs/background) a background run passed API_SERVER_MAX_RUN_EVENTS_MB
     │   ├── UpstreamError             502 upstream_error
     │   │   └── EmptyStreamError      (upstream/client) a stream that ended before its first frame:
@@ -50,6 +51,7 @@
     ├── BindError                     (cli/serve) the listening socket cannot be opened: exit 1
     ├── SchemaVersionError            (store) the database has a newer schema than this gateway: exit 1
     ├── LostRunError                  (store/runs) this replica no longer holds a background run: it stops
+    ├── StalledClientError            (http/sse; also a ConnectionError) a follower's client took no write: dropped
     ├── TransportFault                (upstream/transport) an upstream HTTP exchange failed, library-neutral:
     │   │                             upstream/faults.py makes it the client's UpstreamError
     │   ├── Unreachable               no connection (refused, no such host, TLS)

@@ -208,6 +208,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_run_events_mb", "API_SERVER_MAX_RUN_EVENTS_MB", "api_server.max_run_events_mb", _parse_float,
            16.0, "megabytes of stream events a background response keeps for resumed streams; past it the "
            "response ends failed", minimum=0.001),
+    Option("max_followers_per_run", "API_SERVER_MAX_FOLLOWERS_PER_RUN", "api_server.max_followers_per_run",
+           _parse_int, 8, "streams following one background response at once, on each replica; beyond it 429",
+           minimum=1),
+    Option("max_followers_per_key", "API_SERVER_MAX_FOLLOWERS_PER_KEY", "api_server.max_followers_per_key",
+           _parse_int, 32, "streams of background responses one API key follows at once, on each replica; "
+           "beyond it 429", minimum=1),
+    Option("follower_stall_seconds", "API_SERVER_FOLLOWER_STALL_SECONDS", "api_server.follower_stall_seconds",
+           _parse_float, 30.0, "seconds a background response's stream may stay unread (a write the client "
+           "does not take) before the gateway drops it; the run goes on", minimum=0.01),
     Option("max_body_bytes", "API_SERVER_MAX_BODY_BYTES", "api_server.max_body_bytes", _parse_int,
            10_000_000, "request body limit in bytes (413 beyond it)", minimum=1),
     Option("body_timeout", "API_SERVER_BODY_TIMEOUT", "api_server.body_timeout", _parse_float, 30.0,

@@ -132,7 +132,9 @@ async def retrieve_response(request: web.Request) -> web.StreamResponse:
     if record is None:
         raise _not_found(response_id)
     if request.query.get("stream", "false").lower() == "true":
-        return await responses_follow.resume(request, record)
+        background = bool(record.response.get("background"))
+        del record  # a follower may stay for minutes: it must not pin the stored response (megabytes, maybe)
+        return await responses_follow.resume(request, response_id, background=background)
     return web.Response(body=json_out.dumps(record.response), content_type="application/json", charset="utf-8")
 
 
