@@ -145,7 +145,9 @@ class FakeUpstream:
         return web.Response(status=404, text="not found")
 
     async def _chat(self, request: web.BaseRequest) -> web.StreamResponse:
-        body = json.loads(await request.read())
+        # the stream itself, not `read()`: a model takes requests past aiohttp's 1 MB default
+        # (bench/followers.py sends megabytes of instructions)
+        body = json.loads(await request.content.read())
         messages = body.get("messages") or []
         self.stats["requests"] += 1
         offered = any((t.get("function") or {}).get("name") == "web_search" for t in body.get("tools") or ())

@@ -9,6 +9,9 @@
     │   │   ├── DuplicateItemError    (store) an item id already in the conversation
     │   │   ├── DuplicateKeyError     (store/keys) `keys create` of a name already taken: exit 1
     │   │   ├── ContextLengthExceededError (wire/context_budget) a turn over the model's context window
+    │   │   ├── UnsupportedFileTypeError (files) a file of a type the gateway does not read
+    │   │   ├── UnreadableFileError   (files) a file it cannot read: bad base64, a broken PDF
+    │   │   ├── FileReferenceNotSupportedError (files) a file_id or file_url, not resolved yet
     │   │   ├── UnstorableValueError  a value the database refuses as data (a NUL, a size limit)
     │   │   ├── ConflictError         409
     │   │   │   ├── ConversationConflictError  (store) another turn of the conversation was stored first
@@ -23,9 +26,12 @@
     │   ├── PermissionDeniedError     403
     │   ├── RateLimitError            429 rate_limit_exceeded (+ Retry-After)
     │   │   ├── InsufficientQuotaError 429 insufficient_quota: a key's stored-bytes quota
-    │   │   └── QueueFullError    429 (store/runs) the background queue is full: retry later
+    │   │   ├── QueueFullError    429 (store/runs) the background queue is full: retry later
+    │   │   └── TooManyFollowersError 429 (runs/followers) past a background response's follower bounds
     │   ├── EventsLimitError          (runs/background) a background run passed API_SERVER_MAX_RUN_EVENTS_MB
     │   ├── UpstreamError             502 upstream_error
+    │   │   └── EmptyStreamError      (upstream/client) a stream that ended before its first frame:
+    │   │                             the agent asks again unstreamed (code upstream_stream_cut)
     │   ├── ServiceUnavailableError   503 service_unavailable (+ Retry-After)
     │   │   └── StoreUnavailableError (store) the store cannot read or write
     │   └── UpstreamTimeoutError      504 timeout
@@ -34,6 +40,10 @@
     │   └── BlockedUrlError           (providers/urlsafety.py) a URL the gateway will not fetch
     ├── BodyTooLarge                  (providers/http_session.py) a service's answer passed 16 MiB:
     │                                 providers/http.py makes it the provider's ProviderError
+    ├── McpError                      (agent/mcp/results) a failed MCP exchange: OpenAI's `mcp_call.error`
+    │   ├── McpProtocolError          mcp_protocol_error: a JSON-RPC error, or a reply that is not MCP
+    │   └── McpHttpError              http_error: an HTTP status, no connection, a dead child, a timeout (504)
+    │       └── McpBlockedUrlError    (agent/mcp/http) a server URL at a non-public address: a client's 400
     ├── PluginLoadError               (providers/errors.py) a plugin cannot load: reported, the rest load
     ├── DuplicateProviderError        (providers/registry.py; also a ValueError) a provider name is taken
     ├── SettingsError                 (settings; also a ValueError) a bad setting: serve refuses to start
@@ -41,6 +51,7 @@
     ├── BindError                     (cli/serve) the listening socket cannot be opened: exit 1
     ├── SchemaVersionError            (store) the database has a newer schema than this gateway: exit 1
     ├── LostRunError                  (store/runs) this replica no longer holds a background run: it stops
+    ├── StalledClientError            (http/sse; also a ConnectionError) a follower's client took no write: dropped
     ├── TransportFault                (upstream/transport) an upstream HTTP exchange failed, library-neutral:
     │   │                             upstream/faults.py makes it the client's UpstreamError
     │   ├── Unreachable               no connection (refused, no such host, TLS)
@@ -194,6 +205,13 @@ class UpstreamError(GatewayError):
     status = 502
     type = "upstream_error"
     code = "upstream_error"
+
+
+class EmptyStreamError(UpstreamError):
+    """A streamed reply that ended (or whose connection closed) before its first frame: nothing
+    reached the client yet, so the round can be asked for again, unstreamed."""
+
+    code = "upstream_stream_cut"
 
 
 class ServiceUnavailableError(GatewayError):

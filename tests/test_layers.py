@@ -30,7 +30,8 @@ def _py_files(*folders: str) -> list[Path]:
 @pytest.mark.parametrize(
     "module",
     ["gateway.wire.chat", "gateway.wire.chat_stream", "gateway.wire.chat_output", "gateway.wire.responses_request",
-     "gateway.wire.responses_output", "gateway.wire.markers"],
+     "gateway.wire.responses_output", "gateway.wire.markers", "gateway.wire.context_budget",
+     "gateway.wire.file_inputs"],
 )
 def test_a_wire_module_loads_no_server_store_or_upstream_code(module: str) -> None:
     loaded = _modules_loaded_by(module)

@@ -4,9 +4,12 @@ Order within one run: for each round, `ReasoningDelta`s and `TextDelta`s (or `Te
 at once) as the model writes, then for each call to one of the agent's own tools a
 `ToolCallStarted` and later its `ToolCallFinished` (calls within a round run in parallel; finished
 events come in call order). Calls to tools the *client* supplied come as
-`ClientToolCall`s and end the run. Last come one `Usage` (summed over rounds; none when a round's
-upstream reply reported no usage: unknown, which is not 0) and one `Finished`, which carries the
-turn's transcript.
+`ClientToolCall`s and end the run (the agent's own calls of that round run first, as above).
+Before the first round, calls a client replayed without their results and the agent ran again
+(gateway/agent/replay.py) come as `ToolCallFinished`s with no `ToolCallStarted`: their pages, for
+citations; the client was told of the calls when they first ran. Last come one `Usage` (summed
+over rounds; none when a round's upstream reply reported no usage: unknown, which is not 0) and
+one `Finished`, which carries the turn's transcript.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ class ReasoningDelta:
     """A piece of the model's reasoning (its thinking, apart from the answer text)."""
 
     text: str
+    #: The field the upstream sent it under (reasoning_content, reasoning ...): what it wants back.
+    field: str = "reasoning_content"
 
 
 @dataclass(frozen=True, slots=True)

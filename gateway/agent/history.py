@@ -1,4 +1,5 @@
-"""The client's history as the upstream gets it: one system message, roles it accepts, no reasoning.
+"""The client's history as the upstream gets it: one system message, roles it accepts, no reasoning
+but the open turn's (its tool calls'; a new turn's input must hold none).
 
 What the gateway itself wrote into an earlier answer's text (progress markers, reasoning tags)
 is the wire's to take out, and which requests are a frontend's housekeeping the wire's to tell
@@ -30,11 +31,16 @@ def upstream_conversation(prompt: str, instructions: str | None,
     if instructions:
         system.append(instructions)
     rest: list[dict[str, Any]] = []
-    for message in messages:
+    open_turn = _open_turn_start(messages)
+    for index, message in enumerate(messages):
         if message.get("role") in _SYSTEM_ROLES:
             text = text_of(message.get("content"))
             if text:
                 system.append(text)
+        elif index >= open_turn and message.get("tool_calls"):
+            # the open turn's calls keep their reasoning, as the agent's own rounds do: thinking
+            # models (DeepSeek's) want it back until the turn's answer
+            rest.append(message if message.get("content") is not None else {**message, "content": ""})
         else:
             rest.append(clean_message(message))
     return [{"role": "system", "content": SYSTEM_BREAK.join(system)}, *rest]
@@ -52,3 +58,11 @@ def clean_message(message: dict[str, Any]) -> dict[str, Any]:
     if message.get("content") is None:  # a round of calls without text: "" is what every server accepts
         return {**message, "content": ""}
     return message
+
+
+def _open_turn_start(messages: list[dict[str, Any]]) -> int:
+    """The index after the last user message: the turn the model has not answered yet."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].get("role") == "user":
+            return index + 1
+    return 0

@@ -8,12 +8,13 @@ client supplied are not run: they end the turn and go back to the client.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncGenerator
 from types import TracebackType
 from typing import Any
 
-from gateway.agent import sources
+from gateway.agent import replay, sources
 from gateway.agent.events import (
     AgentEvent,
     ClientToolCall,
@@ -29,10 +30,13 @@ from gateway.agent.observer import AgentObserver, UpstreamCall, upstream_outcome
 from gateway.agent.tool_calls import ToolCall, ToolRunner, assistant_with_calls, merge_call_part
 from gateway.agent.toolbox import Toolbox, offer_tools
 from gateway.agent.turn import AgentRequest, AgentRun
+from gateway.errors import EmptyStreamError
 from gateway.upstream.client import UpstreamClient
 from gateway.upstream.deltas import Finish, Reasoning, Text, Texts, TokenUsage, ToolCallPart, UpstreamDelta
 
 __all__ = ["Agent", "AgentRequest", "AgentRun"]  # the wire-facing names, as before the split
+
+log = logging.getLogger("agent_gateway.agent")
 
 FINAL_ROUND_NOTE = (
     "You have used all tool rounds for this turn. Answer now from what you already found, "
@@ -106,6 +110,10 @@ class Agent:
 
         conversation = upstream_conversation(self._system_prompt(use_agent_tools), request.instructions,
                                              request.messages)
+        if request.replayed and use_agent_tools:
+            replayed = [call for call in request.replayed if call[1] not in client_names]
+            for finished in await replay.run_again(self._tools, replayed, conversation, context, numbers):
+                yield finished
 
         prompt_tokens = completion_tokens = 0
         usage_known = True  # until a round's upstream reply has no usage (some servers send none)
@@ -134,7 +142,27 @@ class Agent:
             parts = _RoundParts()
             turn._write(parts.text)
             model_call = self.observer.upstream_call(request.stream)
-            if not request.stream:
+            whole = not request.stream
+            if request.stream:
+                deltas = self.upstream.deltas(payload, stream=True, headers=model_call.headers, opener=request.opener)
+                waiting = True  # time to first token: a streamed reply's measure
+                try:
+                    async with _observed(model_call, deltas):
+                        async for delta in deltas:
+                            if waiting and type(delta) in _CONTENT:  # the first text, reasoning or call part
+                                waiting = False
+                                model_call.first_token()
+                            event = parts.take(delta)
+                            if event is not None:
+                                yield event
+                except EmptyStreamError:
+                    # Nothing came, so nothing went out: llama-cpp-python (chatml-function-calling)
+                    # answers a streamed request with tools so, the same request unstreamed
+                    # properly. Asked once more, whole; its deltas go out as a stream's would.
+                    log.debug("round %d: the upstream's stream ended before its first frame; asking "
+                              "again unstreamed", rounds)
+                    whole, model_call = True, self.observer.upstream_call(False)
+            if whole:
                 # A whole reply: its deltas in one list, read before any event leaves (no async
                 # generator between the client and here; the same events as from a stream of it)
                 try:
@@ -147,17 +175,6 @@ class Agent:
                     event = parts.take(delta)
                     if event is not None:
                         yield event
-            else:
-                deltas = self.upstream.deltas(payload, stream=True, headers=model_call.headers, opener=request.opener)
-                waiting = True  # time to first token: a streamed reply's measure
-                async with _observed(model_call, deltas):
-                    async for delta in deltas:
-                        if waiting and type(delta) in _CONTENT:  # the first text, reasoning or call part
-                            waiting = False
-                            model_call.first_token()
-                        event = parts.take(delta)
-                        if event is not None:
-                            yield event
             calls = [
                 ToolCall(p.id or f"call_{rounds}_{i}", p.name, p.arguments)
                 for i, p in sorted(parts.calls.items())
@@ -182,8 +199,19 @@ class Agent:
 
             client_calls = [c for c in calls if c.name in client_names]
             if client_calls:
-                # The turn ends here; calls to our own tools in the same round are dropped, since the
-                # client will continue the conversation without their results.
+                # The turn ends here, with the client's calls. Calls to our own tools in the same
+                # round (Codex always allows parallel calls) run first, kept as a round of their
+                # own before the client's: the next request, with the client's results, continues
+                # from them (a stored response's transcript; a replayed web_search_call, run again).
+                # Where it cannot (AgentRequest.own_calls_beside_client_calls), they are dropped.
+                own_calls = [c for c in calls if c.name not in client_names and c.name in self.toolbox]
+                if own_calls and use_agent_tools and request.own_calls_beside_client_calls:
+                    turn._add(assistant_with_calls(text, own_calls))
+                    text = ""
+                    async for event in self._tools.run(own_calls, use_agent_tools, context, numbers):
+                        if isinstance(event, ToolCallFinished):
+                            turn._add({"role": "tool", "tool_call_id": event.call_id, "content": event.output})
+                        yield event
                 turn._add(assistant_with_calls(text, client_calls))
                 for call in client_calls:
                     yield ClientToolCall(call.id, call.name, call.arguments)
@@ -239,7 +267,7 @@ class _RoundParts:
         if type(delta) is Reasoning:
             self.reasoning.append(delta.text)
             self.reasoning_field = delta.field
-            return ReasoningDelta(delta.text)
+            return ReasoningDelta(delta.text, delta.field)
         if type(delta) is ToolCallPart:
             merge_call_part(self.calls, delta)
         elif type(delta) is Finish:

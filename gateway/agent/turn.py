@@ -35,6 +35,15 @@ class AgentRequest:
     opener: Opener | None = None
     #: The route's API_SERVER_WEB_TOOLS (always, on_request, off); None: the agent's own.
     web_tools: str | None = None
+    #: Calls of the agent's own tools in `messages` whose tool message holds no result (a client
+    #: replayed them without one): (call id, tool name, arguments JSON). Run again before the
+    #: first round when the agent's tools are on offer, their results put in place.
+    replayed: tuple[tuple[str, str, str], ...] = ()
+    #: A round that calls the agent's tools beside the client's runs the agent's first, when the
+    #: next request can bring their results back (a stored transcript, replayed items: the
+    #: Responses API); otherwise (Chat Completions, whose history holds only the client's calls)
+    #: they are dropped, as the client would continue without their results.
+    own_calls_beside_client_calls: bool = False
 
 
 class AgentRun:

@@ -172,9 +172,9 @@ def _route_part(directory: Path, key: str, value: str) -> Any:
     if len(parts) != 3:
         raise UsageError(f"{key!r}: a route's field is set as models.ID.FIELD (e.g. models.qwen3.base_url)")
     stored: Any = value.strip()
-    if parts[2] == "context_window":
+    if parts[2] in ("context_window", "vision"):
         stored = _yaml_value(None, value)
-    elif parts[2] == "fallbacks":
+    elif parts[2] in ("fallbacks", "drop_params"):
         stored = [item.strip() for item in value.split(",") if item.strip()]
     config = read_config_yaml(directory / "config.yaml")
     routes = config.get("models")

@@ -190,6 +190,10 @@ OPTIONS: tuple[Option, ...] = (
            choices=("show", "hide")),
     Option("model_name", "API_SERVER_MODEL_NAME", "api_server.model_name", _parse_str, None,
            "model id advertised on /v1/models (default: profile name or agent-gateway)"),
+    Option("seal_key", "API_SERVER_SEAL_KEY", "api_server.seal_key", _parse_str, None,
+           "secret the values clients hand back unread are sealed with (reasoning encrypted_content); "
+           "replicas sharing a database must share it (unset: a key file made in the profile home)",
+           secret=True),
     Option("max_stored_responses", "API_SERVER_MAX_STORED_RESPONSES", "api_server.max_stored_responses",
            _parse_int, 100, "LRU bound of the Responses store, per key", minimum=1),
     Option("max_store_mb", "API_SERVER_MAX_STORE_MB", "api_server.max_store_mb", _parse_int, 1024,
@@ -205,6 +209,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_run_events_mb", "API_SERVER_MAX_RUN_EVENTS_MB", "api_server.max_run_events_mb", _parse_float,
            16.0, "megabytes of stream events a background response keeps for resumed streams; past it the "
            "response ends failed", minimum=0.001),
+    Option("max_followers_per_run", "API_SERVER_MAX_FOLLOWERS_PER_RUN", "api_server.max_followers_per_run",
+           _parse_int, 8, "streams following one background response at once, on each replica; beyond it 429",
+           minimum=1),
+    Option("max_followers_per_key", "API_SERVER_MAX_FOLLOWERS_PER_KEY", "api_server.max_followers_per_key",
+           _parse_int, 32, "streams of background responses one API key follows at once, on each replica; "
+           "beyond it 429", minimum=1),
+    Option("follower_stall_seconds", "API_SERVER_FOLLOWER_STALL_SECONDS", "api_server.follower_stall_seconds",
+           _parse_float, 30.0, "seconds a background response's stream may stay unread (a write the client "
+           "does not take) before the gateway drops it; the run goes on", minimum=0.01),
     Option("max_body_bytes", "API_SERVER_MAX_BODY_BYTES", "api_server.max_body_bytes", _parse_int,
            10_000_000, "request body limit in bytes (413 beyond it)", minimum=1),
     Option("body_timeout", "API_SERVER_BODY_TIMEOUT", "api_server.body_timeout", _parse_float, 30.0,

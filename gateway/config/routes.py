@@ -11,6 +11,8 @@ Three spellings:
         base_url: http://127.0.0.1:11434/v1
         api_key_env: OLLAMA_KEY
         fallbacks: [openrouter-qwen]
+        vision: true                  # the model reads images (default: what discovery says, else false)
+        drop_params: [reasoning_effort, verbosity]   # request fields this upstream refuses
 
 A route's fallbacks are tried in order, each followed by its own fallbacks (a chain, never a
 cycle); the errors here name the route and the key that is wrong.
@@ -24,7 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 #: The keys a route may have (anything else is a typo worth an error, not a silent default).
-ROUTE_KEYS = ("model", "base_url", "api_key_env", "reasoning", "web_tools", "context_window", "fallbacks")
+ROUTE_KEYS = ("model", "base_url", "api_key_env", "reasoning", "web_tools", "context_window", "fallbacks", "vision",
+              "drop_params")
+#: What `drop_params` may not hold back: without them there is no model call at all.
+UNDROPPABLE = ("model", "messages", "stream")
 REASONING_CHOICES = ("show", "hide")
 WEB_TOOLS_CHOICES = ("always", "on_request", "off")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -42,6 +47,10 @@ class RouteSpec:
     web_tools: str | None = None
     context_window: int | None = None
     fallbacks: tuple[str, ...] = ()
+    #: Whether the model reads images; None: what the upstream's model list says, else no.
+    vision: bool | None = None
+    #: Top-level fields of the upstream request left out for this route (its upstream refuses them).
+    drop_params: tuple[str, ...] = ()
 
     def describe(self) -> str:
         parts = [self.id if self.model == self.id else f"{self.id} -> {self.model}"]
@@ -52,6 +61,10 @@ class RouteSpec:
         for name in ("reasoning", "web_tools", "context_window"):
             if getattr(self, name) is not None:
                 parts.append(f"{name} {getattr(self, name)}")
+        if self.vision is not None:
+            parts.append("vision" if self.vision else "no vision")
+        if self.drop_params:
+            parts.append("drops " + ", ".join(self.drop_params))
         if self.fallbacks:
             parts.append("fallbacks " + ", ".join(self.fallbacks))
         return " ".join(parts[:1]) + (f" ({'; '.join(parts[1:])})" if parts[1:] else "")
@@ -144,7 +157,26 @@ def _route(route_id: str, value: Any, url: Callable[[Any], str]) -> RouteSpec:
     if not isinstance(fallbacks, list | tuple):
         raise ValueError(f"{where}: fallbacks is a list of route ids")
     names = tuple(dict.fromkeys(str(item).strip() for item in fallbacks if str(item).strip()))
-    return RouteSpec(route_id, model, base_url, api_key_env, reasoning, web_tools, window, names)
+    vision = value.get("vision")
+    if vision is not None and not isinstance(vision, bool):
+        raise ValueError(f"{where}: vision is true or false")
+    return RouteSpec(route_id, model, base_url, api_key_env, reasoning, web_tools, window, names, vision,
+                     _drop_params(value.get("drop_params"), where))
+
+
+def _drop_params(value: Any, where: str) -> tuple[str, ...]:
+    """`drop_params: [reasoning_effort, verbosity]` (or `a,b`): field names of the upstream request."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list | tuple) or not all(isinstance(item, str) for item in value):
+        raise ValueError(f"{where}: drop_params is a list of request field names (like reasoning_effort)")
+    names = tuple(dict.fromkeys(item.strip() for item in value if item.strip()))
+    for name in names:
+        if name in UNDROPPABLE:
+            raise ValueError(f"{where}: drop_params cannot drop {name!r}: no model call works without it")
+    return names
 
 
 def _text(value: Mapping[str, Any], key: str, where: str) -> str | None:

@@ -70,9 +70,13 @@ class Settings:
     max_stored_responses: int = 100
     max_store_mb: int = 1024
     database_url: str | None = None
+    seal_key: str | None = None
     max_concurrent_runs: int = 32
     max_queued_runs: int = 64
     max_run_events_mb: float = 16.0
+    max_followers_per_run: int = 8
+    max_followers_per_key: int = 32
+    follower_stall_seconds: float = 30.0
     max_body_bytes: int = 10_000_000
     body_timeout: float = 30.0
     header_timeout: float = 10.0

@@ -14,6 +14,8 @@ from gateway.agent.observer import AgentObserver
 from gateway.agent.toolbox import AgentTool, Toolbox
 from gateway.agent.web.fallback import WebState, chain_report
 from gateway.agent.web.tools import build_web_tools
+from gateway.common.seal import Sealer
+from gateway.config.seal_key import seal_key
 from gateway.config.settings import Settings
 from gateway.http import appkeys
 from gateway.http.auth import add_rate_headers
@@ -71,6 +73,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     app[appkeys.LIMITER] = RunLimiter(settings.max_concurrent_runs, queue=settings.max_queued_runs > 0)
     app[appkeys.LIFECYCLE] = Lifecycle()
     app[appkeys.RUN_DEADLINES] = RunDeadlines(settings.run_timeout)
+    app[appkeys.REASONING_SEALER] = Sealer(seal_key(settings), "reasoning", settings.profile or "")
     # one database for the store and the Idempotency-Key entries when replicas share PostgreSQL
     database: PostgresDatabase | None = None
     if settings.database_url:

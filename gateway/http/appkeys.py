@@ -7,6 +7,7 @@ from aiohttp import web
 from gateway.agent.loop import Agent
 from gateway.agent.toolbox import Toolbox
 from gateway.agent.web.fallback import WebState
+from gateway.common.seal import Sealer
 from gateway.config.settings import Settings
 from gateway.http.lifecycle import Lifecycle, RunLimiter
 from gateway.keys.ring import KeyRing
@@ -44,3 +45,5 @@ ALLOWED_HOSTS: web.AppKey[frozenset[str] | None] = web.AppKey("allowed_hosts")
 KEYRING = web.AppKey("keyring", KeyRing)
 #: Each reply's bookkeeping (access line, metrics), run while the gateway would otherwise wait (observe/after_reply.py)
 AFTER_REPLY = web.AppKey("after_reply", AfterReply)
+#: seals a reasoning item's `encrypted_content` and opens those clients replay (gateway/common/seal.py)
+REASONING_SEALER = web.AppKey("reasoning_sealer", Sealer)

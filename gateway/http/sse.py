@@ -1,14 +1,23 @@
-"""Server-sent events: a response writer, and a keepalive wrapper for slow event sources."""
+"""Server-sent events: a response writer, and a keepalive wrapper for slow event sources.
+
+Back-pressure: aiohttp waits for the connection to take a write (`drain`) once 64 KB are buffered,
+so a stream whose client reads slowly waits with it, holding what it passed to the last write. A
+streamed reply's writes are one batch of events each; the followers of a background run, whose
+frames may be megabytes each (a `response.*` event repeats the Response object), write shared
+frames in FOLLOW_WRITE_BYTES pieces (`send_frames`) and are dropped when a write stays untaken
+for their stall bound: the connection aborted, so nothing it buffered is kept.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterator, Sequence
 from typing import TypeVar
 
 from aiohttp import web
 
+from gateway.errors import AgentGatewayError
 from gateway.http.wakeup import Wakeup
 
 T = TypeVar("T")
@@ -131,6 +140,34 @@ def named_frames(events: list[tuple[str, str]]) -> bytes:
     return "".join([f"event: {name}\ndata: {payload}\n\n" for name, payload in events]).encode("utf-8")
 
 
+#: the most bytes one write of a follower's stream holds: small frames are joined up to it, a
+#: larger one goes in views of itself (aiohttp copies each write once, with its chunk header)
+FOLLOW_WRITE_BYTES = 64 * 1024
+
+
+def writes(frames: Sequence[bytes], limit: int = FOLLOW_WRITE_BYTES) -> Iterator[bytes | memoryview]:
+    """`frames` as writes of at most `limit` bytes each (a frame of `limit` or less is never cut)."""
+    pending: list[bytes] = []
+    size = 0
+    for frame in frames:
+        if pending and size + len(frame) > limit:
+            yield b"".join(pending)
+            pending, size = [], 0
+        if len(frame) > limit:
+            view = memoryview(frame)
+            for start in range(0, len(frame), limit):
+                yield view[start:start + limit]
+        else:
+            pending.append(frame)
+            size += len(frame)
+    if pending:
+        yield b"".join(pending)
+
+
+class StalledClientError(AgentGatewayError, ConnectionError):
+    """The client took no write for the stream's stall bound: its connection was aborted."""
+
+
 class SSEWriter:
     """Writes `data:` frames (optionally with `event:` lines) to a prepared StreamResponse."""
 
@@ -152,11 +189,32 @@ class SSEWriter:
             self.started = True
             await self.response.prepare(self.request)
 
-    async def send(self, body: bytes) -> None:
+    async def send(self, body: bytes | memoryview) -> None:
         """Write frames built by `frames` / `named_frames` (the headers go with the first write)."""
         if body:
             await self.start()
             await self.response.write(body)
+
+    async def send_frames(self, frames: Sequence[bytes], *, stall: float) -> None:
+        """Write `frames` without copying them whole (FOLLOW_WRITE_BYTES at a time); a client that
+        takes no write for `stall` seconds is dropped (StalledClientError)."""
+        for body in writes(frames):
+            await self._taken(self.send(body), stall)
+
+    async def finish_within(self, stall: float) -> web.StreamResponse:
+        """`finish()`, dropping a client that does not take the end within `stall` seconds."""
+        await self._taken(self.finish(), stall)
+        return self.response
+
+    async def _taken(self, write: Awaitable[object], stall: float) -> None:
+        try:
+            async with asyncio.timeout(stall):
+                await write
+        except TimeoutError:
+            transport = self.request.transport
+            if transport is not None:
+                transport.abort()  # not close(): that would wait for the client to read the buffer
+            raise StalledClientError(f"the client took no write for {stall:g} s") from None
 
     async def finish(self, body: bytes = b"") -> web.StreamResponse:
         """End the body; `body` (the closing frames) leaves in the same write as the end of the

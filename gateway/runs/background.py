@@ -5,12 +5,14 @@ A background response (`background: true`) runs in a task the app owns, not the 
 client may leave, poll with GET, follow the events with `GET ...?stream=true&starting_after=N`, or
 cancel, on this replica or another. Its events go to the store in batches (every FLUSH_SECONDS or
 FLUSH_FRAMES frames, and at the end), so a token stream is not one write per delta; followers on
-this replica read the frames in memory, others read the store (runs/follow.py): the same
-sequence either way. The lease, cancels from other replicas and expired runs are
-runs/keeper.py's.
+this replica read the frames in memory, others read the store through one reader per run and
+replica (runs/follow.py, runs/store_feed.py): the same sequence either way. The lease, cancels
+from other replicas and expired runs are runs/keeper.py's.
 
-Bounds: a run's events are capped by API_SERVER_MAX_RUN_EVENTS_MB (past it the run ends failed);
-the frames in memory go when the run ends (the store keeps them KEEP_SECONDS, as OpenAI keeps
+Bounds: a run's events are capped by API_SERVER_MAX_RUN_EVENTS_MB (past it the run ends failed),
+its followers by API_SERVER_MAX_FOLLOWERS_PER_RUN and _PER_KEY (runs/followers.py), each holding
+only its place in the one copy of the frames (runs/frames.py); the frames in memory go when the
+run ends (the store keeps them KEEP_SECONDS, as OpenAI keeps
 background data about 10 minutes for polling).
 """
 
@@ -22,11 +24,13 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator
 
 from aiohttp import web
 
 from gateway.errors import GatewayError
+from gateway.runs.followers import FollowerSlots
+from gateway.runs.frames import FrameLog
+from gateway.runs.store_feed import StoreFeeds
 from gateway.store.api import ResponseStore
 from gateway.store.runs import LostRunError, RunStore
 
@@ -47,13 +51,13 @@ class EventsLimitError(GatewayError):
     """A run's events passed API_SERVER_MAX_RUN_EVENTS_MB: it ends failed, saying so."""
 
 
-class BackgroundRun:
+class BackgroundRun(FrameLog):
     """One background response this process runs: its task, and its events as SSE frames indexed
-    by sequence number, in memory and (batched) in the store."""
+    by sequence number, in memory (followed here: runs/frames.py) and (batched) in the store."""
 
     def __init__(self, response_id: str, *, store: RunStore, replica: str) -> None:
+        super().__init__()
         self.response_id = response_id
-        self.frames: list[bytes] = []
         self.event_bytes = 0
         self.task: asyncio.Task[None] | None = None
         #: the final record is being written: a cancel now would race it, so it waits instead
@@ -61,9 +65,7 @@ class BackgroundRun:
         #: why the task was cancelled: "cancel" (the client's), "shutdown", or "lost" (another
         #: replica expired its lease: nothing more of it is written)
         self.stop_reason = "cancel"
-        self.done = False
         self._store, self._replica = store, replica
-        self._changed = asyncio.Event()
         self._stored = 0  # frames already in the store
         self._flush_lock = asyncio.Lock()
         self._flusher: asyncio.Task[None] | None = None
@@ -80,10 +82,6 @@ class BackgroundRun:
         if self.task is not None and not self.task.done() and not self.saving:
             self.stop_reason = reason
             self.task.cancel()
-
-    def _wake(self) -> None:
-        self._changed.set()
-        self._changed = asyncio.Event()
 
     # ---- the store's copy ---------------------------------------------------------------------
 
@@ -138,24 +136,6 @@ class BackgroundRun:
             self.done = True
             self._wake()
 
-    async def follow(self, after: int, *, idle: float) -> AsyncIterator[bytes]:
-        """The frames after sequence number `after`, then each new one until the run ends;
-        `b""` after `idle` seconds without one (the caller's keepalive cue)."""
-        index = after + 1
-        while True:
-            changed = self._changed
-            if index < len(self.frames):
-                batch, index = self.frames[index:], len(self.frames)
-                yield b"".join(batch)
-            elif self.done:
-                return
-            else:
-                try:
-                    async with asyncio.timeout(idle):
-                        await changed.wait()
-                except TimeoutError:
-                    yield b""
-
 
 def replica_name() -> str:
     """Unique per process, readable in the database: host, pid and a random part (pids repeat)."""
@@ -169,6 +149,9 @@ class BackgroundRuns:
         #: the app's store: the runs' own records (`store.runs`) and the responses they end in
         self.store = store
         self.replica = replica or replica_name()
+        #: the followers' bounds, and the store's readers for the runs other replicas hold
+        self.followers = FollowerSlots()
+        self.feeds = StoreFeeds(store.runs)
         #: SIGTERM: no new run is claimed from the queue
         self.draining = False
         self._runs: dict[str, BackgroundRun] = {}
@@ -202,7 +185,9 @@ class BackgroundRuns:
         return True
 
     async def stop_all(self) -> None:
-        """At shutdown: cancel the runs still going and wait for each to record how it ended."""
+        """At shutdown: cancel the runs still going and wait for each to record how it ended;
+        stop the store's readers."""
+        await self.feeds.close()
         tasks = []
         for run in self._runs.values():
             if run.task is not None and not run.task.done():

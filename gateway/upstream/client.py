@@ -25,6 +25,7 @@ from yarl import URL
 from gateway import __version__
 from gateway.common import json_in, json_out
 from gateway.errors import (
+    EmptyStreamError,
     GatewayError,
     InvalidRequestError,
     RateLimitError,
@@ -226,6 +227,7 @@ class UpstreamClient:
             response, client = await self.post_chat(payload, stream=stream, headers=headers), self
         else:
             response, client = await opener(payload, stream, headers)
+        framed: bool | None = None  # None: not a stream; False until a stream's first frame
         try:
             if not stream or not (response.header("Content-Type") or "").startswith("text/event-stream"):
                 # Some servers ignore stream=true; a whole completion is the same deltas.
@@ -233,6 +235,7 @@ class UpstreamClient:
                     yield delta
                 return
             finished = False  # a finish_reason came: a stream without [DONE] after it is whole
+            framed = False  # a frame came: a stream cut after it is cut, not empty
             # The text deltas of one received piece go out as one `Texts` (one async step for the
             # burst, not one per frame), except a call's first text, which leaves alone at once:
             # the time to the first byte stays one frame's, not the whole burst's parse.
@@ -241,6 +244,7 @@ class UpstreamClient:
             # closed here, not left to the loop's finaliser hook, when the stream returns at [DONE]
             async with contextlib.aclosing(sse_batches(response.read_chunk)) as batches:
                 async for frames in batches:
+                    framed = framed or bool(frames)
                     texts: list[str] = []  # this piece's text deltas so far
                     for frame in frames:
                         # before JSON: a refused parse raises, which is dear; a frame longer than
@@ -277,10 +281,15 @@ class UpstreamClient:
                             yield delta
                     if texts:  # never held past the piece: the next read may be a while
                         yield Texts(texts)
-            if not finished:  # llama-cpp-python's empty 200 when its template fails: no answer
+            if not framed:  # llama-cpp-python's empty 200 when its template fails, or with tools
+                raise EmptyStreamError("the upstream model ended its stream before its first frame")
+            if not finished:
                 raise UpstreamError("the upstream model ended its stream unfinished "
                                     "(no finish_reason, no [DONE])", code="upstream_stream_cut")
         except client._errors as exc:
+            if framed is False and not isinstance(client.transport.neutral(exc), TimeoutError):
+                # closed before its first frame: as empty as an empty body (a timeout is not retried)
+                raise EmptyStreamError("the upstream model closed its stream before its first frame") from exc
             raise client._fault(exc) from exc
         finally:
             await response.close()  # a no-op once the reply was read whole and its connection released

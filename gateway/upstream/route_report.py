@@ -33,8 +33,10 @@ def report(table: RouteTable) -> tuple[list[str], list[str]]:
         chain = f"; fallbacks {', '.join(r.id for r in route.fallbacks)}" if route.fallbacks else ""
         window = f"; context window {route.context_window}" if route.context_window else ""
         default = " (default)" if route is table.default else ""
+        seen = "; vision" if route.vision else ""  # configured, or what the model list said
+        dropped = f"; drops {', '.join(sorted(route.drop_params))}" if route.drop_params else ""
         lines.append(f"model route {route.id}{default}: {model} at {state.client.base_url}, "
-                     f"upstream {answer}{window}{chain}")
+                     f"upstream {answer}{window}{chain}{seen}{dropped}")
         if not state.answered:
             warnings.append(f"model route {route.id}: the upstream at {state.client.base_url} did not answer "
                             f"({state.error or 'no reply in time'}); requests for it fail until it does")

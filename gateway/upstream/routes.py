@@ -31,6 +31,7 @@ from typing import Any
 from gateway.config.routes import RouteSpec
 from gateway.config.settings import Settings
 from gateway.errors import GatewayError, InvalidRequestError, RateLimitError, UpstreamTimeoutError
+from gateway.upstream.capabilities import sees_images
 from gateway.upstream.client import UpstreamClient
 from gateway.upstream.context_window import from_model_entry
 from gateway.upstream.transport import Reply
@@ -61,6 +62,10 @@ class Route:
     owned_by: str = OWNED_BY
     fallbacks: tuple[Route, ...] = ()
     label: str = ""  # the metric label: the id, or `other` past MAX_ROUTE_LABELS
+    #: The model reads images (`vision:` on the route, else what the upstream's model list says)
+    vision: bool = False
+    #: Fields of the upstream request left out for this route (`drop_params:`)
+    drop_params: frozenset[str] = frozenset()
 
     def card(self, created: int) -> dict[str, Any]:
         """The route as `/v1/models` lists it."""
@@ -168,7 +173,8 @@ class RouteTable:
     def _from_spec(self, spec: RouteSpec) -> Route:
         settings = self.settings
         return Route(spec.id, spec.model, self._client(spec), spec.reasoning or settings.reasoning,
-                     spec.web_tools or settings.web_tools, spec.context_window)
+                     spec.web_tools or settings.web_tools, spec.context_window, vision=bool(spec.vision),
+                     drop_params=frozenset(spec.drop_params))
 
     def _labelled(self, route: Route) -> Route:
         if route.id in self._labels or len(self._labels) < MAX_ROUTE_LABELS:
@@ -238,6 +244,8 @@ class RouteTable:
             spec = self.specs.get(route.id)
             if spec is None or spec.context_window is None:
                 route.context_window = from_model_entry(entry)
+            if spec is None or spec.vision is None:
+                route.vision = sees_images(entry)
             owner = entry.get("owned_by")
             if isinstance(owner, str) and owner:
                 route.owned_by = owner
@@ -326,8 +334,11 @@ class RouteTurn:
         else:
             candidates = (route,)
         for index, candidate in enumerate(candidates):
+            sent = payload
+            if candidate.drop_params:  # fields this upstream refuses (say, reasoning_effort)
+                sent = {key: value for key, value in payload.items() if key not in candidate.drop_params}
             try:
-                response = await candidate.client.post_chat(payload, stream=stream, headers=headers,
+                response = await candidate.client.post_chat(sent, stream=stream, headers=headers,
                                                             model=candidate.model)
             except InvalidRequestError:
                 raise  # the request itself was refused: another upstream would refuse it too

@@ -13,6 +13,7 @@ from gateway.agent.web.options import WebSearchOptions
 from gateway.errors import InvalidRequestError
 from gateway.wire import frontends, web_search
 from gateway.wire.checks import chat_tool_choice, expect, optional_int, optional_number
+from gateway.wire.file_inputs import chat_file_part
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 PART_TYPES = frozenset({"text", "image_url", "input_audio", "file", "refusal"})
@@ -134,6 +135,8 @@ def _check_message(message: Any, param: str) -> None:
                 )
             if part["type"] == "text" and not isinstance(part.get("text"), str):
                 raise InvalidRequestError(f"'{part_param}.text' must be a string", param=f"{part_param}.text")
+            elif part["type"] == "file":
+                chat_file_part(part, part_param)
     elif not isinstance(content, str):
         raise InvalidRequestError(f"'{param}.content' must be a string or a list of parts", param=f"{param}.content")
     if role == "tool" and not isinstance(message.get("tool_call_id"), str):

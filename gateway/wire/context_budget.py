@@ -1,10 +1,12 @@
 """Whether a turn's input fits the model's context window, and what history it keeps. Pure.
 
 The gateway has no tokenizer for the upstream's model, so it estimates, erring high: a message
-costs its JSON's length in bytes (ASCII-escaped, as it goes upstream: a non-ASCII character counts
-6) divided by `BYTES_PER_TOKEN`, plus `MESSAGE_OVERHEAD` tokens for its role and framing. Real
+costs its JSON (UTF-8, as it goes upstream) at `BYTES_PER_TOKEN` ASCII bytes per token and one token
+per byte of any other character (no byte-level tokenizer makes more than one token of a byte, so a
+non-ASCII character counts 2 to 4), plus `MESSAGE_OVERHEAD` tokens for its role and framing. Real
 tokenizers give about 4 bytes of English per token, so the estimate says more tokens than the
-model will count, and a request it lets through fits. On top of the input, `reserve` tokens are
+model will count, and a request it lets through fits. An image counts by its size, not its base64
+(gateway/wire/image_tokens.py). On top of the input, `reserve` tokens are
 kept free: the client's `max_output_tokens` (or max_tokens) and `AGENT_RESERVE` for the agent's
 own system prompt and tool schemas.
 
@@ -21,6 +23,7 @@ from typing import Any
 
 from gateway.common import json_out
 from gateway.errors import InvalidRequestError
+from gateway.wire.image_tokens import image_tokens
 
 BYTES_PER_TOKEN = 3
 MESSAGE_OVERHEAD = 4
@@ -29,6 +32,8 @@ AGENT_RESERVE = 1024
 #: No model the gateway fronts has a smaller context: a turn with no history whose `fixed` tokens
 #: are within it fits whatever the window, so it is not checked (and the window not looked up).
 SMALLEST_WINDOW = 2048
+#: the bytes 0x80-0xFF, deleted by bytes.translate to count the ASCII bytes of an encoding
+_HIGH_BYTES = bytes(range(0x80, 0x100))
 
 
 class ContextLengthExceededError(InvalidRequestError):
@@ -46,8 +51,26 @@ class ContextLengthExceededError(InvalidRequestError):
                    f"in about {needed} tokens. Please reduce the length of the messages.", param="messages")
 
 
+def encoded_tokens(encoded: bytes) -> int:
+    """The tokens of UTF-8 JSON at most: ASCII at BYTES_PER_TOKEN, every other byte one token."""
+    if encoded.isascii():
+        return len(encoded) // BYTES_PER_TOKEN
+    ascii_bytes = len(encoded.translate(None, _HIGH_BYTES))
+    return ascii_bytes // BYTES_PER_TOKEN + (len(encoded) - ascii_bytes)
+
+
 def message_tokens(message: Any) -> int:
-    return len(json_out.dumps(message, ensure_ascii=True)) // BYTES_PER_TOKEN + MESSAGE_OVERHEAD
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list) and any(_is_image(part) for part in content):
+        # the image's base64 is not what the model reads: its size is (image_tokens.py)
+        images = sum(image_tokens(part) for part in content if _is_image(part))
+        rest = {**message, "content": [part for part in content if not _is_image(part)]}
+        return encoded_tokens(json_out.dumps(rest)) + images + MESSAGE_OVERHEAD
+    return encoded_tokens(json_out.dumps(message)) + MESSAGE_OVERHEAD
+
+
+def _is_image(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") == "image_url"
 
 
 def tokens(messages: list[dict[str, Any]]) -> int:
@@ -64,9 +87,13 @@ def fixed_tokens_at_most(fixed: list[Any], max_output: int | None) -> int:
     """An upper bound of `fixed_tokens(fixed, max_output)` from one encoding of the whole list:
     each item's own encoding is part of the list's (which adds only brackets and commas, and
     escapes nothing an item's own would not), so its length divided once is at least the sum of
-    the items' divided one by one."""
-    return (len(json_out.dumps(fixed, ensure_ascii=True)) // BYTES_PER_TOKEN + MESSAGE_OVERHEAD * len(fixed)
-            + (max_output or 0) + AGENT_RESERVE)
+    the items' divided one by one. An image's base64 is no bound of its cost (a small image's is
+    less): a list with images is counted item by item."""
+    encoded = json_out.dumps(fixed)
+    # find, not `in`: bytes.__contains__ tries the needle as an int first and pays for the TypeError
+    if encoded.find(b'"image_url"') >= 0:
+        return fixed_tokens(fixed, max_output)
+    return encoded_tokens(encoded) + MESSAGE_OVERHEAD * len(fixed) + (max_output or 0) + AGENT_RESERVE
 
 
 def history_bytes(window: int, fixed: int) -> int:
@@ -99,3 +126,19 @@ def fit(history: list[dict[str, Any]], *, complete: bool, window: int, fixed: in
 def _exceeded(api: str, window: int, needed: int) -> ContextLengthExceededError:
     return (ContextLengthExceededError.chat if api == "chat" else ContextLengthExceededError.responses)(
         window, needed)
+
+
+def cut_to_tokens(text: str, tokens: int) -> tuple[str, int]:
+    """`text` cut from its end by at least `tokens` tokens if it holds them (at a line's end where
+    one is near), and the tokens cut."""
+    whole = encoded_tokens(json_out.dumps(text))
+    keep_tokens = whole - tokens
+    if keep_tokens <= 0:
+        return "", whole
+    end = len(text) * keep_tokens // whole
+    while end > 0 and encoded_tokens(json_out.dumps(text[:end])) > keep_tokens:
+        end = end * 9 // 10
+    line = text.rfind("\n", 0, end)
+    if line > end * 9 // 10:
+        end = line
+    return text[:end], whole - encoded_tokens(json_out.dumps(text[:end]))

@@ -22,6 +22,7 @@ from gateway.errors import InvalidRequestError, echo
 from gateway.wire import ids
 from gateway.wire.responses_input import input_to_messages, normalize_input
 from gateway.wire.responses_request import INCLUDABLE, parse_metadata
+from gateway.wire.responses_tool_items import FlatName
 from gateway.wire.web_search_items import SOURCES
 
 #: OpenAI's bound on the items one request adds to a conversation.
@@ -161,8 +162,9 @@ def turn_items(input_items: list[dict[str, Any]], output: list[dict[str, Any]],
     return stored
 
 
-def transcript(items: list[Stored]) -> list[dict[str, Any]]:
-    """A conversation's items as chat-format messages for the next turn (see the module docstring)."""
+def transcript(items: list[Stored], flat_name: FlatName | None = None) -> list[dict[str, Any]]:
+    """A conversation's items as chat-format messages for the next turn (see the module docstring);
+    `flat_name`: the upstream's names of the request's namespace tools (responses_tools.py)."""
     present = {item["id"] for item, _ in items}
     covered: set[str] = set()
     carriers: set[str] = set()
@@ -174,12 +176,12 @@ def transcript(items: list[Stored]) -> list[dict[str, Any]]:
     run: list[dict[str, Any]] = []  # consecutive items read as themselves, converted together
     for item, model in items:
         if item["id"] in carriers:
-            messages += input_to_messages(run)
+            messages += input_to_messages(run, flat_name)
             run = []
             messages += model["messages"]
         elif item["id"] not in covered:
             run.append(item)
-    return messages + input_to_messages(run)
+    return messages + input_to_messages(run, flat_name)
 
 
 def _whole(model: Any, present: set[str]) -> bool:

@@ -1,9 +1,10 @@
 """Responses API `input` items: checked, given ids, and turned into chat-format messages. Pure.
 
-Items are messages (content a string or parts: `input_text`, `input_image`, `output_text`),
-`function_call` and `function_call_output`, and the `reasoning` and `web_search_call` items of an
-earlier response replayed as input; each gets an `id` for `/v1/responses/{id}/input_items`.
-`input_to_messages` is what the agent reads.
+Items are messages (content a string or parts: `input_text`, `input_image`, `input_file`, `output_text`),
+the client's tool calls and their outputs (`function_call`, `custom_tool_call`, their `_output`s;
+gateway/wire/responses_tool_items.py), `additional_tools`, and the `reasoning` and `web_search_call`
+items of an earlier response replayed as input; each gets an `id` for
+`/v1/responses/{id}/input_items`. `input_to_messages` is what the agent reads.
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ import secrets
 from typing import Any
 
 from gateway.errors import InvalidRequestError, echo
-from gateway.wire import ids
+from gateway.wire import ids, reasoning_replay, responses_tool_items, web_search_replay
+from gateway.wire.file_inputs import responses_file_part
+from gateway.wire.images import image_part
+from gateway.wire.responses_tool_items import TOOL_OUTPUTS, FlatName
 
 INPUT_ROLES = ("user", "assistant", "system", "developer")
 WEB_ACTIONS = ("search", "open_page", "find", "find_in_page")
@@ -58,22 +62,27 @@ def _normalize_parts(content: Any, role: str, param: str) -> list[dict[str, Any]
             if not isinstance(part.get("image_url"), str):
                 raise _bad("input_image needs an 'image_url' (file_id is not supported).", where)
             parts.append(dict(part))
+        elif kind == "input_file":
+            if role == "assistant":
+                raise _bad("assistant messages cannot carry files.", where)
+            responses_file_part(part, where)
+            parts.append(dict(part))
         else:
             raise _bad(f"unsupported content part type {echo(repr(kind))}.", where)
     return parts
 
 
 def _parts_to_chat(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
-    """Text-only content becomes one string (what every upstream accepts); images keep parts."""
-    if all(part["type"] != "input_image" for part in parts):
+    """Text-only content becomes one string (what every upstream accepts); images and files keep
+    parts (a file's is read into text where the turn is prepared: gateway/files/)."""
+    if all(part["type"] not in ("input_image", "input_file") for part in parts):
         return _text_of_parts(parts)
     chat_parts: list[dict[str, Any]] = []
     for part in parts:
         if part["type"] == "input_image":
-            image: dict[str, Any] = {"url": part["image_url"]}
-            if part.get("detail") in ("low", "high", "auto"):
-                image["detail"] = part["detail"]
-            chat_parts.append({"type": "image_url", "image_url": image})
+            chat_parts.append(image_part(part, vision=True))  # a message's images go on as sent
+        elif part["type"] == "input_file":
+            chat_parts.append(responses_file_part(part, "input"))
         else:
             chat_parts.append({"type": "text", "text": part.get("text") or part.get("refusal") or ""})
     return chat_parts
@@ -94,41 +103,51 @@ def _normalize_item(item: Any, param: str) -> dict[str, Any]:
         return {"id": given_id or new_id("msg"), "type": "message", "role": role, "content": parts,
                 "status": "completed"}
     if kind == "function_call":
-        for key in ("call_id", "name", "arguments"):
-            if not isinstance(item.get(key), str):
-                raise _bad(f"a function_call item needs a string '{key}'.", f"{param}.{key}")
-        return {"id": given_id or new_id("fc"), "type": "function_call", "call_id": item["call_id"],
-                "name": item["name"], "arguments": item["arguments"], "status": "completed"}
-    if kind == "function_call_output":
-        if not isinstance(item.get("call_id"), str):
-            raise _bad("a function_call_output item needs a string 'call_id'.", f"{param}.call_id")
-        output = item.get("output")
-        if isinstance(output, list):
-            parts = _normalize_parts(output, "tool", f"{param}.output")
-            if any(part["type"] == "input_image" for part in parts):
-                raise _bad("images in a function_call_output are not supported.", f"{param}.output")
-            output = _text_of_parts(parts)
-        elif not isinstance(output, str):
-            raise _bad("a function_call_output item needs an 'output' string.", f"{param}.output")
-        return {"id": given_id or new_id("fco"), "type": "function_call_output", "call_id": item["call_id"],
-                "output": output, "status": "completed"}
+        return responses_tool_items.function_call(item, given_id or new_id("fc"), param)
+    if kind == "custom_tool_call":
+        return responses_tool_items.custom_tool_call(item, given_id or new_id("ctc"), param)
+    if kind in TOOL_OUTPUTS:
+        return _tool_output(item, kind, given_id, param)
+    if kind == "additional_tools":
+        return responses_tool_items.additional_tools(item, given_id or new_id("at"), param)
     if kind == "reasoning":
         # A reasoning item the client sends back (a previous response's output as input): kept
-        # with the input items, never sent upstream (reasoning from the client's history is not).
+        # with the input items; sent upstream only in the open turn (gateway/wire/reasoning_replay.py).
         summary, content = item.get("summary", []), item.get("content")
         if not isinstance(summary, list) or not (content is None or isinstance(content, list)):
             raise _bad("a reasoning item needs a 'summary' list (and 'content', if any, a list).", f"{param}.summary")
         normalized = {"id": given_id or new_id("rs"), "type": "reasoning", "summary": summary}
         if content is not None:
             normalized["content"] = content
+        if isinstance(item.get("encrypted_content"), str):  # sealed by the gateway: read back, not here
+            normalized["encrypted_content"] = item["encrypted_content"]
         return normalized
     if kind == "web_search_call":
         return _web_search_call(item, given_id, param)
     raise _bad(
-        f"unsupported input item type {echo(repr(kind))}: use messages, function_call, function_call_output, reasoning "
-        "or web_search_call.",
+        f"unsupported input item type {echo(repr(kind))}: use messages, function_call, function_call_output, "
+        "custom_tool_call, custom_tool_call_output, additional_tools, reasoning or web_search_call.",
         f"{param}.type",
     )
+
+
+def _tool_output(item: dict[str, Any], kind: str, given_id: str | None, param: str) -> dict[str, Any]:
+    """A function's or custom tool's output: a string, or parts (text and images; an output with
+    images keeps its parts, for the model and for input_items)."""
+    if not isinstance(item.get("call_id"), str):
+        raise _bad(f"a {kind} item needs a string 'call_id'.", f"{param}.call_id")
+    output = item.get("output")
+    if isinstance(output, list):
+        parts = _normalize_parts(output, "tool", f"{param}.output")
+        if not any(part["type"] == "input_image" for part in parts):
+            output = _text_of_parts(parts)
+        else:
+            output = parts
+    elif not isinstance(output, str):
+        raise _bad(f"a {kind} item needs an 'output' string or a list of parts.", f"{param}.output")
+    prefix = "fco" if kind == "function_call_output" else "ctco"
+    return {"id": given_id or new_id(prefix), "type": kind, "call_id": item["call_id"], "output": output,
+            "status": "completed"}
 
 
 def _web_search_call(item: dict[str, Any], given_id: str | None, param: str) -> dict[str, Any]:
@@ -164,24 +183,6 @@ def _check_action_fields(action: dict[str, Any], param: str) -> None:
                        f"{param}.sources[{i}]")
 
 
-def _web_note(action: dict[str, Any]) -> str:
-    """What a replayed web_search_call tells the model: what was searched or read (its results are
-    not in the item; a client that wants the model to have them chains with previous_response_id)."""
-    kind = action["type"]
-    url = action.get("url") if isinstance(action.get("url"), str) else None
-    if kind == "open_page":
-        return f"(opened {url})" if url else "(opened a web page)"
-    if kind in ("find", "find_in_page"):
-        return f"(searched {url or 'a web page'} for {action.get('pattern')!r})"
-    listed, found = action.get("queries"), action.get("sources")
-    asked = [action.get("query"), *(listed if isinstance(listed, list) else [])]
-    queries = [q for q in asked if isinstance(q, str) and q]
-    found = [s.get("url") for s in (found if isinstance(found, list) else []) if isinstance(s, dict)]
-    urls = [u for u in found if isinstance(u, str)]
-    said = "; ".join(repr(q) for q in dict.fromkeys(queries))
-    return f"(searched the web{' for ' + said if said else ''}{'; found ' + ', '.join(urls) if urls else ''})"
-
-
 def normalize_input(value: Any, param: str = "input") -> list[dict[str, Any]]:
     """`input` (a string or a list of items) as normalized items, each with an `id`; `param`
     names the field in errors (a conversation's `items` are checked the same way)."""
@@ -192,40 +193,71 @@ def normalize_input(value: Any, param: str = "input") -> list[dict[str, Any]]:
     return [_normalize_item(item, f"{param}[{index}]") for index, item in enumerate(value)]
 
 
-def input_to_messages(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def input_to_messages(items: list[dict[str, Any]], flat_name: FlatName | None = None, vision: bool = False, *,
+                      replay_searches: bool = False,
+                      unseal: reasoning_replay.Unseal | None = None) -> list[dict[str, Any]]:
     """Normalized input items as chat-format messages.
 
-    Consecutive `function_call` items join one assistant message (parallel calls), attached to
-    a directly preceding assistant text message if there is one; `function_call_output` becomes
-    a `tool` message. Replayed `web_search_call` items become a short note of what was searched,
-    in the assistant message that follows them (so roles still alternate).
+    Consecutive tool calls (`function_call`, `custom_tool_call`) join one assistant message
+    (parallel calls), attached to a directly preceding assistant text message if there is one,
+    under the upstream's function names (`flat_name`: gateway/wire/responses_tools.py); their
+    outputs become `tool` messages, any images they returned following in a user message
+    (images with `vision`, else notes). Replayed `web_search_call` items become a short note of
+    what was searched, in the assistant message that follows them (so roles still alternate); with
+    `replay_searches`, those of the open turn become web_search calls to run again
+    (gateway/wire/web_search_replay.py) and its `reasoning` items the reasoning of the calls they
+    led to (reasoning_replay.py).
     """
     messages: list[dict[str, Any]] = []
     note: dict[str, Any] | None = None  # the assistant message holding notes, while it is the last
-    for item in items:
-        if item["type"] == "web_search_call":
+    images: list[dict[str, Any]] = []  # tool outputs' image parts, shown once their run of tool messages ends
+    open_turn = web_search_replay.open_turn_start(items) if replay_searches else len(items)
+    thought: tuple[str, str] | None = None  # (field, text) of the open turn's reasoning, until its calls
+    for index, item in enumerate(items):
+        kind = item["type"]
+        if images and kind not in TOOL_OUTPUTS:
+            messages.append({"role": "user", "content": images})
+            images = []
+        if kind == "reasoning":
+            thought = reasoning_replay.replayed(item, unseal) if index >= open_turn else None
+        elif kind in TOOL_OUTPUTS or item.get("role") == "user":
+            thought = None
+        if kind == "web_search_call":
+            call = web_search_replay.search_call(item) if index >= open_turn else None
+            if call is not None:
+                web_search_replay.add_search_call(messages, call, web_search_replay.web_note(item["action"]))
+                if thought is not None:  # the round's reasoning led to its searches first
+                    owner = next(m for m in reversed(messages) if m["role"] == "assistant")
+                    owner[thought[0]], thought = thought[1], None
+                continue
             if note is None or not messages or messages[-1] is not note:
                 note = {"role": "assistant", "content": ""}
                 messages.append(note)
-            note["content"] = " ".join(filter(None, [note["content"], _web_note(item["action"])]))
-        elif item["type"] == "message":
+            note["content"] = " ".join(filter(None, [note["content"], web_search_replay.web_note(item["action"])]))
+        elif kind == "message":
             content = _parts_to_chat(item["content"])
             if note is not None and messages and messages[-1] is note and item["role"] == "assistant" \
                     and isinstance(content, str):
                 note["content"] = f"{note['content']}\n\n{content}"
             else:
                 messages.append({"role": item["role"], "content": content})
-        elif item["type"] == "function_call":
-            call = {"id": item["call_id"], "type": "function",
-                    "function": {"name": item["name"], "arguments": item["arguments"]}}
+        elif kind in ("function_call", "custom_tool_call"):
+            call = responses_tool_items.tool_call(item, flat_name)
             last = messages[-1] if messages else None
             if last is not None and last["role"] == "assistant":
                 last.setdefault("tool_calls", []).append(call)
             else:
-                messages.append({"role": "assistant", "content": "", "tool_calls": [call]})  # "": see agent/loop.py
-        elif item["type"] == "function_call_output":
-            messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
-    return messages
+                last = {"role": "assistant", "content": "", "tool_calls": [call]}  # "": see agent/loop.py
+                messages.append(last)
+            if thought is not None:
+                last[thought[0]], thought = thought[1], None
+        elif kind in TOOL_OUTPUTS:
+            message, shown = responses_tool_items.tool_messages(item, vision)
+            messages.append(message)
+            images += shown
+    if images:
+        messages.append({"role": "user", "content": images})
+    return web_search_replay.without_marks(messages) if replay_searches else messages
 
 
 # ---- the request ----------------------------------------------------------------------------

@@ -7,7 +7,8 @@ moment (the final one after `finish()`, `fail()` or `interrupt()`).
 Output items are in the order things happened: text opens a `message` item, a call to one of the
 agent's own tools closes it and adds `web_search_call` items (gateway/wire/web_search_items.py:
 hosted tools, never `function_call`s, which a client would try to run); a call to a client tool
-adds a `function_call` item for the client. The common shape is therefore the searches first, then
+adds a `function_call` (or `custom_tool_call`) item for the client
+(gateway/wire/client_call_items.py). The common shape is therefore the searches first, then
 one message; a model that writes a preamble before calling tools yields a message before the calls
 too, as OpenAI does. The model's reasoning opens a `reasoning` item before the message or calls it
 led to (closed when they begin). A message closed after the agent's tools returned sources gets its
@@ -21,6 +22,7 @@ the agent keeps it (`AgentRun`, `Finished.messages`).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from gateway.agent.events import (
@@ -37,6 +39,7 @@ from gateway.agent.events import (
 )
 from gateway.wire.chat_stream import split_text
 from gateway.wire.citations import citations
+from gateway.wire.client_call_items import ClientCalls
 from gateway.wire.responses_event_json import json_copy
 from gateway.wire.responses_input import new_id
 from gateway.wire.responses_reasoning import ReasoningItems
@@ -44,6 +47,8 @@ from gateway.wire.responses_request import ResponsesRequest
 from gateway.wire.web_search_items import SOURCES, WebSearchCalls
 
 INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
+#: The `include` value that adds a sealed copy of each reasoning item (gateway/wire/reasoning_replay.py).
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
 class ResponseBuilder:
     def __init__(
@@ -55,11 +60,13 @@ class ResponseBuilder:
         created_at: int | None = None,
         events: bool = True,
         reasoning: bool = True,
+        seal: Callable[[dict[str, Any]], str] | None = None,
     ) -> None:
         """`events=False` when nobody reads the stream events (a request without `stream`): the
         builder keeps the same state but skips the snapshots the events would carry (the
         `response.created` / `in_progress` / final response and a copy of each item).
-        `reasoning=False` (API_SERVER_REASONING=hide): no reasoning items."""
+        `reasoning=False` (API_SERVER_REASONING=hide): no reasoning items. `seal` makes a reasoning
+        item's `encrypted_content` when the request's `include` asks for it."""
         self.request = request
         self._events = events
         self._relay_reasoning = reasoning
@@ -81,8 +88,11 @@ class ResponseBuilder:
         self._completed_at: int | None = None
         self._ending_seq: int | None = None  # the sequence number of the ending event, once made
         self._web = WebSearchCalls(self._output, self._event, self._snapshot, sources=SOURCES in request.include)
-        self._thinking = ReasoningItems(self._output, self._event, self._snapshot,
-                                        summary=request.reasoning["summary"] != "none")
+        self._client_calls = ClientCalls(self._output, self._event, self._snapshot, request.client_tools)
+        asked = request.reasoning["summary"]
+        self._thinking = ReasoningItems(self._output, self._event, self._snapshot, summary=asked != "none",
+                                        stream_summary=asked not in (None, "none"),
+                                        seal=seal if ENCRYPTED_REASONING in request.include else None)
 
     # ---- stream events ------------------------------------------------------------------------
 
@@ -114,11 +124,11 @@ class ResponseBuilder:
         elif isinstance(event, TextDeltas):  # an event per text, as each alone would have made
             produced = [out for text in event.texts for out in self._text(text)]
         elif isinstance(event, ReasoningDelta):
-            produced = self._reasoning(event.text) if self._relay_reasoning else []
+            produced = self._reasoning(event.text, event.field) if self._relay_reasoning else []
         elif isinstance(event, ToolCallStarted):
             produced = [*self._close_open("completed"), *self._web.started(event)]
         elif isinstance(event, ClientToolCall):
-            produced = self._function_call(event.call_id, event.name, event.arguments)
+            produced = [*self._close_open("completed"), *self._client_calls.add(event)]
         elif isinstance(event, ToolCallFinished):
             self._sources.extend(event.sources)
             produced = self._web.finished(event)
@@ -253,33 +263,12 @@ class ResponseBuilder:
             self._event("response.output_item.done", output_index=index, item=self._snapshot(item)),
         ]
 
-    def _reasoning(self, text: str) -> list[dict[str, Any]]:
+    def _reasoning(self, text: str, field: str) -> list[dict[str, Any]]:
         if not text:
             return []
         # reasoning after text: a new step begins
         events = [] if self._thinking.is_open else self._close_message("completed")
-        return [*events, *self._thinking.add(text)]
-
-    def _function_call(self, call_id: str, name: str, arguments: str) -> list[dict[str, Any]]:
-        events = self._close_open("completed")
-        item = {"id": new_id("fc"), "type": "function_call", "call_id": call_id, "name": name,
-                "arguments": "", "status": "in_progress"}
-        index = len(self._output)
-        self._output.append(item)
-        events.append(self._event("response.output_item.added", output_index=index, item=self._snapshot(item)))
-        if arguments:
-            events.append(self._event(
-                "response.function_call_arguments.delta", item_id=item["id"], output_index=index,
-                delta=arguments,
-            ))
-        item["arguments"] = arguments
-        item["status"] = "completed"
-        events.append(self._event(
-            "response.function_call_arguments.done", item_id=item["id"], output_index=index,
-            arguments=arguments,
-        ))
-        events.append(self._event("response.output_item.done", output_index=index, item=self._snapshot(item)))
-        return events
+        return [*events, *self._thinking.add(text, field)]
 
     # ---- results ------------------------------------------------------------------------------
 

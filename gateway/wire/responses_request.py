@@ -4,13 +4,15 @@
 `InvalidRequestError` (400, with `param`) for anything malformed; the `input` items are checked
 and translated by gateway/wire/responses_input.py.
 
-Tools: flat function tools (`{"type": "function", "name", "parameters", ...}`) are the client's
-own and pass through to the model; a call to one ends the response with a `function_call` item.
+Tools: the client's own tools, `function`, `custom` (freeform) and `namespace` tools, from `tools`
+and from `additional_tools` input items, are offered to the model as functions
+(gateway/wire/responses_tools.py); a call to one ends the response with a `function_call` (or
+`custom_tool_call`) item.
 The hosted web search tool (`web_search`, `web_search_preview`, dated variants) is echoed and
 honoured: its filters, context size and location become the request's `WebSearchOptions`
 (gateway/wire/web_search.py), carried out by the agent's own web tools; `tool_choice`
 `{"type": "web_search"}` (or `required` with no function tools) makes the first round search.
-Other hosted tool types (`file_search`, `code_interpreter`, ...) are a 400 naming the type: the
+Other tool types (`file_search`, `code_interpreter`, `computer` ...) are a 400 naming the type: the
 gateway cannot run them, and silently answering without them would mislead the client.
 
 Unknown top-level fields are ignored rather than refused, so newer SDKs keep working.
@@ -18,18 +20,20 @@ Unknown top-level fields are ignored rather than refused, so newer SDKs keep wor
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gateway.agent.web.options import WebSearchOptions
 from gateway.errors import InvalidRequestError, echo
-from gateway.wire import ids, web_search
-from gateway.wire.checks import TOOL_CHOICE_MODES, in_range
+from gateway.wire import ids, responses_request_tools
+from gateway.wire.checks import in_range
+from gateway.wire.reasoning_replay import Unseal
 from gateway.wire.responses_input import input_to_messages, normalize_input
 from gateway.wire.responses_reasoning import reasoning_config
+from gateway.wire.responses_tool_items import TOOL_OUTPUTS
+from gateway.wire.responses_tools import ClientTools
+from gateway.wire.web_search_replay import ReplayedCall, replayed_calls
 
-TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_METADATA_PAIRS = 16
 MAX_METADATA_KEY = 64
 MAX_METADATA_VALUE = 512
@@ -64,8 +68,10 @@ class ResponsesRequest:
     background: bool = False
     #: Tools as the client sent them (echoed in the response object).
     tools: list[dict[str, Any]] = field(default_factory=list)
-    #: The client's function tools in chat format, for the model.
+    #: The client's tools in chat format, for the model (function, custom and namespace tools flattened).
     chat_tools: list[dict[str, Any]] = field(default_factory=list)
+    #: The way back from an upstream function name to the client's tool (gateway/wire/responses_tools.py).
+    client_tools: ClientTools = field(default_factory=ClientTools)
     tool_choice: str | dict[str, Any] = "auto"
     metadata: dict[str, str] = field(default_factory=dict)
     temperature: float | None = None
@@ -82,6 +88,17 @@ class ResponsesRequest:
     reasoning: dict[str, Any] = field(default_factory=lambda: {"effort": None, "summary": None})
     #: "disabled" (a turn over the context window is a 400) or "auto" (its oldest history dropped).
     truncation: str = "disabled"
+    #: The open turn's replayed searches, for the agent to run again (gateway/wire/web_search_replay.py).
+    replayed: tuple[ReplayedCall, ...] = ()
+    #: Opens sealed reasoning replayed in `input` (kept to rebuild `messages`: show_tool_images).
+    unseal: Unseal | None = field(default=None, repr=False, compare=False)
+
+    def show_tool_images(self) -> None:
+        """The messages again with the images tool outputs returned as images, not notes: for a
+        route whose model reads them (parsing cannot know the route)."""
+        if any(item["type"] in TOOL_OUTPUTS and isinstance(item["output"], list) for item in self.input_items):
+            self.messages = input_to_messages(self.input_items, self.client_tools.flat_name, vision=True,
+                                              replay_searches=True, unseal=self.unseal)
 
     def upstream_params(self) -> dict[str, Any]:
         """Extra Chat Completions parameters for the upstream call (tools excluded)."""
@@ -94,9 +111,10 @@ class ResponsesRequest:
             params["max_tokens"] = self.max_output_tokens
         if self.user is not None:
             params["user"] = self.user
+        params.update(_effort_and_verbosity(self.reasoning, self.text))
         if self.chat_tools:
             params["parallel_tool_calls"] = self.parallel_tool_calls
-            chat_choice = _chat_tool_choice(self.tool_choice)
+            chat_choice = responses_request_tools.chat_tool_choice(self.tool_choice, self.client_tools)
             if chat_choice is not None:
                 params["tool_choice"] = chat_choice
         elif self.tool_choice == "none":  # no function tools, but "none" binds the agent's own too
@@ -110,12 +128,15 @@ class ResponsesRequest:
         return params
 
 
-def _chat_tool_choice(choice: str | dict[str, Any]) -> str | dict[str, Any] | None:
-    if isinstance(choice, str):
-        return choice
-    if choice.get("type") == "function":
-        return {"type": "function", "function": {"name": choice["name"]}}
-    return None  # a hosted tool type: let the model decide
+def _effort_and_verbosity(reasoning: dict[str, Any], text: dict[str, Any]) -> dict[str, Any]:
+    """`reasoning.effort` and `text.verbosity` under Chat Completions' names (`reasoning_effort`,
+    `verbosity`), as a client of that API sends them; a route's `drop_params` can hold them back."""
+    params: dict[str, Any] = {}
+    if reasoning.get("effort") is not None:
+        params["reasoning_effort"] = reasoning["effort"]
+    if text.get("verbosity") is not None:
+        params["verbosity"] = text["verbosity"]
+    return params
 
 
 # ---- scalar fields --------------------------------------------------------------------------
@@ -212,6 +233,9 @@ def _text_config(body: dict[str, Any]) -> dict[str, Any]:
     value = body.get("text")
     if value is None:
         return {"format": {"type": "text"}}
+    verbosity = value.get("verbosity") if isinstance(value, dict) else None
+    if verbosity is not None and not isinstance(verbosity, str):
+        raise _bad("'text.verbosity' must be low, medium or high.", "text.verbosity")
     fmt = value.get("format") if isinstance(value, dict) else None
     if fmt is None and isinstance(value, dict):
         return {**value, "format": {"type": "text"}}
@@ -224,99 +248,12 @@ def _text_config(body: dict[str, Any]) -> dict[str, Any]:
     return dict(value)
 
 
-# ---- tools ----------------------------------------------------------------------------------
-
-
-def _tools(body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], WebSearchOptions | None]:
-    value = body.get("tools")
-    if value is None:
-        return [], [], None
-    if not isinstance(value, list):
-        raise _bad("'tools' must be a list.", "tools")
-    echoed: list[dict[str, Any]] = []
-    chat: list[dict[str, Any]] = []
-    web: WebSearchOptions | None = None
-    for index, tool in enumerate(value):
-        param = f"tools[{index}]"
-        if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
-            raise _bad("each tool must be an object with a 'type'.", param)
-        echoed.append(tool)
-        if tool["type"] in web_search.HOSTED_WEB_SEARCH:
-            options = web_search.hosted_tool(tool, param)
-            web = web if web is not None else options  # the first one counts, as with OpenAI
-            continue
-        if tool["type"] != "function":
-            raise _bad(
-                f"the hosted tool type {echo(repr(tool['type']))} is not supported by this gateway; it runs "
-                "'web_search' (and its dated and preview variants) and your own 'function' tools.",
-                f"{param}.type",
-            )
-        if "function" in tool and "name" not in tool:
-            raise _bad(
-                "Responses function tools are flat: put 'name' and 'parameters' on the tool itself, "
-                "not under 'function'.",
-                f"{param}.name",
-            )
-        name = tool.get("name")
-        if not isinstance(name, str) or not TOOL_NAME_RE.match(name):
-            raise _bad("a function tool needs a 'name' of 1-64 letters, digits, '_' or '-'.", f"{param}.name")
-        parameters = tool.get("parameters")
-        if parameters is not None and not isinstance(parameters, dict):
-            raise _bad("'parameters' must be a JSON schema object.", f"{param}.parameters")
-        description = tool.get("description")
-        if description is not None and not isinstance(description, str):
-            raise _bad("'description' must be a string.", f"{param}.description")
-        function: dict[str, Any] = {"name": name}
-        if description is not None:
-            function["description"] = description
-        if parameters is None:
-            parameters = {"type": "object", "properties": {}}
-        function["parameters"] = parameters
-        if isinstance(tool.get("strict"), bool):
-            function["strict"] = tool["strict"]
-        chat.append({"type": "function", "function": function})
-    return echoed, chat, web
-
-
-def _forces_search(choice: str | dict[str, Any], chat_tools: list[dict[str, Any]], web: WebSearchOptions | None,
-                   ) -> bool:
-    """Whether tool_choice makes the first round call web_search."""
-    if web is None:
-        return False
-    if isinstance(choice, dict):
-        return choice.get("type") in web_search.HOSTED_WEB_SEARCH
-    return choice == "required" and not chat_tools
-
-
-def _tool_choice(body: dict[str, Any], chat_tools: list[dict[str, Any]],
-                 web: WebSearchOptions | None) -> str | dict[str, Any]:
-    value = body.get("tool_choice")
-    if value is None:
-        return "auto"
-    if isinstance(value, str):
-        if value not in TOOL_CHOICE_MODES:
-            raise _bad("'tool_choice' must be none, auto, required or a tool object.", "tool_choice")
-        return value
-    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
-        raise _bad("'tool_choice' must be none, auto, required or a tool object.", "tool_choice")
-    if value["type"] == "function":
-        names = {tool["function"]["name"] for tool in chat_tools}
-        if not isinstance(value.get("name"), str) or value["name"] not in names:
-            raise _bad("'tool_choice' names a function that is not in 'tools'.", "tool_choice")
-    elif value["type"] not in web_search.HOSTED_WEB_SEARCH:  # file_search, mcp, ...: tools this gateway lacks
-        known = ", ".join(sorted(web_search.HOSTED_WEB_SEARCH))
-        raise _bad(f"'tool_choice' type must be function or a web search type ({known}); "
-                   f"got {echo(repr(value['type']))}.", "tool_choice")
-    elif web is None:
-        raise _bad(f"'tool_choice' asks for {echo(value['type'])}, but 'tools' has no web search tool.", "tool_choice")
-    return value
-
-
 # ---- input items ----------------------------------------------------------------------------
 
 
-def parse_responses_request(body: Any) -> ResponsesRequest:
-    """Validate a `POST /v1/responses` body; raises InvalidRequestError (400) naming the field."""
+def parse_responses_request(body: Any, unseal: Unseal | None = None) -> ResponsesRequest:
+    """Validate a `POST /v1/responses` body; raises InvalidRequestError (400) naming the field.
+    `unseal` opens the reasoning a client replays sealed (gateway/wire/reasoning_replay.py)."""
     if not isinstance(body, dict):
         raise InvalidRequestError("The request body must be a JSON object.")
     background = _bool(body, "background", False)
@@ -336,14 +273,16 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
     items = [] if raw_input is None else normalize_input(raw_input)
     if not items and previous is None and conversation is None:
         raise _bad("'input' is required: a string or a non-empty list of input items.", "input")
-    tools, chat_tools, web = _tools(body)
-    tool_choice = _tool_choice(body, chat_tools, web)
-    if web is not None and _forces_search(tool_choice, chat_tools, web):
+    tools, client_tools, web = responses_request_tools.parse_tools(body, items)
+    tool_choice = responses_request_tools.tool_choice(body, client_tools, web)
+    if web is not None and responses_request_tools.forces_search(tool_choice, client_tools, web):
         web = replace(web, force_search=True)
     return ResponsesRequest(
         model=_optional_str(body, "model"),
         input_items=items,
-        messages=input_to_messages(items),
+        messages=input_to_messages(items, client_tools.flat_name, replay_searches=True, unseal=unseal),
+        replayed=replayed_calls(items),
+        unseal=unseal,
         instructions=_optional_str(body, "instructions"),
         previous_response_id=previous,
         conversation=conversation,
@@ -351,7 +290,8 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
         stream=_bool(body, "stream", False),
         background=background,
         tools=tools,
-        chat_tools=chat_tools,
+        chat_tools=client_tools.chat,
+        client_tools=client_tools,
         tool_choice=tool_choice,
         metadata=parse_metadata(body),
         temperature=_number(body, "temperature", 0, 2),

@@ -76,7 +76,6 @@ def shell(command: str) -> tuple[str, dict[str, Any]]:
     return ("exec_command", {"cmd": command})
 
 
-@pytest.mark.xfail(strict=True, reason=NAMESPACE)
 async def test_codex_prints_a_plain_answer(codex: Codex, stack: Stack) -> None:
     stack.model.responder = steps(text("Six times seven is 42."))
     ran = await codex.exec("What is six times seven?")
@@ -86,7 +85,6 @@ async def test_codex_prints_a_plain_answer(codex: Codex, stack: Stack) -> None:
     assert request["stream"] is True and request["store"] is False  # Codex keeps its own history
 
 
-@pytest.mark.xfail(strict=True, reason=NAMESPACE)
 async def test_codex_runs_a_shell_command_the_model_calls(codex: Codex, stack: Stack) -> None:
     stack.model.responder = steps(tool_call(shell("echo codex-was-here > proof.txt")), text("Wrote proof.txt."))
     ran = await codex.exec("Write proof.txt")
@@ -97,7 +95,6 @@ async def test_codex_runs_a_shell_command_the_model_calls(codex: Codex, stack: S
     assert len(tool_results(stack.model.requests[-1])) == 1
 
 
-@pytest.mark.xfail(strict=True, reason=NAMESPACE)
 async def test_codex_runs_two_parallel_shell_commands(codex: Codex, stack: Stack) -> None:
     stack.model.responder = steps(tool_call(shell("echo one > a.txt"), shell("echo two > b.txt")),
                                   text("Both written."))
@@ -109,7 +106,6 @@ async def test_codex_runs_two_parallel_shell_commands(codex: Codex, stack: Stack
     assert len(tool_results(stack.model.requests[-1])) == 2
 
 
-@pytest.mark.xfail(strict=True, reason=NAMESPACE)
 async def test_codex_gets_an_answer_from_a_gateway_web_search(codex: Codex, stack: Stack) -> None:
     stack.model.responder = steps(tool_call(("web_search", {"query": "otter diet"})),
                                   text("Otters eat fish ([Result 1](https://example.org/1))."))
@@ -122,7 +118,6 @@ async def test_codex_gets_an_answer_from_a_gateway_web_search(codex: Codex, stac
     assert "web_search_call" in [item["type"] for item in done]
 
 
-@pytest.mark.xfail(strict=True, reason=f"{NAMESPACE}; then {SEARCH_REPLAYED}")
 async def test_codex_searches_then_runs_a_command(codex: Codex, stack: Stack) -> None:
     stack.model.responder = steps(tool_call(("web_search", {"query": "otter diet"})),
                                   tool_call(shell("echo fish > otters.txt")),
@@ -136,7 +131,6 @@ async def test_codex_searches_then_runs_a_command(codex: Codex, stack: Stack) ->
     assert any("example.org/1" in result for result in tool_results(last)), tool_results(last)
 
 
-@pytest.mark.xfail(strict=True, reason=f"{NAMESPACE}; then {SEARCH_DROPPED}")
 async def test_codex_round_with_a_web_search_and_a_command_runs_both(codex: Codex, stack: Stack) -> None:
     stack.model.responder = steps(tool_call(("web_search", {"query": "otter diet"}), shell("echo fish > otters.txt")),
                                   text("Searched and saved."))
@@ -150,7 +144,6 @@ async def test_codex_round_with_a_web_search_and_a_command_runs_both(codex: Code
     assert any("example.org/1" in result for result in tool_results(stack.model.requests[-1]))
 
 
-@pytest.mark.xfail(strict=True, reason=f"{NAMESPACE}; then {REASONING_REPLAY}")
 async def test_codex_replayed_reasoning_reaches_the_model(codex: Codex, stack: Stack) -> None:
     stack.model.responder = steps(tool_call(shell("echo r > r.txt"), reasoning="I should write r.txt first."),
                                   text("Done."))
@@ -162,7 +155,6 @@ async def test_codex_replayed_reasoning_reaches_the_model(codex: Codex, stack: S
     assert "I should write r.txt first." in [assistant.get(f) for f in REASONING_FIELDS]
 
 
-@pytest.mark.xfail(strict=True, reason=f"{NAMESPACE}; then {IMAGE}")
 async def test_codex_views_an_image_with_view_image(codex: Codex, stack: Stack) -> None:
     (codex.project / "pixel.png").write_bytes(png())
     stack.model.responder = steps(tool_call(("view_image", {"path": str(codex.project / "pixel.png")})),
@@ -199,7 +191,6 @@ async def test_codex_with_a_catalog_model_edits_a_file_with_its_freeform_apply_p
     assert "custom_tool_call" in replayed and "custom_tool_call_output" in replayed
 
 
-@pytest.mark.xfail(strict=True, reason=f"{NAMESPACE}; then {EFFORT}")
 async def test_codex_with_reasoning_effort_max_reaches_the_model(codex: Codex, stack: Stack) -> None:
     codex.configure(extra='model_reasoning_effort = "max"')
     stack.model.responder = steps(text("Thought hard: 42."))
@@ -210,7 +201,6 @@ async def test_codex_with_reasoning_effort_max_reaches_the_model(codex: Codex, s
     assert stack.model.requests[0]["reasoning_effort"] == "max"
 
 
-@pytest.mark.xfail(strict=True, reason=f"{ADDITIONAL} (its tools are `namespace` and `custom` ones: items 1, 2)")
 async def test_codex_with_the_newest_catalog_model_prints_a_plain_answer(codex: Codex, stack: Stack) -> None:
     stack.model.responder = steps(text("Six times seven is 42."))
     ran = await codex.exec("-m", "gpt-5.6-sol", "What is six times seven?")
@@ -226,7 +216,6 @@ def remembers(body: dict[str, Any]) -> Reply:
     return text("The word was PINEAPPLE." if "PINEAPPLE" in said else "I was never told a word.")
 
 
-@pytest.mark.xfail(strict=True, reason=NAMESPACE)
 async def test_codex_exec_resume_last_continues_the_session(codex: Codex, stack: Stack) -> None:
     stack.model.responder = steps(text("Noted."))
     first = await codex.exec("Remember the word PINEAPPLE.")

@@ -9,7 +9,10 @@ Misbehaviour on demand: `delay` (before the headers), `body_delay` (headers sent
 `drop_after` (stream cut after N chunks), `cut_body_at` (non-stream body cut after N bytes),
 `endless` (a stream, or a JSON body, that never ends), `raw` (any bytes: malformed SSE, HTML ...),
 `echo_headers` (an error repeating the request's headers, key included),
-and a huge single chunk via `chunk_size` as large as `text`. A model that thinks: `reasoning`,
+and a huge single chunk via `chunk_size` as large as `text`. `empty_stream_with_tools` (on the fake,
+not a reply): a streamed request that carries `tools` gets an empty 200 event stream and takes no
+reply from the script, as llama-cpp-python's server with `chat_format: chatml-function-calling`
+answers it; the same request unstreamed is answered. A model that thinks: `reasoning`,
 sent before the text under `reasoning_field` (reasoning_content, reasoning or reasoning_text) as
 reasoning servers do, streamed in `chunk_size` pieces or on the whole message. `usage_extra`: more
 fields for the reply's `usage` object, such as `completion_tokens_details: {reasoning_tokens}`.
@@ -81,6 +84,7 @@ class FakeUpstream:
         self.default = Reply()
         #: answers from the request itself, as a model would (tests/clients/ script whole sessions)
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
+        self.empty_stream_with_tools = False
 
     def queue(self, *replies: Reply) -> None:
         self._script.extend(replies)
@@ -101,6 +105,8 @@ class FakeUpstream:
         body = await request.json()
         self.requests.append(body)
         self.headers.append(dict(request.headers))
+        if self.empty_stream_with_tools and body.get("stream") and body.get("tools"):
+            return web.Response(body=b"", content_type="text/event-stream")
         if self._script:
             reply = self._script.pop(0)
         else:

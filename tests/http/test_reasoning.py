@@ -130,7 +130,7 @@ async def test_responses_whole_reply_has_a_reasoning_item_before_its_message_and
     assert stored["output"] == body["output"]
 
 
-async def test_responses_stream_sends_the_reasoning_item_events_in_order_with_right_indexes(client, upstream):
+async def test_responses_stream_sends_the_reasoning_text_events_once_in_order_with_right_indexes(client, upstream):
     upstream.queue(text("42.", reasoning="Six sevens are 42.", chunk_size=6))
     events = responses_events(await (await client.post(
         "/v1/responses", json={"input": "6*7?", "stream": True})).text())
@@ -140,26 +140,49 @@ async def test_responses_stream_sends_the_reasoning_item_events_in_order_with_ri
     assert deltas == 3
     expected = [
         "response.created", "response.in_progress",
-        "response.output_item.added", "response.content_part.added", "response.reasoning_summary_part.added",
-        *["response.reasoning_text.delta", "response.reasoning_summary_text.delta"] * deltas,
-        "response.reasoning_text.done", "response.content_part.done",
-        "response.reasoning_summary_text.done", "response.reasoning_summary_part.done", "response.output_item.done",
+        "response.output_item.added", "response.content_part.added",
+        *["response.reasoning_text.delta"] * deltas,
+        "response.reasoning_text.done", "response.content_part.done", "response.output_item.done",
         "response.output_item.added", "response.content_part.added",
     ]
     assert kinds[:len(expected)] == expected
+    assert not any(k.startswith("response.reasoning_summary") for k in kinds)  # not asked for: streamed once
     rs_events = [e for e in events if e["type"].startswith("response.reasoning_text")]
     rs_id = events[2]["item"]["id"]
     assert all((e["item_id"], e["output_index"], e["content_index"]) == (rs_id, 0, 0) for e in rs_events)
     assert "".join(e["delta"] for e in rs_events[:-1]) == rs_events[-1]["text"] == "Six sevens are 42."
+    done = events[len(expected) - 3]["item"]
+    assert done["content"] == [{"type": "reasoning_text", "text": "Six sevens are 42."}]
+    assert done["summary"] == [{"type": "summary_text", "text": "Six sevens are 42."}]  # the item keeps both
+    message_added = events[len(expected) - 2]
+    assert (message_added["output_index"], message_added["item"]["type"]) == (1, "message")
+    final = events[-1]["response"]
+    assert [item["type"] for item in final["output"]] == ["reasoning", "message"]
+
+
+async def test_responses_stream_asked_for_a_summary_sends_the_summary_events_only(client, upstream):
+    upstream.queue(text("42.", reasoning="Six sevens are 42.", chunk_size=6))
+    events = responses_events(await (await client.post(
+        "/v1/responses", json={"input": "6*7?", "stream": True, "reasoning": {"summary": "auto"}})).text())
+    kinds = [e["type"] for e in events]
+    expected = [
+        "response.created", "response.in_progress",
+        "response.output_item.added", "response.reasoning_summary_part.added",
+        *["response.reasoning_summary_text.delta"] * 3,
+        "response.reasoning_summary_text.done", "response.reasoning_summary_part.done", "response.output_item.done",
+        "response.output_item.added", "response.content_part.added",
+    ]
+    assert kinds[:len(expected)] == expected
+    assert "response.reasoning_text.delta" not in kinds
+    rs_id = events[2]["item"]["id"]
     summary_events = [e for e in events if e["type"].startswith("response.reasoning_summary")]
     assert all((e["item_id"], e["output_index"], e["summary_index"]) == (rs_id, 0, 0) for e in summary_events)
     assert summary_events[0]["part"] == {"type": "summary_text", "text": ""}
     assert "".join(e["delta"] for e in summary_events[1:-2]) == summary_events[-2]["text"] == "Six sevens are 42."
     assert summary_events[-1]["part"] == {"type": "summary_text", "text": "Six sevens are 42."}
-    message_added = events[len(expected) - 2]
-    assert (message_added["output_index"], message_added["item"]["type"]) == (1, "message")
-    final = events[-1]["response"]
-    assert [item["type"] for item in final["output"]] == ["reasoning", "message"]
+    done = events[len(expected) - 3]["item"]
+    assert done["content"] == [{"type": "reasoning_text", "text": "Six sevens are 42."}]  # the item keeps both
+    assert done["summary"] == [{"type": "summary_text", "text": "Six sevens are 42."}]
 
 
 async def test_responses_reasoning_of_each_round_leads_its_calls_and_the_answer(client, upstream):
@@ -313,12 +336,13 @@ async def test_responses_reasoning_summary_follows_the_request(client, upstream,
     events = responses_events(await (await client.post(
         "/v1/responses", json={"input": "6*7?", "reasoning": asked, "stream": True})).text())
     kinds = {e["type"] for e in events}
+    # streamed once: as the summary when one is asked for, else as the reasoning text
     assert ("response.reasoning_summary_text.delta" in kinds) == bool(summary)
-    assert "response.reasoning_text.delta" in kinds
+    assert ("response.reasoning_text.delta" in kinds) == (not summary)
 
 
 @pytest.mark.parametrize(("asked", "param"), [
-    ("high", "reasoning"), ({"summary": "short"}, "reasoning.summary"), ({"effort": "max"}, "reasoning.effort")])
+    ("high", "reasoning"), ({"summary": "short"}, "reasoning.summary"), ({"effort": 5}, "reasoning.effort")])
 async def test_a_bad_reasoning_field_is_a_400(client, asked, param):
     resp = await client.post("/v1/responses", json={"input": "hi", "reasoning": asked})
     assert resp.status == 400

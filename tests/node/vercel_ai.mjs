@@ -8,7 +8,10 @@ const [baseURL, apiKey] = process.argv.slice(2);
 const openai = createOpenAI({ baseURL, apiKey });
 
 const whole = await generateText({ model: openai('agent-gateway'), prompt: 'What is 6*7?', maxRetries: 0 });
-const stream = streamText({ model: openai('agent-gateway'), prompt: 'What is 6*7?', maxRetries: 0 });
+// a stream of the reasoning is asked for as from OpenAI's service: as a summary (the SDK sends
+// `reasoning` only for a model it knows to reason, or with forceReasoning)
+const stream = streamText({ model: openai('agent-gateway'), prompt: 'What is 6*7?', maxRetries: 0,
+  providerOptions: { openai: { forceReasoning: true, reasoningSummary: 'auto' } } });
 const reasoningDeltas = [];
 const kinds = [];
 for await (const part of stream.fullStream) {

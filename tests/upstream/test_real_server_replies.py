@@ -72,14 +72,34 @@ async def test_a_responses_function_call_from_repeated_name_fragments_has_the_na
 
 
 @pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/responses"])
-async def test_an_empty_stream_is_a_502_not_an_empty_answer(client, upstream, caplog, path):
-    upstream.queue(stream(EMPTY_STREAM))
+async def test_an_empty_stream_is_asked_again_unstreamed_and_its_answer_streamed(client, upstream, caplog, path):
+    upstream.queue(stream(EMPTY_STREAM), text("Sunny in Oslo."))
     body: dict[str, Any] = {"messages": USER} if path.endswith("completions") else {"input": "Weather in Oslo?"}
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.DEBUG, logger="agent_gateway.agent"):
         resp = await client.post(path, json={**body, "stream": True})
+        answer = await resp.text()
+    assert resp.status == 200
+    assert resp.headers["Content-Type"].startswith("text/event-stream")
+    if path.endswith("completions"):
+        chunks = chat_chunks(answer)
+        assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]) == \
+            "Sunny in Oslo."
+        assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    else:
+        last = events(answer)[-1]
+        assert last["type"] == "response.completed"
+        assert last["response"]["output"][-1]["content"][0]["text"] == "Sunny in Oslo."
+    assert [r.get("stream") for r in upstream.requests] == [True, False]
+    assert any("before its first frame" in r.getMessage() and r.levelno == logging.DEBUG for r in caplog.records)
+
+
+async def test_an_empty_stream_whose_unstreamed_retry_fails_is_that_failure(client, upstream):
+    upstream.queue(stream(EMPTY_STREAM), Reply(status=500, error_body={"error": {"message": "template failed"}}))
+    resp = await client.post("/v1/chat/completions", json={"messages": USER, "stream": True})
     assert resp.status == 502
-    assert_error_envelope(await resp.json(), code="upstream_stream_cut")
-    assert "ended its stream unfinished" in (await resp.json())["error"]["message"]
+    assert_error_envelope(await resp.json(), code="upstream_error")
+    assert "template failed" in (await resp.json())["error"]["message"]
+    assert len(upstream.requests) == 2  # asked again once, not more
 
 
 async def test_a_chat_stream_cut_after_its_first_text_ends_in_an_error_frame(client, upstream, caplog):

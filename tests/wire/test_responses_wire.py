@@ -279,3 +279,28 @@ def test_a_replayed_web_search_call_before_a_client_call_shares_its_assistant_me
     assert [m["role"] for m in messages] == ["user", "assistant", "tool"]
     assert messages[1]["content"] == "(searched the web for 'oslo')"
     assert messages[1]["tool_calls"][0]["id"] == "c1"
+
+
+def test_the_open_turns_replayed_searches_become_calls_to_run_again_after_the_rounds_text():
+    parsed = parse_responses_request({"store": False, "input": [
+        {"role": "user", "content": "old question"},
+        {"type": "web_search_call", "status": "completed", "action": {"type": "search", "query": "old"}},
+        {"role": "assistant", "content": "Old answer."},
+        {"role": "user", "content": "Weather and news in Oslo?"},
+        {"role": "assistant", "content": "Looking."},
+        {"type": "web_search_call", "id": "ws_1", "action": {"type": "search", "query": "oslo weather"}},
+        {"type": "web_search_call", "id": "ws_2", "action": {"type": "search", "query": "oslo news"}},
+        {"type": "web_search_call", "action": {"type": "open_page", "url": "https://example.org/"}},
+        {"type": "function_call", "call_id": "c1", "name": "shell", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+    ]})
+    assert [call[:2] for call in parsed.replayed] == [("ws_1", "web_search"), ("ws_2", "web_search")]
+    roles = [(m["role"], [c["id"] for c in m.get("tool_calls", [])]) for m in parsed.messages]
+    assert roles == [("user", []), ("assistant", []), ("user", []), ("assistant", ["ws_1", "ws_2"]),
+                     ("tool", []), ("tool", []), ("assistant", ["c1"]), ("tool", [])]
+    assert parsed.messages[1]["content"] == "(searched the web for 'old')\n\nOld answer."
+    assert parsed.messages[3]["content"] == "Looking."
+    assert parsed.messages[4] == {"role": "tool", "tool_call_id": "ws_1",
+                                  "content": "(searched the web for 'oslo weather')"}
+    # a page read is a note: only searches are run again
+    assert parsed.messages[6]["content"] == "(opened https://example.org/)"

@@ -12,6 +12,7 @@ from gateway.agent.events import AgentEvent
 from gateway.agent.loop import AgentRequest
 from gateway.common import json_out
 from gateway.errors import GatewayError
+from gateway.files.parts import has_files, read_file_parts
 from gateway.http import appkeys
 from gateway.http.body import read_json_object
 from gateway.http.checks import continue_if_a_run_slot_is_free
@@ -36,6 +37,8 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     settings = app[appkeys.SETTINGS]
     # None without `models:` (checked here on the settings: no lookup, no coroutine per request for it)
     turn = await route_turn(request, chat.model) if settings.llm_models is not None else None
+    if has_files(chat.messages):  # read into text before the estimate: a document costs its text
+        chat.messages, _ = await read_file_parts(chat.messages, param="messages")
     fixed = _fixed_tokens_past_smallest_window(chat.messages, chat.client_tools, chat.params)
     if fixed is not None:  # the window is looked up (and a coroutine made) only for a long input
         await _check_window(request, turn, fixed)

@@ -48,7 +48,8 @@ def _response_id(request: web.Request) -> str:
 @routes.post("/v1/responses", expect_handler=continue_if_a_run_slot_is_free)
 async def create_response(request: web.Request) -> web.StreamResponse:
     body = await read_json_object(request)
-    parsed = parse_responses_request(body)
+    sealer = request.app[appkeys.REASONING_SEALER]
+    parsed = parse_responses_request(body, sealer.open)
     if request.get(OVER_SLOTS):  # admitted past the run slots only to see whether it may queue
         if not parsed.background:
             raise too_many_runs(request.app[appkeys.LIMITER].limit)
@@ -58,11 +59,13 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     prepared = await prepare_turn(app, store, parsed)
     agent_request, continuation, turn = prepared.agent_request, prepared.continuation, prepared.turn
     if parsed.background:  # every event kept, streamed or not, for a stream resumed later
-        builder = ResponseBuilder(parsed, model=prepared.model, events=True, reasoning=prepared.reasoning)
+        builder = ResponseBuilder(parsed, model=prepared.model, events=True, reasoning=prepared.reasoning,
+                                  seal=sealer.seal)
         run = app[BACKGROUND_RUNS].register(builder.id, run_store(app))
         background = responses_background.BackgroundReply(store, parsed, builder, continuation, turn, run=run)
         return await responses_background.start(request, agent_request, background)
-    builder = ResponseBuilder(parsed, model=prepared.model, events=parsed.stream, reasoning=prepared.reasoning)
+    builder = ResponseBuilder(parsed, model=prepared.model, events=parsed.stream, reasoning=prepared.reasoning,
+                              seal=sealer.seal)
     if parsed.stream:
         reply = _ResponsesStream(store, parsed, builder, continuation, turn)
         return await run_streamed(request, agent_request, reply, log=log)
@@ -129,7 +132,9 @@ async def retrieve_response(request: web.Request) -> web.StreamResponse:
     if record is None:
         raise _not_found(response_id)
     if request.query.get("stream", "false").lower() == "true":
-        return await responses_follow.resume(request, record)
+        background = bool(record.response.get("background"))
+        del record  # a follower may stay for minutes: it must not pin the stored response (megabytes, maybe)
+        return await responses_follow.resume(request, response_id, background=background)
     return web.Response(body=json_out.dumps(record.response), content_type="application/json", charset="utf-8")
 
 

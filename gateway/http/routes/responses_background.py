@@ -25,7 +25,7 @@ from gateway.common import json_out
 from gateway.errors import GatewayError, InvalidRequestError
 from gateway.http import appkeys
 from gateway.http.auth import KeyRunSlot, hand_over_key_slot, store_of
-from gateway.http.routes.responses_follow import follow_local, stream
+from gateway.http.routes.responses_follow import admit, stream
 from gateway.http.routes.responses_reply import Continuation, Reply, ending_on_assistant
 from gateway.http.run_loop import Messages, run_timeout_error
 from gateway.http.sse import named_frames
@@ -99,7 +99,10 @@ async def start(request: web.Request, agent_request: AgentRequest, reply: Backgr
     object at once, or (with `stream`) the run's events as they come."""
     app = request.app
     run = reply.run
+    slot = None
     try:
+        if reply.parsed.stream:  # its stream is a follower like any other: past the bounds, a 429 now
+            slot = admit(request, run.response_id)
         reply.served()
         reply.record(reply.builder.start())
         await reply.placeholder()
@@ -107,11 +110,13 @@ async def start(request: web.Request, agent_request: AgentRequest, reply: Backgr
                                    lease_seconds=LEASE_SECONDS)
     except BaseException:
         app[BACKGROUND_RUNS].forget(run)
+        if slot is not None:
+            slot.release()
         raise
     launch(app, agent_request, reply, hand_over_key_slot(request))
-    if not reply.parsed.stream:
+    if slot is None:
         return web.Response(body=json_out.dumps(reply.builder.response()), content_type="application/json")
-    return await stream(request, run.response_id, follow_local(request, run, -1))
+    return await stream(request, run.response_id, -1, slot)
 
 
 def launch(app: web.Application, agent_request: AgentRequest, reply: BackgroundReply,

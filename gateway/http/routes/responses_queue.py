@@ -27,12 +27,11 @@ from gateway.errors import GatewayError, RateLimitError
 from gateway.http import appkeys
 from gateway.http.auth import KeyRunSlot, store_for, store_of
 from gateway.http.routes.responses_background import BackgroundReply, launch
-from gateway.http.routes.responses_follow import stream
+from gateway.http.routes.responses_follow import admit, stream
 from gateway.http.routes.responses_reply import named
 from gateway.http.routes.responses_turn import prepare_turn
 from gateway.keys.ring import CURRENT_CALLER
 from gateway.runs.background import BACKGROUND_RUNS, BackgroundRuns, run_store
-from gateway.runs.follow import from_store
 from gateway.runs.keeper import RunKeeper
 from gateway.runs.queue import Claimer
 from gateway.store.api import StoredResponse
@@ -46,12 +45,27 @@ log = logging.getLogger("agent_gateway.background")
 async def enqueue(request: web.Request, body: dict[str, Any], parsed: ResponsesRequest) -> web.StreamResponse:
     """Store the response `queued` with what it starts from, and answer at once: the Response
     object, or (with `stream`) its events from when a replica starts it."""
+    builder = ResponseBuilder(parsed, model=parsed.model or request.app[appkeys.SETTINGS].model_name, events=True)
+    builder.status = QUEUED
+    slot = admit(request, builder.id) if parsed.stream else None  # a 429 before anything is stored
+    try:
+        await _store_queued(request, body, builder, parsed)
+    except BaseException:
+        if slot is not None:
+            slot.release()
+        raise
+    log.info("background response %s queued: every run slot is busy", builder.id)
+    if slot is None:
+        return web.Response(body=json_out.dumps(builder.response()), content_type="application/json")
+    return await stream(request, builder.id, -1, slot)
+
+
+async def _store_queued(request: web.Request, body: dict[str, Any], builder: ResponseBuilder,
+                        parsed: ResponsesRequest) -> None:
     app = request.app
     settings = app[appkeys.SETTINGS]
     caller = CURRENT_CALLER.get() or app[appkeys.KEYRING].default
     store = store_of(request)
-    builder = ResponseBuilder(parsed, model=parsed.model or settings.model_name, events=True)
-    builder.status = QUEUED
     await store.put(StoredResponse(id=builder.id, created_at=builder.created_at, response=builder.response(),
                                    transcript=[], input_items=parsed.input_items))
     runs = run_store(app)
@@ -62,11 +76,6 @@ async def enqueue(request: web.Request, body: dict[str, Any], parsed: ResponsesR
         await store.delete(builder.id)
         raise RateLimitError(f"Every run slot is busy and {settings.max_queued_runs} background responses are "
                              "queued already (API_SERVER_MAX_QUEUED_RUNS); retry shortly.", retry_after=1) from None
-    log.info("background response %s queued: every run slot is busy", builder.id)
-    if not parsed.stream:
-        return web.Response(body=json_out.dumps(builder.response()), content_type="application/json")
-    idle = settings.keepalive_interval
-    return await stream(request, builder.id, from_store(runs, builder.id, -1, idle=idle))
 
 
 async def start_claimed(app: web.Application, runs: BackgroundRuns, run: Run) -> None:
@@ -83,10 +92,12 @@ async def start_claimed(app: web.Application, runs: BackgroundRuns, run: Run) ->
         store = store_for(app, caller)
         record = await store.get(run.response_id, touch=False)
         created_at = record.created_at if record is not None else None
-        parsed = parse_responses_request(queued["body"])
+        sealer = app[appkeys.REASONING_SEALER]
+        parsed = parse_responses_request(queued["body"], sealer.open)
         prepared = await prepare_turn(app, store, parsed)
         builder = ResponseBuilder(parsed, model=prepared.model, response_id=run.response_id,
-                                  created_at=created_at, events=True, reasoning=prepared.reasoning)
+                                  created_at=created_at, events=True, reasoning=prepared.reasoning,
+                                  seal=sealer.seal)
         local = runs.register(run.response_id, run_store(app))
         reply = BackgroundReply(store, parsed, builder, prepared.continuation, prepared.turn, run=local)
         try:

@@ -11,6 +11,7 @@ from aiohttp import web
 
 from gateway.agent.loop import AgentRequest
 from gateway.errors import InvalidRequestError, NotFoundError, echo
+from gateway.files.parts import ReadFile, cut_files, has_files, read_file_parts
 from gateway.http import appkeys
 from gateway.http.model_routes import context_window, route_turn
 from gateway.http.routes.responses_reply import Continuation as _Continuation
@@ -37,12 +38,19 @@ async def prepare_turn(app: web.Application, store: ResponseStore, parsed: Respo
     settings = app[appkeys.SETTINGS]
     # the model the client names now, whatever a previous response used (as OpenAI does)
     turn = await route_turn(app, parsed.model) if settings.llm_models is not None else None
-    continuation, history = await _within_window(app, store, parsed, turn)
+    if turn is not None and turn.route.vision:
+        parsed.show_tool_images()
+    read: list[ReadFile] = []
+    if has_files(parsed.messages):  # read into text before the estimate (and stored as text)
+        parsed.messages, read = await read_file_parts(parsed.messages, param="input")
+    continuation, history = await _within_window(app, store, parsed, turn, read)
+    if has_files(history):  # a conversation's items hold their files as sent
+        history, _ = await read_file_parts(history, param="conversation")
     agent_request = AgentRequest(
         messages=[*history, *parsed.messages], client_tools=parsed.chat_tools,
         # a background run streams from upstream even unstreamed: a resumed stream gets every delta
         params=parsed.upstream_params(), stream=parsed.stream or parsed.background, instructions=parsed.instructions,
-        web=parsed.web,
+        web=parsed.web, replayed=parsed.replayed, own_calls_beside_client_calls=True,
     )
     if turn is None:
         model, reasoning = parsed.model or settings.model_name, settings.reasoning
@@ -88,13 +96,16 @@ async def _conversation_object(store: ResponseStore, parsed: ResponsesRequest, c
         if given["id"] in tail.taken:  # refused now, not after the model ran: the append would be
             raise InvalidRequestError(f"An item with id '{echo(given['id'])}' is already in conversation "
                                       f"'{conversation_id}'; send only the new items.", param=f"input[{index}].id")
-    return _Continuation(transcript([(item.item, item.model) for item in tail.items]), tail.complete,
+    return _Continuation(transcript([(item.item, item.model) for item in tail.items], parsed.client_tools.flat_name),
+                         tail.complete,
                          conversation_id=conversation_id, expected_last=tail.last_id)
 
 
 async def _within_window(app: web.Application, store: ResponseStore, parsed: ResponsesRequest,
-                         turn: RouteTurn | None) -> tuple[_Continuation, list[Any]]:
-    """The continuation, its history cut to the context window (or a 400, see context_budget.py)."""
+                         turn: RouteTurn | None, read: list[ReadFile]) -> tuple[_Continuation, list[Any]]:
+    """The continuation, its history cut to the context window (or a 400, see context_budget.py).
+    Under `truncation: "auto"` the files read into the turn's input are cut too, with a note, when
+    the input alone is over the window."""
     instructions = [{"role": "system", "content": parsed.instructions}] if parsed.instructions else []
     fixed = context_budget.fixed_tokens([*instructions, *parsed.messages, *parsed.chat_tools],
                                         parsed.max_output_tokens)
@@ -102,6 +113,9 @@ async def _within_window(app: web.Application, store: ResponseStore, parsed: Res
             and fixed <= context_budget.SMALLEST_WINDOW:
         return _Continuation(), []  # fits any model: no window to look up
     window = await context_window(app, turn)
+    if fixed > window and read and parsed.truncation == "auto" and cut_files(read, fixed - window):
+        fixed = context_budget.fixed_tokens([*instructions, *parsed.messages, *parsed.chat_tools],
+                                            parsed.max_output_tokens)
     continuation = await _continuation(store, parsed, context_budget.history_bytes(window, fixed))
     history = context_budget.fit(continuation.transcript, complete=continuation.complete, window=window,
                                  fixed=fixed, truncation=parsed.truncation)

@@ -1,0 +1,88 @@
+"""A Responses request's `tools` and `tool_choice`, checked: the hosted web search tool's options
+(gateway/wire/web_search.py), the client's own tools (gateway/wire/responses_tools.py, with those
+of `additional_tools` input items), and `tool_choice` as the upstream's Chat Completions takes it.
+Pure; each failure is a 400 naming the field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.agent.web.options import WebSearchOptions
+from gateway.errors import InvalidRequestError, echo
+from gateway.wire import web_search
+from gateway.wire.checks import TOOL_CHOICE_MODES
+from gateway.wire.responses_tools import ClientTools, collect
+
+
+def _bad(message: str, param: str) -> InvalidRequestError:
+    return InvalidRequestError(message, param=param)
+
+
+def parse_tools(body: dict[str, Any], items: list[dict[str, Any]],
+                ) -> tuple[list[dict[str, Any]], ClientTools, WebSearchOptions | None]:
+    """The tools echoed (the top-level list), the client's own tools (those and the ones
+    `additional_tools` input items add: gateway/wire/responses_tools.py) and the web search options."""
+    value = body.get("tools")
+    if value is not None and not isinstance(value, list):
+        raise _bad("'tools' must be a list.", "tools")
+    echoed: list[dict[str, Any]] = list(value or [])
+    entries = [(tool, f"tools[{index}]") for index, tool in enumerate(echoed)]
+    entries += [(tool, f"input[{index}].tools[{inner}]") for index, item in enumerate(items)
+                if item["type"] == "additional_tools" for inner, tool in enumerate(item["tools"])]
+    client: list[tuple[dict[str, Any], str]] = []
+    web: WebSearchOptions | None = None
+    for tool, param in entries:
+        if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
+            raise _bad("each tool must be an object with a 'type'.", param)
+        if tool["type"] in web_search.HOSTED_WEB_SEARCH:
+            options = web_search.hosted_tool(tool, param)
+            web = web if web is not None else options  # the first one counts, as with OpenAI
+        else:
+            client.append((tool, param))
+    client_tools = ClientTools()
+    collect(client_tools, client)
+    return echoed, client_tools, web
+
+
+def forces_search(choice: str | dict[str, Any], chat_tools: ClientTools, web: WebSearchOptions | None,
+                   ) -> bool:
+    """Whether tool_choice makes the first round call web_search."""
+    if web is None:
+        return False
+    if isinstance(choice, dict):
+        return choice.get("type") in web_search.HOSTED_WEB_SEARCH
+    return choice == "required" and not chat_tools
+
+
+def tool_choice(body: dict[str, Any], client_tools: ClientTools,
+                 web: WebSearchOptions | None) -> str | dict[str, Any]:
+    value = body.get("tool_choice")
+    if value is None:
+        return "auto"
+    if isinstance(value, str):
+        if value not in TOOL_CHOICE_MODES:
+            raise _bad("'tool_choice' must be none, auto, required or a tool object.", "tool_choice")
+        return value
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+        raise _bad("'tool_choice' must be none, auto, required or a tool object.", "tool_choice")
+    if value["type"] in ("function", "custom"):
+        chosen = client_tools.find(value["name"], value.get("namespace")) \
+            if isinstance(value.get("name"), str) else None
+        if chosen is None or chosen.custom != (value["type"] == "custom"):
+            raise _bad(f"'tool_choice' names a {value['type']} tool that is not in 'tools'.", "tool_choice")
+    elif value["type"] not in web_search.HOSTED_WEB_SEARCH:  # file_search, mcp, ...: tools this gateway lacks
+        known = ", ".join(sorted(web_search.HOSTED_WEB_SEARCH))
+        raise _bad(f"'tool_choice' type must be function, custom or a web search type ({known}); "
+                   f"got {echo(repr(value['type']))}.", "tool_choice")
+    elif web is None:
+        raise _bad(f"'tool_choice' asks for {echo(value['type'])}, but 'tools' has no web search tool.", "tool_choice")
+    return value
+
+
+def chat_tool_choice(choice: str | dict[str, Any], client_tools: ClientTools) -> str | dict[str, Any] | None:
+    if isinstance(choice, str):
+        return choice
+    if choice.get("type") in ("function", "custom"):
+        flat = client_tools.flat_name(choice["name"], choice.get("namespace"))
+        return {"type": "function", "function": {"name": flat}}
+    return None  # a hosted tool type: let the model decide

@@ -1,0 +1,111 @@
+"""Input items about the client's tools, checked, and what the model reads of them. Pure.
+
+`function_call` (with its `namespace`, if any) and `custom_tool_call` replay a call the model made:
+both become an assistant message's tool call under the upstream's function name
+(gateway/wire/responses_tools.py: a custom call's `input` as the `input` argument).
+`function_call_output` and `custom_tool_call_output` become a `tool` message; an output given as
+parts keeps them, images included: the tool message gets the text (or a short note) and the images
+follow, once the run of tool messages ends (a strict upstream wants every tool message right after
+the calls), in one user message: as images for a route that reads them, else as notes
+(gateway/wire/images.py). `additional_tools` items add tools to the request (read by
+responses_request.py) and say nothing to the model themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gateway.errors import InvalidRequestError
+from gateway.wire import web_search
+from gateway.wire.images import image_part
+from gateway.wire.responses_tools import ClientTools, collect, custom_arguments
+
+#: (name, namespace) -> the upstream's function name for a replayed call.
+FlatName = Callable[[str, str | None], str]
+TOOL_OUTPUTS = ("function_call_output", "custom_tool_call_output")
+#: The tool message's text when the output was images alone.
+IMAGES_ONLY = "(the tool returned an image, shown next)"
+IMAGES_ONLY_NOT_SHOWN = "(the tool returned an image)"
+
+
+def _bad(message: str, param: str) -> InvalidRequestError:
+    return InvalidRequestError(message, param=param)
+
+
+def _strings(item: dict[str, Any], kind: str, keys: tuple[str, ...], param: str) -> None:
+    for key in keys:
+        if not isinstance(item.get(key), str):
+            raise _bad(f"a {kind} item needs a string '{key}'.", f"{param}.{key}")
+
+
+def function_call(item: dict[str, Any], item_id: str, param: str) -> dict[str, Any]:
+    _strings(item, "function_call", ("call_id", "name", "arguments"), param)
+    normalized = {"id": item_id, "type": "function_call", "call_id": item["call_id"], "name": item["name"],
+                  "arguments": item["arguments"], "status": "completed"}
+    return _with_namespace(item, normalized, param)
+
+
+def custom_tool_call(item: dict[str, Any], item_id: str, param: str) -> dict[str, Any]:
+    _strings(item, "custom_tool_call", ("call_id", "name", "input"), param)
+    normalized = {"id": item_id, "type": "custom_tool_call", "call_id": item["call_id"], "name": item["name"],
+                  "input": item["input"], "status": "completed"}
+    return _with_namespace(item, normalized, param)
+
+
+def _with_namespace(item: dict[str, Any], normalized: dict[str, Any], param: str) -> dict[str, Any]:
+    namespace = item.get("namespace")
+    if namespace is not None:
+        if not isinstance(namespace, str):
+            raise _bad("'namespace' must be a string.", f"{param}.namespace")
+        normalized["namespace"] = namespace
+    return normalized
+
+
+def additional_tools(item: dict[str, Any], item_id: str, param: str) -> dict[str, Any]:
+    """`{"type": "additional_tools", "role": "developer", "tools": [...]}`: kept as sent, its tools
+    checked as a request's `tools` are (a conversation's items are kept without a request)."""
+    if item.get("role", "developer") != "developer":
+        raise _bad("an additional_tools item's 'role' is 'developer'.", f"{param}.role")
+    tools = item.get("tools")
+    if not isinstance(tools, list):
+        raise _bad("an additional_tools item needs a 'tools' list.", f"{param}.tools")
+    client: list[tuple[dict[str, Any], str]] = []
+    for index, tool in enumerate(tools):
+        where = f"{param}.tools[{index}]"
+        if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
+            raise _bad("each tool must be an object with a 'type'.", where)
+        if tool["type"] in web_search.HOSTED_WEB_SEARCH:
+            web_search.hosted_tool(tool, where)
+        else:
+            client.append((tool, where))
+    collect(ClientTools(), client)
+    return {"id": item_id, "type": "additional_tools", "role": "developer", "tools": tools}
+
+
+def tool_call(item: dict[str, Any], flat_name: FlatName | None) -> dict[str, Any]:
+    """A replayed function_call or custom_tool_call as a chat tool call."""
+    namespace = item.get("namespace")
+    name = flat_name(item["name"], namespace) if flat_name is not None else item["name"]
+    arguments = item["arguments"] if item["type"] == "function_call" else custom_arguments(item["input"])
+    return {"id": item["call_id"], "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def tool_messages(item: dict[str, Any], vision: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A tool output item as its `tool` message, and the chat parts of the images it returned
+    (to follow in a user message: images, or notes for a model that reads none)."""
+    output = item["output"]
+    if isinstance(output, str):
+        return {"role": "tool", "tool_call_id": item["call_id"], "content": output}, []
+    texts = [part.get("text") or "" for part in output if part["type"] != "input_image"]
+    images = [image_part(part, vision) for part in output if part["type"] == "input_image"]
+    text = "\n".join(t for t in texts if t)
+    if not images:
+        return {"role": "tool", "tool_call_id": item["call_id"], "content": text}, []
+    if not vision:  # the notes go in the tool message itself: nothing need follow it
+        notes = "\n".join(part["text"] for part in images)
+        content = "\n".join(filter(None, [text or IMAGES_ONLY_NOT_SHOWN, notes]))
+        return {"role": "tool", "tool_call_id": item["call_id"], "content": content}, []
+    said = f"(The image{'s' if len(images) > 1 else ''} returned by tool call {item['call_id']}.)"
+    return ({"role": "tool", "tool_call_id": item["call_id"], "content": text or IMAGES_ONLY},
+            [{"type": "text", "text": said}, *images])
