@@ -47,8 +47,6 @@ async def run_llm(stack: Stack, *args: str) -> Ran:
     return await stack.run([str(installed.executable), *args], env=env, cwd=stack.home, timeout=120)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 48 item 8: the gateway streams the reasoning as both "
-                   "response.reasoning_summary_text.delta and response.reasoning_text.delta; llm prints both")
 async def test_llm_prints_streamed_reasoning_once(stack: Stack) -> None:
     stack.model.responder = steps(text("Pelicans are the most noble of birds.", reasoning=REASONING, chunk_size=16))
     ran = await run_llm(stack, "-m", "agent-gateway", "Why are pelicans noble?")

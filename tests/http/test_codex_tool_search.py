@@ -14,7 +14,7 @@ import pytest
 from openai import AsyncOpenAI
 from openai.types.responses import ResponseFunctionToolCall, ResponseToolSearchCall
 
-from tests.fakes.upstream import FakeUpstream, text, tool_call
+from tests.fakes.upstream import FakeUpstream, tool_call
 from tests.support.helpers import assert_error_envelope
 
 TOOL_SEARCH = {"type": "tool_search", "execution": "client", "description": "Search the deferred MCP tools.",
