@@ -110,6 +110,10 @@ def _normalize_item(item: Any, param: str) -> dict[str, Any]:
         return _tool_output(item, kind, given_id, param)
     if kind == "additional_tools":
         return responses_tool_items.additional_tools(item, given_id or new_id("at"), param)
+    if kind == "tool_search_call":
+        return responses_tool_items.tool_search_call(item, given_id or new_id("tsc"), param)
+    if kind == "tool_search_output":
+        return responses_tool_items.tool_search_output(item, given_id or new_id("tso"), param)
     if kind == "reasoning":
         # A reasoning item the client sends back (a previous response's output as input): kept
         # with the input items; sent upstream only in the open turn (gateway/wire/reasoning_replay.py).
@@ -126,7 +130,8 @@ def _normalize_item(item: Any, param: str) -> dict[str, Any]:
         return _web_search_call(item, given_id, param)
     raise _bad(
         f"unsupported input item type {echo(repr(kind))}: use messages, function_call, function_call_output, "
-        "custom_tool_call, custom_tool_call_output, additional_tools, reasoning or web_search_call.",
+        "custom_tool_call, custom_tool_call_output, tool_search_call, tool_search_output, additional_tools, "
+        "reasoning or web_search_call.",
         f"{param}.type",
     )
 
@@ -215,12 +220,12 @@ def input_to_messages(items: list[dict[str, Any]], flat_name: FlatName | None = 
     thought: tuple[str, str] | None = None  # (field, text) of the open turn's reasoning, until its calls
     for index, item in enumerate(items):
         kind = item["type"]
-        if images and kind not in TOOL_OUTPUTS:
+        if images and kind not in TOOL_OUTPUTS and kind != "tool_search_output":
             messages.append({"role": "user", "content": images})
             images = []
         if kind == "reasoning":
             thought = reasoning_replay.replayed(item, unseal) if index >= open_turn else None
-        elif kind in TOOL_OUTPUTS or item.get("role") == "user":
+        elif kind in TOOL_OUTPUTS or kind == "tool_search_output" or item.get("role") == "user":
             thought = None
         if kind == "web_search_call":
             call = web_search_replay.search_call(item) if index >= open_turn else None
@@ -241,7 +246,7 @@ def input_to_messages(items: list[dict[str, Any]], flat_name: FlatName | None = 
                 note["content"] = f"{note['content']}\n\n{content}"
             else:
                 messages.append({"role": item["role"], "content": content})
-        elif kind in ("function_call", "custom_tool_call"):
+        elif kind in ("function_call", "custom_tool_call", "tool_search_call"):
             call = responses_tool_items.tool_call(item, flat_name)
             last = messages[-1] if messages else None
             if last is not None and last["role"] == "assistant":
@@ -255,6 +260,8 @@ def input_to_messages(items: list[dict[str, Any]], flat_name: FlatName | None = 
             message, shown = responses_tool_items.tool_messages(item, vision)
             messages.append(message)
             images += shown
+        elif kind == "tool_search_output":
+            messages.append(responses_tool_items.search_message(item, flat_name))
     if images:
         messages.append({"role": "user", "content": images})
     return web_search_replay.without_marks(messages) if replay_searches else messages

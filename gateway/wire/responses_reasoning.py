@@ -30,6 +30,9 @@ from gateway.wire.responses_input import new_id
 
 Event = Callable[..., dict[str, Any]]
 SUMMARIES = ("auto", "concise", "detailed", "none")
+#: `reasoning.context` (which turns' reasoning the model sees: Codex sends `all_turns`): echoed only;
+#: the upstream gets the reasoning the gateway replays (gateway/wire/reasoning_replay.py), not this.
+CONTEXTS = ("auto", "current_turn", "all_turns")
 #: The efforts OpenAI documents; any other word is taken too (Codex offers `max` and `ultra`, and an
 #: upstream may know more): the gateway passes it on as `reasoning_effort` and lets the upstream judge.
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
@@ -37,8 +40,8 @@ MAX_EFFORT_CHARS = 64
 
 
 def reasoning_config(body: dict[str, Any]) -> dict[str, Any]:
-    """The request's `reasoning` (`{"effort", "summary"}`, each may be null), checked; echoed
-    on the response object."""
+    """The request's `reasoning` (`{"effort", "summary"}`, each may be null, and `context` if
+    given), checked; echoed on the response object."""
     value = body.get("reasoning")
     if value is None:
         return {"effort": None, "summary": None}
@@ -51,7 +54,13 @@ def reasoning_config(body: dict[str, Any]) -> dict[str, Any]:
     if summary is not None and summary not in SUMMARIES:
         raise InvalidRequestError(f"'reasoning.summary' must be one of {', '.join(SUMMARIES)}.",
                                   param="reasoning.summary")
-    return {"effort": effort, "summary": summary}
+    config: dict[str, Any] = {"effort": effort, "summary": summary}
+    if "context" in value and value["context"] is not None:
+        if value["context"] not in CONTEXTS:
+            raise InvalidRequestError(f"'reasoning.context' must be one of {', '.join(CONTEXTS)}.",
+                                      param="reasoning.context")
+        config["context"] = value["context"]
+    return config
 
 
 class ReasoningItems:

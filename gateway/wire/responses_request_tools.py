@@ -13,6 +13,10 @@ from gateway.wire import web_search
 from gateway.wire.checks import TOOL_CHOICE_MODES
 from gateway.wire.responses_tools import ClientTools, collect
 
+#: Input items whose tools are offered like the request's own: `additional_tools`, and the tools a
+#: client-run tool search loaded (`tool_search_output`).
+LOADING_ITEMS = ("additional_tools", "tool_search_output")
+
 
 def _bad(message: str, param: str) -> InvalidRequestError:
     return InvalidRequestError(message, param=param)
@@ -21,14 +25,15 @@ def _bad(message: str, param: str) -> InvalidRequestError:
 def parse_tools(body: dict[str, Any], items: list[dict[str, Any]],
                 ) -> tuple[list[dict[str, Any]], ClientTools, WebSearchOptions | None]:
     """The tools echoed (the top-level list), the client's own tools (those and the ones
-    `additional_tools` input items add: gateway/wire/responses_tools.py) and the web search options."""
+    `additional_tools` and `tool_search_output` input items add: gateway/wire/responses_tools.py)
+    and the web search options."""
     value = body.get("tools")
     if value is not None and not isinstance(value, list):
         raise _bad("'tools' must be a list.", "tools")
     echoed: list[dict[str, Any]] = list(value or [])
     entries = [(tool, f"tools[{index}]") for index, tool in enumerate(echoed)]
     entries += [(tool, f"input[{index}].tools[{inner}]") for index, item in enumerate(items)
-                if item["type"] == "additional_tools" for inner, tool in enumerate(item["tools"])]
+                if item["type"] in LOADING_ITEMS for inner, tool in enumerate(item["tools"])]
     client: list[tuple[dict[str, Any], str]] = []
     web: WebSearchOptions | None = None
     for tool, param in entries:

@@ -8,18 +8,22 @@ parts keeps them, images included: the tool message gets the text (or a short no
 follow, once the run of tool messages ends (a strict upstream wants every tool message right after
 the calls), in one user message: as images for a route that reads them, else as notes
 (gateway/wire/images.py). `additional_tools` items add tools to the request (read by
-responses_request.py) and say nothing to the model themselves.
+responses_request.py) and say nothing to the model themselves. A client-run tool search replays as
+`tool_search_call` (an assistant tool call of the `tool_search` function, its `arguments` as JSON)
+and `tool_search_output` (a `tool` message naming the tools it loaded, which responses_request.py
+offers to the model like the request's own).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 from gateway.errors import InvalidRequestError
 from gateway.wire import web_search
 from gateway.wire.images import image_part
-from gateway.wire.responses_tools import ClientTools, collect, custom_arguments
+from gateway.wire.responses_tools import LOADED_TYPES, TOOL_SEARCH, ClientTools, collect, custom_arguments
 
 #: (name, namespace) -> the upstream's function name for a replayed call.
 FlatName = Callable[[str, str | None], str]
@@ -83,8 +87,57 @@ def additional_tools(item: dict[str, Any], item_id: str, param: str) -> dict[str
     return {"id": item_id, "type": "additional_tools", "role": "developer", "tools": tools}
 
 
+def _client_execution(item: dict[str, Any], kind: str, param: str) -> None:
+    if item.get("execution", "client") != "client":
+        raise _bad(f"a {kind} item this gateway takes is one of a tool search the client ran "
+                   "(\"execution\": \"client\").", f"{param}.execution")
+    _strings(item, kind, ("call_id",), param)
+
+
+def tool_search_call(item: dict[str, Any], item_id: str, param: str) -> dict[str, Any]:
+    _client_execution(item, "tool_search_call", param)
+    if "arguments" not in item:
+        raise _bad("a tool_search_call item needs 'arguments'.", f"{param}.arguments")
+    return {"id": item_id, "type": "tool_search_call", "call_id": item["call_id"], "execution": "client",
+            "arguments": item["arguments"], "status": "completed"}
+
+
+def tool_search_output(item: dict[str, Any], item_id: str, param: str) -> dict[str, Any]:
+    """The tools a client-run tool search loaded (function, custom and namespace tools), checked as
+    a request's `tools` are."""
+    _client_execution(item, "tool_search_output", param)
+    tools = item.get("tools")
+    if not isinstance(tools, list):
+        raise _bad("a tool_search_output item needs a 'tools' list.", f"{param}.tools")
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, dict) or tool.get("type") not in LOADED_TYPES:
+            raise _bad("a tool search loads function, custom and namespace tools.", f"{param}.tools[{index}].type")
+    collect(ClientTools(), [(tool, f"{param}.tools[{index}]") for index, tool in enumerate(tools)])
+    return {"id": item_id, "type": "tool_search_output", "call_id": item["call_id"], "execution": "client",
+            "tools": tools, "status": "completed"}
+
+
+def search_message(item: dict[str, Any], flat_name: FlatName | None) -> dict[str, Any]:
+    """A replayed tool_search_output as the `tool` message the model reads: the tools it loaded,
+    under the names the model calls them by."""
+    names: list[str] = []
+    for tool in item["tools"]:
+        members = tool["tools"] if tool["type"] == "namespace" else [tool]
+        namespace = tool["name"] if tool["type"] == "namespace" else None
+        names += [flat_name(m["name"], namespace) if flat_name is not None else m["name"] for m in members
+                  if isinstance(m, dict) and isinstance(m.get("name"), str)]
+    said = f"Loaded {len(names)} tool{'s' if len(names) != 1 else ''}, callable now: {', '.join(names)}." \
+        if names else "No tools matched the search."
+    return {"role": "tool", "tool_call_id": item["call_id"], "content": said}
+
+
 def tool_call(item: dict[str, Any], flat_name: FlatName | None) -> dict[str, Any]:
-    """A replayed function_call or custom_tool_call as a chat tool call."""
+    """A replayed function_call, custom_tool_call or tool_search_call as a chat tool call."""
+    if item["type"] == "tool_search_call":
+        name = flat_name(TOOL_SEARCH, None) if flat_name is not None else TOOL_SEARCH
+        arguments = item["arguments"]
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+        return {"id": item["call_id"], "type": "function", "function": {"name": name, "arguments": text}}
     namespace = item.get("namespace")
     name = flat_name(item["name"], namespace) if flat_name is not None else item["name"]
     arguments = item["arguments"] if item["type"] == "function_call" else custom_arguments(item["input"])

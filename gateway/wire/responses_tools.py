@@ -12,6 +12,11 @@ Three client tool types, each run by the client, never by the gateway:
   its tools are offered flat, under their own names, the namespace told in each description; a
   name another tool already has is renamed `<namespace>__<name>` (numbered if even that is taken),
   and the call comes back under the inner `name` with `namespace` set.
+- `tool_search` run by the client (`{"type": "tool_search", "execution": "client", "description",
+  "parameters"}`, Codex's search of its deferred tools): offered as a function `tool_search` with
+  the parameters given; the call comes back as a `tool_search_call` item (`arguments` an object),
+  and the tools a replayed `tool_search_output` loaded are offered like the request's own. A
+  search OpenAI runs (`execution: "server"`) is a hosted tool this gateway does not run.
 
 `ClientTools` keeps the way back: the upstream's function name -> which tool that is.
 """
@@ -29,8 +34,12 @@ TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 #: The argument a custom tool's function takes: the freeform text.
 CUSTOM_INPUT = "input"
 #: OpenAI's hosted tools, which run on OpenAI's side and which this gateway cannot run.
-HOSTED_TYPES = frozenset({"file_search", "code_interpreter", "image_generation", "mcp", "tool_search",
+HOSTED_TYPES = frozenset({"file_search", "code_interpreter", "image_generation", "mcp",
                           "programmatic_tool_calling"})
+#: The upstream's function name for a client-run tool search (it has no name of its own).
+TOOL_SEARCH = "tool_search"
+#: Tools a replayed `tool_search_output` loaded (OpenAI's ToolSearchOutputNamespaceTool and its members).
+LOADED_TYPES = ("function", "custom", "namespace")
 #: OpenAI's built-in tools a client runs, whose calls are items of their own (`shell_call`,
 #: `computer_call` ...) that this gateway does not produce.
 BUILTIN_CLIENT_TYPES = frozenset({"computer", "computer_use_preview", "local_shell", "shell", "apply_patch"})
@@ -48,7 +57,8 @@ def unsupported_type(kind: Any, param: str) -> InvalidRequestError:
     if kind in HOSTED_TYPES:
         return _bad(f"the hosted tool type {shown} is not supported by this gateway; it runs 'web_search' "
                     "(and its dated and preview variants) itself, and passes your 'function', 'custom' and "
-                    "'namespace' tools to the model.", f"{param}.type")
+                    "'namespace' tools (and a 'tool_search' with execution 'client') to the model.",
+                    f"{param}.type")
     if kind in BUILTIN_CLIENT_TYPES:
         return _bad(f"the tool type {shown} is not supported by this gateway: describe the tool as a 'function' "
                     "or 'custom' tool instead.", f"{param}.type")
@@ -63,7 +73,11 @@ class ClientTool:
     flat: str
     name: str
     namespace: str | None = None
-    custom: bool = False
+    kind: str = "function"  # function, custom or tool_search: the item a call comes back as
+
+    @property
+    def custom(self) -> bool:
+        return self.kind == "custom"
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,8 +129,15 @@ class ClientTools:
 
     def _add(self, entry: _Pending) -> None:
         tool, param = entry.tool, entry.param
-        custom = tool["type"] == "custom"
-        name, description = _checked_name(tool, param), _description(tool, param)
+        kind = tool["type"]
+        custom = kind == "custom"
+        name = TOOL_SEARCH if kind == TOOL_SEARCH else _checked_name(tool, param)
+        description = _description(tool, param)
+        if (entry.namespace, name) in self._by_name and self._by_name[(entry.namespace, name)].kind == kind:
+            return  # the same tool again (loaded by two tool searches): offered once
+        if kind == TOOL_SEARCH:
+            description = description or ("Search for more tools to load; the tools found become "
+                                          "callable on the next turn.")
         if entry.namespace is None:
             flat = name
         else:
@@ -139,7 +160,7 @@ class ClientTools:
             if isinstance(tool.get("strict"), bool):
                 function["strict"] = tool["strict"]
         self.chat.append({"type": "function", "function": function})
-        known = ClientTool(flat, name, entry.namespace, custom)
+        known = ClientTool(flat, name, entry.namespace, kind)
         self._by_flat[flat] = known
         self._by_name[(entry.namespace, name)] = known
 
@@ -188,6 +209,12 @@ def collect(client_tools: ClientTools, entries: list[tuple[dict[str, Any], str]]
     for tool, param in entries:
         kind = tool["type"]
         if kind in ("function", "custom"):
+            plain.append(_Pending(tool, param))
+        elif kind == TOOL_SEARCH:
+            if tool.get("execution") != "client":
+                raise _bad(f"this gateway takes a 'tool_search' tool run by the client (\"execution\": \"client\"), "
+                           f"got 'execution' {echo(repr(tool.get('execution')))}: it cannot run OpenAI's hosted "
+                           "tool search.", f"{param}.execution")
             plain.append(_Pending(tool, param))
         elif kind == "namespace":
             nested.extend(_namespace(tool, param))

@@ -3,8 +3,9 @@ user runs it: the README's `config.toml` provider block, no feature flags, `code
 
 Each test scripts the fake model's side of one session and asserts what the user sees (the exit
 code, the answer printed, the file edited) and what crossed the wire (Codex's requests, the
-gateway's answers, the model's requests). The xfail reasons name the issue-48 item that fixes each
-failure seen on main; several items may block one session, the first one listed stops it first.
+gateway's answers, the model's requests). Every session of issue 48's "done when" passes: a
+catalog model (`-m gpt-5.5`) also gets Codex's client-run `tool_search` (openai-python's
+ToolSearchTool), which the gateway offers the model as a function.
 """
 
 from __future__ import annotations
@@ -23,31 +24,6 @@ from tests.clients.model_script import GAVE_UP, offered, steps, tool_results
 from tests.fakes.upstream import Reply, text, tool_call
 
 pytestmark = pytest.mark.timeout(300)
-
-#: Codex sends its sub-agent tools as a `namespace` tool on every request (issue 48, item 1).
-NAMESPACE = "issue 48 item 1: the gateway answers Codex's first request 400 (the `namespace` tool in tools[4])"
-#: A catalog model gets `apply_patch` as a `custom` (freeform) tool (item 2).
-CUSTOM = "issue 48 item 2: the `custom` tool apply_patch (tools[3]) is refused 400"
-#: The newest catalog models send no top-level tools: an `additional_tools` input item holds them (item 3).
-ADDITIONAL = "issue 48 item 3: the `additional_tools` input item (input[0]) is refused 400"
-#: Not one of items 1-9: a catalog model also gets Codex's client-executed tool search
-#: (`{"type": "tool_search", "execution": "client", "parameters": {...}}`, openai-python's
-#: ToolSearchTool; its calls are `tool_search_call` items answered by `tool_search_output`).
-TOOL_SEARCH = ("not in issue 48: the `tool_search` tool (execution: client, tools[8]) is refused 400 as a "
-               "hosted tool, also with items 1-5 fixed (branch codexwire)")
-#: `view_image` returns the picture inside a function_call_output (item 4).
-IMAGE = "issue 48 item 4: the second request's input_image in a function_call_output is refused 400"
-#: effort `max` is refused (item 5).
-EFFORT = "issue 48 item 5: reasoning.effort 'max' is refused 400 ('must be one of none, ..., xhigh')"
-#: Codex replays the turn (store: false) with the web_search_call item alone; the model gets
-#: "(searched the web for ...)" without the results (item 6: the replayed search's results).
-SEARCH_REPLAYED = "issue 48 item 6: the replayed web_search_call reaches the model without its results"
-#: A round with web_search and exec_command together: main runs the command and drops the search
-#: silently (no search request, no web_search_call item); Codex itself exits 0 (item 6).
-SEARCH_DROPPED = "issue 48 item 6: web_search called beside a client tool in one round is dropped silently"
-#: Codex replays the model's reasoning item (store: false); main leaves it out of the upstream
-#: request, and fills no encrypted_content although Codex includes it (item 7).
-REASONING_REPLAY = "issue 48 item 7: the replayed reasoning item does not reach the model; encrypted_content null"
 
 
 @pytest.fixture
@@ -177,7 +153,6 @@ def patch_call(body: dict[str, Any]) -> Reply:
     return tool_call(("apply_patch", {argument: patch}))
 
 
-@pytest.mark.xfail(strict=True, reason=f"{CUSTOM} (and {NAMESPACE}); then {TOOL_SEARCH}")
 async def test_codex_with_a_catalog_model_edits_a_file_with_its_freeform_apply_patch(
         codex: Codex, stack: Stack) -> None:
     (codex.project / "hello.py").write_text("print('hello')\n")
