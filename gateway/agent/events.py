@@ -4,7 +4,8 @@ Order within one run: for each round, `ReasoningDelta`s and `TextDelta`s (or `Te
 at once) as the model writes, then for each call to one of the agent's own tools a
 `ToolCallStarted` and later its `ToolCallFinished` (calls within a round run in parallel; finished
 events come in call order). Calls to tools the *client* supplied come as
-`ClientToolCall`s and end the run. Last come one `Usage` (summed over rounds; none when a round's
+`ClientToolCall`s and end the run. Before everything, one `McpToolsListed` per MCP server whose
+tools are offered. Last come one `Usage` (summed over rounds; none when a round's
 upstream reply reported no usage: unknown, which is not 0) and one `Finished`, which carries the
 turn's transcript.
 """
@@ -58,6 +59,8 @@ class ToolCallStarted:
     #: What the call is after, for progress displays: the search queries, the URLs to read.
     queries: tuple[str, ...] = ()
     urls: tuple[str, ...] = ()
+    #: (server label, tool name as the server knows it) for a tool of an MCP server; None otherwise.
+    mcp: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +71,19 @@ class ToolCallFinished:
     ok: bool
     #: The pages the call returned (search hits, pages read), for citations and progress displays.
     sources: tuple[Source, ...] = ()
+    #: How a failed call failed, as a typed object (an MCP call's OpenAI `mcp_call.error`); None when
+    #: the tool gave none.
+    error: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class McpToolsListed:
+    """An MCP server's tools were listed for this turn (before its first model call): `tools` in
+    OpenAI's `McpListToolsTool` shape, or `error` when the server could not list them."""
+
+    server_label: str
+    tools: tuple[dict[str, Any], ...] = ()
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,4 +117,4 @@ class Finished:
 
 
 AgentEvent = (TextDelta | TextDeltas | ReasoningDelta | ToolCallStarted | ToolCallFinished | ClientToolCall | Usage
-              | Finished)
+              | Finished | McpToolsListed)

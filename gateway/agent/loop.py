@@ -11,13 +11,14 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncGenerator
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway.agent import sources
 from gateway.agent.events import (
     AgentEvent,
     ClientToolCall,
     Finished,
+    McpToolsListed,
     ReasoningDelta,
     TextDelta,
     TextDeltas,
@@ -31,6 +32,9 @@ from gateway.agent.toolbox import Toolbox, offer_tools
 from gateway.agent.turn import AgentRequest, AgentRun
 from gateway.upstream.client import UpstreamClient
 from gateway.upstream.deltas import Finish, Reasoning, Text, Texts, TokenUsage, ToolCallPart, UpstreamDelta
+
+if TYPE_CHECKING:  # the MCP code loads only when a server is configured (tests/providers/test_idle_imports.py)
+    from gateway.agent.mcp.tools import McpFamily
 
 __all__ = ["Agent", "AgentRequest", "AgentRun"]  # the wire-facing names, as before the split
 
@@ -52,6 +56,7 @@ class Agent:
         observer: AgentObserver | None = None,
         web_tools: str = "always",
         client_web_tools: str = "drop",
+        mcp: McpFamily | None = None,
     ) -> None:
         self.upstream = upstream
         self.observer = observer if observer is not None else AgentObserver()
@@ -62,6 +67,7 @@ class Agent:
         self.system_prompt = system_prompt
         self.web_tools = web_tools  # always, or on_request: only when a request asks for web search
         self.client_web_tools = client_web_tools  # drop (a client's own web tools) or keep
+        self.mcp = mcp  # the configured MCP servers offered on every request, if any
         # (UTC day number, prompt without tools, prompt with tools): rebuilt when the date changes,
         # not on every request (strftime and the f-strings cost every request; bench/README.md)
         self._dated_prompts: tuple[int, str, str] = (-1, "", "")
@@ -96,10 +102,21 @@ class Agent:
         return turn
 
     async def _events(self, request: AgentRequest, turn: AgentRun) -> AsyncGenerator[AgentEvent, None]:
-        offer = offer_tools(self.toolbox, request.client_tools, request.web,
-                            mode=request.web_tools or self.web_tools,
+        mode = request.web_tools or self.web_tools
+        no_tools = request.params.get("tool_choice") == "none"
+        toolbox, runner = self.toolbox, self._tools
+        listed: list[McpToolsListed] = []
+        if self.mcp is not None and not request.background and not no_tools and mode != "off":
+            listings = await self.mcp.list_offered()
+            toolbox = self.mcp.toolbox(self.toolbox, listings)
+            runner = ToolRunner(toolbox, self.observer, self.tool_timeout)
+            listed = [McpToolsListed(listing.label, listing.item_tools, listing.error) for listing in listings]
+        offer = offer_tools(toolbox, request.client_tools, request.web, mode=mode,
                             background=request.background, client_web_tools=self.client_web_tools,
-                            no_tools=request.params.get("tool_choice") == "none")
+                            no_tools=no_tools)
+        if offer.agent_tools:
+            for listing in listed:
+                yield listing
         use_agent_tools, tools, context = offer.agent_tools, offer.tools, offer.context
         client_names = offer.client_names
         numbers = sources.SourceNumbers(request.first_source)
@@ -197,7 +214,7 @@ class Agent:
             conversation.append({**assistant, parts.reasoning_field: "".join(parts.reasoning)} if parts.reasoning
                                 else assistant)
             turn._add(assistant)
-            async for event in self._tools.run(calls, use_agent_tools, context, numbers):
+            async for event in runner.run(calls, use_agent_tools, context, numbers):
                 if isinstance(event, ToolCallFinished):
                     tool_message = {"role": "tool", "tool_call_id": event.call_id, "content": event.output}
                     conversation.append(tool_message)
