@@ -34,7 +34,7 @@ from gateway.upstream.client import UpstreamClient
 from gateway.upstream.deltas import Finish, Reasoning, Text, Texts, TokenUsage, ToolCallPart, UpstreamDelta
 
 if TYPE_CHECKING:  # the MCP code loads only when a server is configured (tests/providers/test_idle_imports.py)
-    from gateway.agent.mcp.tools import McpFamily
+    from gateway.agent.mcp.tools import Listing, McpFamily
 
 __all__ = ["Agent", "AgentRequest", "AgentRun"]  # the wire-facing names, as before the split
 
@@ -57,6 +57,7 @@ class Agent:
         web_tools: str = "always",
         client_web_tools: str = "drop",
         mcp: McpFamily | None = None,
+        mcp_allowed_hosts: tuple[str, ...] = (),
     ) -> None:
         self.upstream = upstream
         self.observer = observer if observer is not None else AgentObserver()
@@ -67,7 +68,8 @@ class Agent:
         self.system_prompt = system_prompt
         self.web_tools = web_tools  # always, or on_request: only when a request asks for web search
         self.client_web_tools = client_web_tools  # drop (a client's own web tools) or keep
-        self.mcp = mcp  # the configured MCP servers offered on every request, if any
+        self.mcp = mcp  # the configured MCP servers, if any; made on the first request naming one if none
+        self.mcp_allowed_hosts = mcp_allowed_hosts
         # (UTC day number, prompt without tools, prompt with tools): rebuilt when the date changes,
         # not on every request (strftime and the f-strings cost every request; bench/README.md)
         self._dated_prompts: tuple[int, str, str] = (-1, "", "")
@@ -98,17 +100,41 @@ class Agent:
     def run(self, request: AgentRequest) -> AgentRun:
         """Start one turn: its events and the transcript it adds (see AgentRun)."""
         turn = AgentRun()
-        turn.events = self._events(request, turn)
+        # a request's own MCP servers wrap the turn; the common turn has no wrapper to pass events through
+        turn.events = self._with_mcp(request, turn) if request.mcp else self._events(request, turn)
         return turn
 
-    async def _events(self, request: AgentRequest, turn: AgentRun) -> AsyncGenerator[AgentEvent, None]:
+    def _mcp_family(self) -> McpFamily:
+        if self.mcp is None:
+            from gateway.agent.mcp.registry import McpRegistry
+            from gateway.agent.mcp.tools import McpFamily
+
+            self.mcp = McpFamily(McpRegistry(allowed_hosts=self.mcp_allowed_hosts), ())
+        return self.mcp
+
+    async def _with_mcp(self, request: AgentRequest, turn: AgentRun) -> AsyncGenerator[AgentEvent, None]:
+        """The turn with the servers the request names: listed first (a URL the gateway may not
+        reach is a 400 before any event), closed when the turn ends however it ends."""
+        family = self._mcp_family()
+        listings, opened = await family.open_request(request.mcp)
+        try:
+            async for event in self._events(request, turn, listings):
+                yield event
+        finally:
+            await family.close_request(opened)
+
+    async def _events(self, request: AgentRequest, turn: AgentRun,
+                      named: list[Listing] | None = None) -> AsyncGenerator[AgentEvent, None]:
+        """`named`: the listings of the MCP servers the request names (`_with_mcp`)."""
         mode = request.web_tools or self.web_tools
         no_tools = request.params.get("tool_choice") == "none"
         toolbox, runner = self.toolbox, self._tools
         listed: list[McpToolsListed] = []
         if self.mcp is not None and not request.background and not no_tools and mode != "off":
             listings = await self.mcp.list_offered()
-            toolbox = self.mcp.toolbox(self.toolbox, listings)
+            if named:
+                listings.extend(named)
+            toolbox = self.mcp.toolbox(self.toolbox, listings, cache=not named)
             runner = ToolRunner(toolbox, self.observer, self.tool_timeout)
             listed = [McpToolsListed(listing.label, listing.item_tools, listing.error) for listing in listings]
         offer = offer_tools(toolbox, request.client_tools, request.web, mode=mode,

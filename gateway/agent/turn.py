@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.agent.events import AgentEvent
+from gateway.agent.mcp.named import McpServerRequest
 from gateway.agent.web.options import WebSearchOptions
 from gateway.upstream.client import Opener
 
@@ -35,6 +36,8 @@ class AgentRequest:
     opener: Opener | None = None
     #: The route's API_SERVER_WEB_TOOLS (always, on_request, off); None: the agent's own.
     web_tools: str | None = None
+    #: MCP servers the request names (Responses `mcp` tools), offered for this turn only.
+    mcp: tuple[McpServerRequest, ...] = ()
 
 
 class AgentRun:

@@ -91,6 +91,7 @@ class Settings:
     llm_http_client: str = "auto"
     max_rounds: int = 6
     tool_timeout: float = 30.0
+    mcp_allowed_hosts: tuple[str, ...] = ()
     run_timeout: float = 600.0
     tool_progress: str = "auto"
     system_prompt: str | None = None

@@ -230,12 +230,14 @@ def _agent_ctx(tools: Iterable[AgentTool] | None,
             web_tools=settings.web_tools,
             client_web_tools=settings.client_web_tools,
             mcp=mcp,
+            mcp_allowed_hosts=settings.mcp_allowed_hosts,
         )
         try:
             yield
         finally:  # stdio servers are children of this process: ended on shutdown and SIGTERM alike
-            if mcp is not None:
-                await mcp.close()
+            family = app[appkeys.AGENT].mcp  # made by a request naming a server, if none was configured
+            if family is not None:
+                await family.close()
         await web_state.aclose()
         if registry is not None:
             await registry.aclose()

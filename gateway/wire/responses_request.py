@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from gateway.agent.mcp.named import McpServerRequest
 from gateway.agent.web.options import WebSearchOptions
 from gateway.errors import InvalidRequestError, echo
 from gateway.wire import ids, responses_request_tools
@@ -80,6 +81,8 @@ class ResponsesRequest:
     text: dict[str, Any] = field(default_factory=lambda: {"format": {"type": "text"}})
     #: The hosted web search tool's options; None when `tools` has none.
     web: WebSearchOptions | None = None
+    #: The MCP servers the request names (`mcp` tools; gateway/wire/mcp_tool.py).
+    mcp: tuple[McpServerRequest, ...] = ()
     #: What the client asked to have added to the output (`include`), e.g. the search sources.
     include: tuple[str, ...] = ()
     #: `reasoning` as asked (`effort`, `summary`: gateway/wire/responses_reasoning.py).
@@ -265,7 +268,7 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
     items = [] if raw_input is None else normalize_input(raw_input)
     if not items and previous is None and conversation is None:
         raise _bad("'input' is required: a string or a non-empty list of input items.", "input")
-    tools, client_tools, web = responses_request_tools.parse_tools(body, items)
+    tools, client_tools, web, mcp = responses_request_tools.parse_tools(body, items)
     tool_choice = responses_request_tools.tool_choice(body, client_tools, web)
     if web is not None and responses_request_tools.forces_search(tool_choice, client_tools, web):
         web = replace(web, force_search=True)
@@ -291,6 +294,7 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
         user=_optional_str(body, "user"),
         text=_text_config(body),
         web=web,
+        mcp=mcp,
         include=_include(body),
         reasoning=reasoning_config(body),
         truncation=_truncation(body),
