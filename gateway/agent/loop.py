@@ -136,7 +136,8 @@ class Agent:
                 listings.extend(named)
             toolbox = self.mcp.toolbox(self.toolbox, listings, cache=not named)
             runner = ToolRunner(toolbox, self.observer, self.tool_timeout)
-            listed = [McpToolsListed(listing.label, listing.item_tools, listing.error) for listing in listings]
+            listed = [McpToolsListed(listing.label, listing.item_tools, listing.error) for listing in listings
+                      if not listing.reused]
         offer = offer_tools(toolbox, request.client_tools, request.web, mode=mode,
                             background=request.background, client_web_tools=self.client_web_tools,
                             no_tools=no_tools)

@@ -14,6 +14,7 @@ without its path, as OpenAI returns it.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -88,3 +89,76 @@ def echoed(tool: dict[str, Any]) -> dict[str, Any]:
         port = f":{parts.port}" if parts.port else ""
         shown["server_url"] = f"{parts.scheme}://{host}{port}"
     return shown
+
+
+# ---- a previous response's MCP items replayed in `input` -------------------------------------
+
+ERROR_KINDS = ("mcp_protocol_error", "mcp_tool_execution_error", "http_error")
+
+
+def replayed_list(item: dict[str, Any], item_id: str, param: str) -> dict[str, Any]:
+    """An `mcp_list_tools` item sent back: while it is in the context its tools are used, not refetched."""
+    label, tools = item.get("server_label"), item.get("tools")
+    if not isinstance(label, str) or not label:
+        raise _bad("an mcp_list_tools item needs a 'server_label'.", f"{param}.server_label")
+    if not isinstance(tools, list) or not all(isinstance(t, dict) and isinstance(t.get("name"), str) for t in tools):
+        raise _bad("an mcp_list_tools item needs a 'tools' list of {name, input_schema, ...}.", f"{param}.tools")
+    error = item.get("error")
+    if error is not None and not isinstance(error, str):
+        raise _bad("an mcp_list_tools 'error' is a string.", f"{param}.error")
+    listed = {"id": item_id, "type": "mcp_list_tools", "server_label": label, "tools": tools}
+    if error is not None:
+        listed["error"] = error
+    return listed
+
+
+def replayed_call(item: dict[str, Any], item_id: str, param: str) -> dict[str, Any]:
+    """An `mcp_call` item sent back; `error` the typed object, or a string as older clients send it."""
+    for key in ("server_label", "name", "arguments"):
+        if not isinstance(item.get(key), str):
+            raise _bad(f"an mcp_call item needs a string '{key}'.", f"{param}.{key}")
+    output, error = item.get("output"), item.get("error")
+    if output is not None and not isinstance(output, str):
+        raise _bad("an mcp_call 'output' is a string.", f"{param}.output")
+    if error is not None and not isinstance(error, str) and not (
+            isinstance(error, dict) and error.get("type") in ERROR_KINDS):
+        raise _bad(f"an mcp_call 'error' is a string or an object whose type is one of {', '.join(ERROR_KINDS)}.",
+                   f"{param}.error")
+    call = {"id": item_id, "type": "mcp_call", "server_label": item["server_label"], "name": item["name"],
+            "arguments": item["arguments"], "output": output, "error": error}
+    status = item.get("status")
+    if isinstance(status, str):
+        call["status"] = status
+    return call
+
+
+def call_messages(item: dict[str, Any]) -> list[dict[str, Any]]:
+    """A replayed `mcp_call` as the model saw it: its call (under the upstream name) and its result."""
+    name = f"{item['server_label']}__{item['name']}"[:64]
+    error = item.get("error")
+    result = item.get("output")
+    if result is None:
+        result = error if isinstance(error, str) else (error or {}).get("message") or "the call failed"
+    return [{"role": "assistant", "content": "",
+             "tool_calls": [{"id": item["id"], "type": "function",
+                             "function": {"name": name, "arguments": item["arguments"] or "{}"}}]},
+            {"role": "tool", "tool_call_id": item["id"], "content": result}]
+
+
+def listed_tools(items: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """label -> the tools of the last good `mcp_list_tools` item among `items` (output or input items)."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for item in items:
+        if isinstance(item, dict) and item.get("type") == "mcp_list_tools" and not item.get("error") \
+                and isinstance(item.get("tools"), list) and isinstance(item.get("server_label"), str):
+            found[item["server_label"]] = item["tools"]
+    return found
+
+
+def with_known(servers: tuple[McpServerRequest, ...],
+               known: dict[str, list[dict[str, Any]]]) -> tuple[McpServerRequest, ...]:
+    """The named servers, each with the tools an `mcp_list_tools` item in the context listed for its label."""
+    if not known:
+        return servers
+    return tuple(replace(server, known_tools=tuple(known[server.label])) if server.label in known else server
+                 for server in servers)

@@ -26,7 +26,7 @@ from typing import Any
 from gateway.agent.mcp.named import McpServerRequest
 from gateway.agent.web.options import WebSearchOptions
 from gateway.errors import InvalidRequestError, echo
-from gateway.wire import ids, responses_request_tools
+from gateway.wire import ids, mcp_tool, responses_request_tools
 from gateway.wire.checks import in_range
 from gateway.wire.responses_input import input_to_messages, normalize_input
 from gateway.wire.responses_reasoning import reasoning_config
@@ -294,7 +294,8 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
         user=_optional_str(body, "user"),
         text=_text_config(body),
         web=web,
-        mcp=mcp,
+        # a replayed mcp_list_tools item (store: false) stands for the list: no second tools/list
+        mcp=mcp_tool.with_known(mcp, mcp_tool.listed_tools(items)) if mcp else mcp,
         include=_include(body),
         reasoning=reasoning_config(body),
         truncation=_truncation(body),

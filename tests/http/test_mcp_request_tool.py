@@ -101,3 +101,33 @@ async def test_a_malformed_mcp_tool_is_a_400_naming_the_field(make_client, looku
                                  headers={"Authorization": f"Bearer {API_KEY}"})
     body = await response.json()
     assert response.status == 400 and body["error"]["param"] == param, body
+
+
+async def test_the_tools_list_is_reused_through_previous_response_id(sdk, upstream, sdk_url):
+    upstream.queue(text("Listed."), tool_call(("sdk__echo", {"text": "again"})), text("Said again."))
+    first = await sdk.responses.create(model="m", input="hi", tools=[mcp_tool(sdk_url)])
+    assert first.output[0].type == "mcp_list_tools"
+    second = await sdk.responses.create(model="m", input="echo again", tools=[mcp_tool(sdk_url)],
+                                        previous_response_id=first.id)
+    # the list is in the context: no second mcp_list_tools item, and the call still runs
+    assert [item.type for item in second.output] == ["mcp_call", "message"]
+    assert second.output[0].output == "again"
+
+
+async def test_a_replayed_list_with_store_false_is_what_the_model_is_offered(sdk, upstream, sdk_url):
+    # the replayed item lists one tool with its own description: offered as it says, so not refetched
+    listed = {"type": "mcp_list_tools", "id": "mcpl_replayed", "server_label": "sdk",
+              "tools": [{"name": "echo", "description": "FROM-THE-CONTEXT",
+                         "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}}}]}
+    earlier_call = {"type": "mcp_call", "id": "mcp_earlier", "server_label": "sdk", "name": "echo",
+                    "arguments": "{\"text\": \"one\"}", "output": "one", "error": "a string error, as older clients"}
+    upstream.queue(text("Fine."))
+    created = await sdk.responses.create(model="m", store=False, tools=[mcp_tool(sdk_url)], input=[
+        {"role": "user", "content": "echo one"}, listed, earlier_call, {"role": "user", "content": "and now?"}])
+    assert [item.type for item in created.output] == ["message"]
+    offered = {t["function"]["name"]: t["function"] for t in upstream.requests[0]["tools"]}
+    assert offered["sdk__echo"]["description"] == "FROM-THE-CONTEXT" and "sdk__add" not in offered
+    # the earlier call reached the model as a call and its result
+    messages = upstream.requests[0]["messages"]
+    assert any(m.get("tool_calls") and m["tool_calls"][0]["function"]["name"] == "sdk__echo" for m in messages)
+    assert {"role": "tool", "tool_call_id": "mcp_earlier", "content": "one"} in messages

@@ -4,6 +4,7 @@ no MCP client code (the wire imports it for every Responses request)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -20,3 +21,6 @@ class McpServerRequest:
     read_only: bool = False
     #: Where the request named it, for a 400's `param` (`tools[2]`).
     param: str = "tools"
+    #: The tools an `mcp_list_tools` item in the context lists (OpenAI's McpListToolsTool shape):
+    #: used instead of asking the server again; None: list them.
+    known_tools: tuple[dict[str, Any], ...] | None = None

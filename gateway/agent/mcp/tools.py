@@ -19,7 +19,7 @@ import asyncio
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gateway.agent.mcp.http import McpBlockedUrlError
@@ -95,6 +95,8 @@ class Listing:
     tools: tuple[McpTool, ...] = ()
     item_tools: tuple[dict[str, Any], ...] = ()
     error: str | None = None
+    #: Taken from an `mcp_list_tools` item already in the context: no new item for it.
+    reused: bool = False
 
 
 class McpFamily:
@@ -160,6 +162,9 @@ class McpFamily:
         return listings, opened
 
     async def _list_named(self, request: McpServerRequest, server: McpServer) -> Listing:
+        if request.known_tools is not None:
+            known = ToolList(tuple(_known_spec(tool) for tool in request.known_tools))
+            return replace(_listing(server, known, request.allowed_tools, read_only=request.read_only), reused=True)
         try:
             listed = await server.list_tools()
         except McpBlockedUrlError as exc:  # a host name that resolved to a private address
@@ -210,3 +215,12 @@ def _blocked(request: McpServerRequest, exc: McpBlockedUrlError) -> InvalidReque
     return InvalidRequestError(f"the mcp tool {request.label!r} names a server the gateway may not connect to: "
                                f"{exc.message} (AGENT_MCP_ALLOWED_HOSTS lists hosts that may be private)",
                                param=f"{request.param}.server_url")
+
+
+def _known_spec(tool: dict[str, Any]) -> ToolSpec:
+    """A tool as an `mcp_list_tools` item lists it (checked by the wire: a dict with a `name`)."""
+    schema = tool.get("input_schema")
+    description, annotations = tool.get("description"), tool.get("annotations")
+    return ToolSpec(str(tool["name"]), schema if isinstance(schema, dict) else {"type": "object"},
+                    description if isinstance(description, str) else None,
+                    annotations if isinstance(annotations, dict) else None)
