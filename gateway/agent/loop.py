@@ -27,7 +27,7 @@ from gateway.agent.events import (
 )
 from gateway.agent.history import SYSTEM_BREAK, upstream_conversation
 from gateway.agent.observer import AgentObserver, UpstreamCall, upstream_outcome
-from gateway.agent.tool_calls import ToolCall, ToolRunner, assistant_with_calls, merge_call_part
+from gateway.agent.tool_calls import ToolCall, ToolRunner, assistant_with_calls, merge_call_part, tool_error
 from gateway.agent.toolbox import Toolbox, offer_tools
 from gateway.agent.turn import AgentRequest, AgentRun
 from gateway.upstream.client import UpstreamClient
@@ -157,8 +157,10 @@ class Agent:
         cached_tokens: int | None = None
         finish = "stop"
         rounds = 0
+        calls_left = request.max_tool_calls  # None: no cap but the rounds
         while True:
-            final_round = rounds >= self.max_rounds and use_agent_tools
+            # max_tool_calls used up: no more tools, unless the client's own are on offer (not counted)
+            final_round = (rounds >= self.max_rounds or (calls_left == 0 and not client_names)) and use_agent_tools
             payload: dict[str, Any] = {**request.params, "messages": conversation}
             if tools and not final_round:
                 payload["tools"] = tools
@@ -234,7 +236,11 @@ class Agent:
                 finish = "tool_calls"
                 break
 
-            assistant = assistant_with_calls(text, calls)
+            over: list[ToolCall] = []
+            if calls_left is not None:  # max_tool_calls: the calls past it are not made; the model is told
+                calls, over = calls[:calls_left], calls[calls_left:]
+                calls_left -= len(calls)
+            assistant = assistant_with_calls(text, [*calls, *over])
             # Within the turn the model gets its reasoning back, under the field it used: thinking
             # models (DeepSeek's, gpt-oss) want it across tool calls. The transcript kept for later
             # turns holds none: it would go upstream as the client's history.
@@ -247,6 +253,11 @@ class Agent:
                     conversation.append(tool_message)
                     turn._add(tool_message)
                 yield event
+            for call in over:
+                refused = {"role": "tool", "tool_call_id": call.id,
+                           "content": tool_error("not run: this response's max_tool_calls is used up")}
+                conversation.append(refused)
+                turn._add(refused)
             rounds += 1
 
         self.observer.turn_finished(rounds, prompt_tokens, completion_tokens)

@@ -38,6 +38,8 @@ class AgentRequest:
     web_tools: str | None = None
     #: MCP servers the request names (Responses `mcp` tools), offered for this turn only.
     mcp: tuple[McpServerRequest, ...] = ()
+    #: The most calls the agent's own tools (web and MCP) may make this turn; None: only max_rounds bounds them.
+    max_tool_calls: int | None = None
 
 
 class AgentRun:

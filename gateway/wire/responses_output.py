@@ -312,7 +312,7 @@ class ResponseBuilder:
             "incomplete_details": json_copy(self._incomplete_details),
             "instructions": request.instructions,
             "max_output_tokens": request.max_output_tokens,
-            "max_tool_calls": None,
+            "max_tool_calls": request.max_tool_calls,
             "model": self.model,
             "output": json_copy(self._output),
             "parallel_tool_calls": request.parallel_tool_calls,

@@ -76,6 +76,8 @@ class ResponsesRequest:
     temperature: float | None = None
     top_p: float | None = None
     max_output_tokens: int | None = None
+    #: The most calls the gateway's own tools (web and MCP) may make in this response; None: no cap.
+    max_tool_calls: int | None = None
     parallel_tool_calls: bool = True
     user: str | None = None
     text: dict[str, Any] = field(default_factory=lambda: {"format": {"type": "text"}})
@@ -172,12 +174,12 @@ def _truncation(body: dict[str, Any]) -> str:
     return str(value)
 
 
-def _max_output_tokens(body: dict[str, Any]) -> int | None:
-    value = body.get("max_output_tokens")
+def _max_output_tokens(body: dict[str, Any], key: str = "max_output_tokens", low: int = 1) -> int | None:
+    value = body.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise _bad("'max_output_tokens' must be a positive integer.", "max_output_tokens")
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise _bad(f"'{key}' must be {'a positive' if low else 'a non-negative'} integer.", key)
     return value
 
 
@@ -290,6 +292,7 @@ def parse_responses_request(body: Any) -> ResponsesRequest:
         temperature=_number(body, "temperature", 0, 2),
         top_p=_number(body, "top_p", 0, 1),
         max_output_tokens=_max_output_tokens(body),
+        max_tool_calls=_max_output_tokens(body, "max_tool_calls", 0),
         parallel_tool_calls=_bool(body, "parallel_tool_calls", True),
         user=_optional_str(body, "user"),
         text=_text_config(body),

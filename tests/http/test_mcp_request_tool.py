@@ -131,3 +131,13 @@ async def test_a_replayed_list_with_store_false_is_what_the_model_is_offered(sdk
     messages = upstream.requests[0]["messages"]
     assert any(m.get("tool_calls") and m["tool_calls"][0]["function"]["name"] == "sdk__echo" for m in messages)
     assert {"role": "tool", "tool_call_id": "mcp_earlier", "content": "one"} in messages
+
+
+async def test_max_tool_calls_counts_mcp_calls_and_the_rest_are_not_made(sdk, upstream, sdk_url):
+    upstream.queue(tool_call(("sdk__echo", {"text": "one"}), ("sdk__echo", {"text": "two"})), text("Only one."))
+    created = await sdk.responses.create(model="m", input="echo twice", tools=[mcp_tool(sdk_url)], max_tool_calls=1)
+    assert [item.type for item in created.output] == ["mcp_list_tools", "mcp_call", "message"]
+    assert created.output[1].output == "one" and created.max_tool_calls == 1
+    # the model was told the second call was not run, and answered without tools
+    second = upstream.requests[1]
+    assert "max_tool_calls" in second["messages"][-1]["content"] and "tools" not in second

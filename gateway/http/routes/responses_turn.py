@@ -50,7 +50,7 @@ async def prepare_turn(app: web.Application, store: ResponseStore, parsed: Respo
         messages=[*history, *parsed.messages], client_tools=parsed.chat_tools,
         # a background run streams from upstream even unstreamed: a resumed stream gets every delta
         params=parsed.upstream_params(), stream=parsed.stream or parsed.background, instructions=parsed.instructions,
-        web=parsed.web, mcp=parsed.mcp,
+        web=parsed.web, mcp=parsed.mcp, max_tool_calls=parsed.max_tool_calls,
     )
     if turn is None:
         model, reasoning = parsed.model or settings.model_name, settings.reasoning
