@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from gateway.agent.mcp.named import McpServerRequest
+from gateway.agent.tool_servers import McpServerRequest
 from gateway.errors import InvalidRequestError
 
 _LABEL = re.compile(r"^[A-Za-z0-9_-]{1,32}$")

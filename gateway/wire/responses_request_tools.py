@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.agent.mcp.named import McpServerRequest
+from gateway.agent.tool_servers import McpServerRequest
 from gateway.agent.web.options import WebSearchOptions
 from gateway.errors import InvalidRequestError, echo
 from gateway.wire import mcp_tool, web_search

@@ -42,11 +42,3 @@ def modules_of_started_gateway(home: Path, **env: str) -> set[str]:
 
 def test_a_gateway_without_pip_plugins_starts_without_importlib_metadata(tmp_path: Path) -> None:
     assert "importlib.metadata" not in modules_of_started_gateway(tmp_path)
-
-
-def test_a_gateway_without_mcp_servers_loads_no_mcp_client_code(tmp_path: Path) -> None:
-    loaded = modules_of_started_gateway(tmp_path)
-    # `named` is the plain record the wire hands the agent; the client (http, stdio, registry ...) stays out
-    client_code = sorted(name for name in loaded
-                         if name.startswith("gateway.agent.mcp.") and name != "gateway.agent.mcp.named")
-    assert client_code == []

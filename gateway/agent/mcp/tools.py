@@ -23,11 +23,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gateway.agent.mcp.http import McpBlockedUrlError
-from gateway.agent.mcp.named import McpServerRequest
 from gateway.agent.mcp.registry import HttpServerConfig, McpRegistry, ServerConfig, StdioServerConfig
 from gateway.agent.mcp.results import McpError, ToolList, ToolSpec
 from gateway.agent.mcp.server import McpServer
 from gateway.agent.observer import report_provider
+from gateway.agent.tool_servers import McpServerRequest
 from gateway.agent.toolbox import AgentTool, Toolbox, ToolContext, ToolFailed
 from gateway.config.mcp_servers import McpServerSpec
 from gateway.errors import InvalidRequestError
