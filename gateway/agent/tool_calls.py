@@ -58,7 +58,9 @@ class ToolRunner:
                        context: ToolContext) -> tuple[str, bool, dict[str, Any] | None]:
         """One call, observed: the tool reports its provider into `report` (gateway/agent/observer.py)."""
         # a name the model made up is not a label: metric labels stay a bounded set
-        observed = self.observer.tool_call(call.name if call.name in self.toolbox else "unknown")
+        tool = self.toolbox.get(call.name)
+        # an MCP tool counts as "mcp" (its server is the provider label): a request's own server names its tools
+        observed = self.observer.tool_call("unknown" if tool is None else "mcp" if hasattr(tool, "mcp") else call.name)
         report = ToolReport()
         # in this call's own task context when gather made one; reset after, for a call run in the turn's
         token = CURRENT_TOOL_REPORT.set(report)

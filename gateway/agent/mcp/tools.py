@@ -54,9 +54,11 @@ def registry_configs(specs: Sequence[McpServerSpec]) -> list[ServerConfig]:
 class McpTool:
     """One tool of one server, as the agent offers it. `mcp` is (server label, tool name)."""
 
-    def __init__(self, server: McpServer, spec: ToolSpec) -> None:
+    def __init__(self, server: McpServer, spec: ToolSpec, *, configured: bool = True) -> None:
         self._server = server
         self._spec = spec
+        # metric labels stay a bounded set: a request's own server (its label the client's) counts as "request"
+        self.metric_server = server.label if configured else "request"
         self.name = f"{server.label}{SEPARATOR}{spec.name}"[:MAX_NAME]
         self.mcp = (server.label, spec.name)
 
@@ -76,14 +78,14 @@ class McpTool:
         try:
             result = await self._server.call_tool(self._spec.name, arguments)
         except McpError as exc:
-            report_provider(self.mcp[0], "timeout" if exc.code == 504 else "error")
+            report_provider(self.metric_server, "timeout" if exc.code == 504 else "error")
             message = json.dumps({"success": False, "error": f"{self.mcp[0]} {self.mcp[1]}: {exc.message}"},
                                  ensure_ascii=False)
             raise ToolFailed(message, exc.error_object()) from None
         if result.is_error:
-            report_provider(self.mcp[0], "failed")
+            report_provider(self.metric_server, "failed")
             raise ToolFailed(result.output, result.error_object())
-        report_provider(self.mcp[0], "ok")
+        report_provider(self.metric_server, "ok")
         return result.output
 
 
@@ -127,7 +129,7 @@ class McpFamily:
         except McpError as exc:
             self._failed_at[label] = time.monotonic()
             return Listing(label, error=exc.message)
-        listing = _listing(server, listed, self._specs[label].allowed_tools, read_only=False)
+        listing = _listing(server, listed, self._specs[label].allowed_tools, read_only=False, configured=True)
         self._listings[label] = listing
         self._failed_at.pop(label, None)
         return listing
@@ -164,14 +166,16 @@ class McpFamily:
     async def _list_named(self, request: McpServerRequest, server: McpServer) -> Listing:
         if request.known_tools is not None:
             known = ToolList(tuple(_known_spec(tool) for tool in request.known_tools))
-            return replace(_listing(server, known, request.allowed_tools, read_only=request.read_only), reused=True)
+            return replace(_listing(server, known, request.allowed_tools, read_only=request.read_only,
+                                    configured=request.url is None), reused=True)
         try:
             listed = await server.list_tools()
         except McpBlockedUrlError as exc:  # a host name that resolved to a private address
             raise _blocked(request, exc) from None
         except McpError as exc:
             return Listing(request.label, error=exc.message)
-        return _listing(server, listed, request.allowed_tools, read_only=request.read_only)
+        return _listing(server, listed, request.allowed_tools, read_only=request.read_only,
+                        configured=request.url is None)
 
     @staticmethod
     async def close_request(opened: Sequence[McpServer]) -> None:
@@ -203,11 +207,12 @@ class McpFamily:
         await self.registry.close()
 
 
-def _listing(server: McpServer, listed: ToolList, allowed: tuple[str, ...] | None, *, read_only: bool) -> Listing:
+def _listing(server: McpServer, listed: ToolList, allowed: tuple[str, ...] | None, *, read_only: bool,
+             configured: bool) -> Listing:
     """The tools of `listed` that `allowed` names (all when None), only read-only ones if `read_only`."""
     specs = [spec for spec in listed.tools
              if (allowed is None or spec.name in allowed) and (not read_only or spec.read_only)]
-    return Listing(server.label, tuple(McpTool(server, spec) for spec in specs),
+    return Listing(server.label, tuple(McpTool(server, spec, configured=configured) for spec in specs),
                    tuple(spec.as_item_tool() for spec in specs))
 
 
