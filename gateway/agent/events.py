@@ -5,7 +5,8 @@ at once) as the model writes, then for each call to one of the agent's own tools
 `ToolCallStarted` and later its `ToolCallFinished` (calls within a round run in parallel; finished
 events come in call order). Calls to tools the *client* supplied come as
 `ClientToolCall`s and end the run (the agent's own calls of that round run first, as above).
-Before the first round, calls a client replayed without their results and the agent ran again
+Before everything, one `McpToolsListed` per MCP server whose tools are offered. Before the first
+round, calls a client replayed without their results and the agent ran again
 (gateway/agent/replay.py) come as `ToolCallFinished`s with no `ToolCallStarted`: their pages, for
 citations; the client was told of the calls when they first ran. Last come one `Usage` (summed
 over rounds; none when a round's upstream reply reported no usage: unknown, which is not 0) and
@@ -63,6 +64,8 @@ class ToolCallStarted:
     #: What the call is after, for progress displays: the search queries, the URLs to read.
     queries: tuple[str, ...] = ()
     urls: tuple[str, ...] = ()
+    #: (server label, tool name as the server knows it) for a tool of an MCP server; None otherwise.
+    mcp: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,19 @@ class ToolCallFinished:
     ok: bool
     #: The pages the call returned (search hits, pages read), for citations and progress displays.
     sources: tuple[Source, ...] = ()
+    #: How a failed call failed, as a typed object (an MCP call's OpenAI `mcp_call.error`); None when
+    #: the tool gave none.
+    error: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class McpToolsListed:
+    """An MCP server's tools were listed for this turn (before its first model call): `tools` in
+    OpenAI's `McpListToolsTool` shape, or `error` when the server could not list them."""
+
+    server_label: str
+    tools: tuple[dict[str, Any], ...] = ()
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,4 +122,4 @@ class Finished:
 
 
 AgentEvent = (TextDelta | TextDeltas | ReasoningDelta | ToolCallStarted | ToolCallFinished | ClientToolCall | Usage
-              | Finished)
+              | Finished | McpToolsListed)

@@ -12,13 +12,14 @@ import logging
 import time
 from collections.abc import AsyncGenerator
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway.agent import replay, sources
 from gateway.agent.events import (
     AgentEvent,
     ClientToolCall,
     Finished,
+    McpToolsListed,
     ReasoningDelta,
     TextDelta,
     TextDeltas,
@@ -27,12 +28,15 @@ from gateway.agent.events import (
 )
 from gateway.agent.history import SYSTEM_BREAK, upstream_conversation
 from gateway.agent.observer import AgentObserver, UpstreamCall, upstream_outcome
-from gateway.agent.tool_calls import ToolCall, ToolRunner, assistant_with_calls, merge_call_part
+from gateway.agent.tool_calls import ToolCall, ToolRunner, assistant_with_calls, merge_call_part, tool_error
 from gateway.agent.toolbox import Toolbox, offer_tools
 from gateway.agent.turn import AgentRequest, AgentRun
 from gateway.errors import EmptyStreamError
 from gateway.upstream.client import UpstreamClient
 from gateway.upstream.deltas import Finish, Reasoning, Text, Texts, TokenUsage, ToolCallPart, UpstreamDelta
+
+if TYPE_CHECKING:  # the MCP code loads only when a server is configured (tests/providers/test_idle_imports.py)
+    from gateway.agent.mcp.tools import Listing, McpFamily
 
 __all__ = ["Agent", "AgentRequest", "AgentRun"]  # the wire-facing names, as before the split
 
@@ -56,6 +60,8 @@ class Agent:
         observer: AgentObserver | None = None,
         web_tools: str = "always",
         client_web_tools: str = "drop",
+        mcp: McpFamily | None = None,
+        mcp_allowed_hosts: tuple[str, ...] = (),
     ) -> None:
         self.upstream = upstream
         self.observer = observer if observer is not None else AgentObserver()
@@ -66,6 +72,8 @@ class Agent:
         self.system_prompt = system_prompt
         self.web_tools = web_tools  # always, or on_request: only when a request asks for web search
         self.client_web_tools = client_web_tools  # drop (a client's own web tools) or keep
+        self.mcp = mcp  # the configured MCP servers, if any; made on the first request naming one if none
+        self.mcp_allowed_hosts = mcp_allowed_hosts
         # (UTC day number, prompt without tools, prompt with tools): rebuilt when the date changes,
         # not on every request (strftime and the f-strings cost every request; bench/README.md)
         self._dated_prompts: tuple[int, str, str] = (-1, "", "")
@@ -96,14 +104,50 @@ class Agent:
     def run(self, request: AgentRequest) -> AgentRun:
         """Start one turn: its events and the transcript it adds (see AgentRun)."""
         turn = AgentRun()
-        turn.events = self._events(request, turn)
+        # a request's own MCP servers wrap the turn; the common turn has no wrapper to pass events through
+        turn.events = self._with_mcp(request, turn) if request.mcp else self._events(request, turn)
         return turn
 
-    async def _events(self, request: AgentRequest, turn: AgentRun) -> AsyncGenerator[AgentEvent, None]:
-        offer = offer_tools(self.toolbox, request.client_tools, request.web,
-                            mode=request.web_tools or self.web_tools,
+    def _mcp_family(self) -> McpFamily:
+        if self.mcp is None:
+            from gateway.agent.mcp.registry import McpRegistry
+            from gateway.agent.mcp.tools import McpFamily
+
+            self.mcp = McpFamily(McpRegistry(allowed_hosts=self.mcp_allowed_hosts), ())
+        return self.mcp
+
+    async def _with_mcp(self, request: AgentRequest, turn: AgentRun) -> AsyncGenerator[AgentEvent, None]:
+        """The turn with the servers the request names: listed first (a URL the gateway may not
+        reach is a 400 before any event), closed when the turn ends however it ends."""
+        family = self._mcp_family()
+        listings, opened = await family.open_request(request.mcp)
+        try:
+            async for event in self._events(request, turn, listings):
+                yield event
+        finally:
+            await family.close_request(opened)
+
+    async def _events(self, request: AgentRequest, turn: AgentRun,
+                      named: list[Listing] | None = None) -> AsyncGenerator[AgentEvent, None]:
+        """`named`: the listings of the MCP servers the request names (`_with_mcp`)."""
+        mode = request.web_tools or self.web_tools
+        no_tools = request.params.get("tool_choice") == "none"
+        toolbox, runner = self.toolbox, self._tools
+        listed: list[McpToolsListed] = []
+        if self.mcp is not None and not request.background and not no_tools and mode != "off":
+            listings = await self.mcp.list_offered()
+            if named:
+                listings.extend(named)
+            toolbox = self.mcp.toolbox(self.toolbox, listings, cache=not named)
+            runner = ToolRunner(toolbox, self.observer, self.tool_timeout)
+            listed = [McpToolsListed(listing.label, listing.item_tools, listing.error) for listing in listings
+                      if not listing.reused]
+        offer = offer_tools(toolbox, request.client_tools, request.web, mode=mode,
                             background=request.background, client_web_tools=self.client_web_tools,
-                            no_tools=request.params.get("tool_choice") == "none")
+                            no_tools=no_tools)
+        if offer.agent_tools:
+            for listing in listed:
+                yield listing
         use_agent_tools, tools, context = offer.agent_tools, offer.tools, offer.context
         client_names = offer.client_names
         numbers = sources.SourceNumbers(request.first_source)
@@ -121,8 +165,10 @@ class Agent:
         cached_tokens: int | None = None
         finish = "stop"
         rounds = 0
+        calls_left = request.max_tool_calls  # None: no cap but the rounds
         while True:
-            final_round = rounds >= self.max_rounds and use_agent_tools
+            # max_tool_calls used up: no more tools, unless the client's own are on offer (not counted)
+            final_round = (rounds >= self.max_rounds or (calls_left == 0 and not client_names)) and use_agent_tools
             payload: dict[str, Any] = {**request.params, "messages": conversation}
             if tools and not final_round:
                 payload["tools"] = tools
@@ -218,19 +264,28 @@ class Agent:
                 finish = "tool_calls"
                 break
 
-            assistant = assistant_with_calls(text, calls)
+            over: list[ToolCall] = []
+            if calls_left is not None:  # max_tool_calls: the calls past it are not made; the model is told
+                calls, over = calls[:calls_left], calls[calls_left:]
+                calls_left -= len(calls)
+            assistant = assistant_with_calls(text, [*calls, *over])
             # Within the turn the model gets its reasoning back, under the field it used: thinking
             # models (DeepSeek's, gpt-oss) want it across tool calls. The transcript kept for later
             # turns holds none: it would go upstream as the client's history.
             conversation.append({**assistant, parts.reasoning_field: "".join(parts.reasoning)} if parts.reasoning
                                 else assistant)
             turn._add(assistant)
-            async for event in self._tools.run(calls, use_agent_tools, context, numbers):
+            async for event in runner.run(calls, use_agent_tools, context, numbers):
                 if isinstance(event, ToolCallFinished):
                     tool_message = {"role": "tool", "tool_call_id": event.call_id, "content": event.output}
                     conversation.append(tool_message)
                     turn._add(tool_message)
                 yield event
+            for call in over:
+                refused = {"role": "tool", "tool_call_id": call.id,
+                           "content": tool_error("not run: this response's max_tool_calls is used up")}
+                conversation.append(refused)
+                turn._add(refused)
             rounds += 1
 
         self.observer.turn_finished(rounds, prompt_tokens, completion_tokens)

@@ -12,7 +12,7 @@ from typing import Any
 from gateway.agent import sources
 from gateway.agent.events import AgentEvent, ToolCallFinished, ToolCallStarted
 from gateway.agent.observer import CURRENT_TOOL_REPORT, AgentObserver, ToolReport
-from gateway.agent.toolbox import Toolbox, ToolContext
+from gateway.agent.toolbox import Toolbox, ToolContext, ToolFailed
 from gateway.upstream.deltas import ToolCallPart
 
 
@@ -42,31 +42,38 @@ class ToolRunner:
             tool = self.toolbox.get(call.name) if allowed else None
             marker = tool.marker(arguments) if tool is not None and isinstance(arguments, dict) else None
             queries, urls = sources.wanted(call.name, arguments) if tool is not None else ((), ())
-            yield ToolCallStarted(call.id, call.name, call.arguments, marker, queries, urls)
+            # an MCP tool says which server and tool it stands for (gateway/agent/mcp/tools.py)
+            mcp = getattr(tool, "mcp", None)
+            yield ToolCallStarted(call.id, call.name, call.arguments, marker, queries, urls, mcp)
         if len(calls) == 1:  # the usual round: no task of its own (gather's), one loop pass fewer
             outputs = [await self._run_one(calls[0], parsed[0], allowed, context)]
         else:
             outputs = await asyncio.gather(
                 *(self._run_one(c, a, allowed, context) for c, a in zip(calls, parsed, strict=True)))
-        for call, (output, ok) in zip(calls, outputs, strict=True):
+        for call, (output, ok, error) in zip(calls, outputs, strict=True):
             worked, output, found = numbers.outcome(call.name, output) if ok else (False, output, ())
-            yield ToolCallFinished(call.id, call.name, output, worked, found)
+            yield ToolCallFinished(call.id, call.name, output, worked, found, error)
 
     async def _run_one(self, call: ToolCall, arguments: dict[str, Any] | str, allowed: bool,
-                       context: ToolContext) -> tuple[str, bool]:
+                       context: ToolContext) -> tuple[str, bool, dict[str, Any] | None]:
         """One call, observed: the tool reports its provider into `report` (gateway/agent/observer.py)."""
         # a name the model made up is not a label: metric labels stay a bounded set
-        observed = self.observer.tool_call(call.name if call.name in self.toolbox else "unknown")
+        tool = self.toolbox.get(call.name)
+        # an MCP tool counts as "mcp" (its server is the provider label): a request's own server names its tools
+        observed = self.observer.tool_call("unknown" if tool is None else "mcp" if hasattr(tool, "mcp") else call.name)
         report = ToolReport()
         # in this call's own task context when gather made one; reset after, for a call run in the turn's
         token = CURRENT_TOOL_REPORT.set(report)
         outcome = "cancelled"
+        error: dict[str, Any] | None = None
         try:
             output, ok, outcome = await self._run_tool(call, arguments, allowed, context)
+        except ToolFailed as failed:
+            output, ok, outcome, error = failed.output, False, "failed", failed.error
         finally:
             CURRENT_TOOL_REPORT.reset(token)
             observed.finish(report.provider, report.outcome if outcome == "ok" else outcome)
-        return output, ok
+        return output, ok, error
 
     async def _run_tool(self, call: ToolCall, arguments: dict[str, Any] | str,
                         allowed: bool, context: ToolContext) -> tuple[str, bool, str]:
@@ -82,6 +89,8 @@ class ToolRunner:
                 output = await tool.run(arguments, context)
         except TimeoutError:
             return tool_error(f"{call.name} timed out after {self.tool_timeout:g} s"), False, "timeout"
+        except ToolFailed:
+            raise
         except Exception as exc:  # noqa: BLE001 - a tool's bug must cost the call, not the turn
             return tool_error(f"{call.name} failed: {exc or type(exc).__name__}"), False, "error"
         return output, True, "ok"

@@ -24,6 +24,16 @@ class ToolContext:
     web: WebSearchOptions = field(default_factory=WebSearchOptions)
 
 
+class ToolFailed(Exception):
+    """Raised by a tool's `run` for a call that failed in a way a client sees: `output` is what the
+    model reads, `error` the typed failure for the wire (an MCP call's `mcp_call.error`)."""
+
+    def __init__(self, output: str, error: dict[str, Any] | None = None) -> None:
+        super().__init__(output)
+        self.output = output
+        self.error = error
+
+
 class AgentTool(Protocol):
     name: str
 
@@ -44,11 +54,14 @@ class AgentTool(Protocol):
 class Toolbox:
     """The agent's own tools by name, in the order they are offered to the model."""
 
-    def __init__(self, tools: Iterable[AgentTool] = ()) -> None:
+    def __init__(self, tools: Iterable[AgentTool] = (), *, always: Iterable[str] = ()) -> None:
+        #: Tools offered whatever the web tools' mode (API_SERVER_WEB_TOOLS=on_request holds back
+        #: only the web tools): configured MCP servers' tools.
+        self.always = frozenset(always)
         self._tools: dict[str, AgentTool] = {}
         self._schemas: list[dict[str, Any]] | None = None
         self._encoded: list[tuple[str, Encoded]] | None = None
-        self._plain_offers: dict[bool, ToolOffer] = {}
+        self._plain_offers: dict[tuple[bool, bool], ToolOffer] = {}
         for tool in tools:
             self.add(tool)
 
@@ -79,13 +92,15 @@ class Toolbox:
             self._encoded = [(schema["function"]["name"], Encoded(schema)) for schema in self.schemas()]
         return self._encoded
 
-    def plain_offer(self, agent_tools: bool) -> ToolOffer:
+    def plain_offer(self, agent_tools: bool, only_always: bool = False) -> ToolOffer:
         """The offer for a request with no tools and no web options of its own (nearly every one):
-        the same each time, so built once."""
-        offer = self._plain_offers.get(agent_tools)
+        the same each time, so built once. `only_always`: just the `always` tools."""
+        key = (agent_tools, only_always)
+        offer = self._plain_offers.get(key)
         if offer is None:
-            tools: list[Any] = [schema for _, schema in self.encoded()] if agent_tools else []
-            offer = self._plain_offers[agent_tools] = ToolOffer(agent_tools, tools, _NO_WEB_CONTEXT, None)
+            tools: list[Any] = [schema for name, schema in self.encoded()
+                                if not only_always or name in self.always] if agent_tools else []
+            offer = self._plain_offers[key] = ToolOffer(agent_tools, tools, _NO_WEB_CONTEXT, None)
         return offer
 
     def __contains__(self, name: object) -> bool:
@@ -134,13 +149,15 @@ def offer_tools(toolbox: Toolbox, client_tools: list[dict[str, Any]], web: WebSe
     no query leaves for a provider), none under `mode` `off` (a model route that is a plain relay),
     none under `on_request` unless the request asked for web search (`web` not None). With the
     agent's web search on offer and `client_web_tools` `drop`, the client's own web tools are left out."""
+    web_wanted = mode != "on_request" or web is not None
     agent_tools = (len(toolbox) > 0 and not background and not no_tools and mode != "off"
-                   and (mode != "on_request" or web is not None))
+                   and (web_wanted or bool(toolbox.always)))
     if not client_tools and web is None:
-        return toolbox.plain_offer(agent_tools)
+        return toolbox.plain_offer(agent_tools, only_always=not web_wanted)
     client_names = {t["function"]["name"] for t in client_tools}
     # A client tool with the same name as one of ours wins: the client asked for it explicitly.
-    ours = [(name, schema) for name, schema in toolbox.encoded() if name not in client_names] if agent_tools else []
+    ours = [(name, schema) for name, schema in toolbox.encoded()
+            if name not in client_names and (web_wanted or name in toolbox.always)] if agent_tools else []
     searching = any(name == "web_search" for name, _ in ours)
     if client_web_tools == "drop" and searching:
         client_tools = [t for t in client_tools if not is_client_web_tool(t["function"]["name"])]

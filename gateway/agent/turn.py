@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.agent.events import AgentEvent
+from gateway.agent.tool_servers import McpServerRequest
 from gateway.agent.web.options import WebSearchOptions
 from gateway.upstream.client import Opener
 
@@ -44,6 +45,10 @@ class AgentRequest:
     #: Responses API); otherwise (Chat Completions, whose history holds only the client's calls)
     #: they are dropped, as the client would continue without their results.
     own_calls_beside_client_calls: bool = False
+    #: MCP servers the request names (Responses `mcp` tools), offered for this turn only.
+    mcp: tuple[McpServerRequest, ...] = ()
+    #: The most calls the agent's own tools (web and MCP) may make this turn; None: only max_rounds bounds them.
+    max_tool_calls: int | None = None
 
 
 class AgentRun:

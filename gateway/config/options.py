@@ -255,6 +255,8 @@ OPTIONS: tuple[Option, ...] = (
            "tool rounds per turn before the model must answer", minimum=1),
     Option("tool_timeout", "AGENT_TOOL_TIMEOUT", "agent.tool_timeout", _parse_float, 30.0,
            "seconds one tool call may take", minimum=0.01),
+    Option("mcp_allowed_hosts", "AGENT_MCP_ALLOWED_HOSTS", "agent.mcp_allowed_hosts", _parse_list, (),
+           "hosts a request's mcp tool may name although they are not public (server_url)"),
     Option("run_timeout", "AGENT_RUN_TIMEOUT", "agent.run_timeout", _parse_float, 600.0,
            "seconds a whole agent run may take", minimum=0.01),
     Option("tool_progress", "AGENT_TOOL_PROGRESS", "agent.tool_progress", _parse_str, "auto",

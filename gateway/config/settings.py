@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from gateway.config.mcp_servers import McpServerSpec, parse_mcp_servers
 from gateway.config.options import (
     AUTO_FALLBACK,
     DEFAULT_MODEL_NAME,
@@ -94,6 +95,7 @@ class Settings:
     llm_http_client: str = "auto"
     max_rounds: int = 6
     tool_timeout: float = 30.0
+    mcp_allowed_hosts: tuple[str, ...] = ()
     run_timeout: float = 600.0
     tool_progress: str = "auto"
     system_prompt: str | None = None
@@ -116,6 +118,8 @@ class Settings:
     env: Mapping[str, str] = field(default_factory=dict)
     #: The profile's config.yaml as loaded, for plugin-specific keys.
     config: Mapping[str, Any] = field(default_factory=dict)
+    #: `mcp_servers:` in config.yaml (gateway/config/mcp_servers.py); empty: no MCP code is loaded.
+    mcp_servers: tuple[McpServerSpec, ...] = ()
 
     @property
     def profile_dir(self) -> Path:
@@ -280,4 +284,8 @@ def load_settings(
 
     if not values["model_name"]:
         values["model_name"] = profile or DEFAULT_MODEL_NAME
-    return Settings(home=home, profile=profile, env=merged_env, config=config, **values)
+    try:  # not in OPTIONS: a section with ${NAME} references to the profile's environment
+        mcp_servers = parse_mcp_servers(config.get("mcp_servers"), merged_env)
+    except ValueError as exc:
+        raise SettingsError(f"{exc} (in {directory / 'config.yaml'})") from exc
+    return Settings(home=home, profile=profile, env=merged_env, config=config, mcp_servers=mcp_servers, **values)

@@ -47,6 +47,7 @@ from providers.loader import load_registry
 from providers.registry import ProviderRegistry
 
 if TYPE_CHECKING:
+    from gateway.agent.mcp.tools import McpFamily
     from gateway.store.postgres.database import PostgresDatabase
 
 if TYPE_CHECKING:
@@ -221,6 +222,7 @@ def _agent_ctx(tools: Iterable[AgentTool] | None,
             agent_tools = build_web_tools(registry, settings, web_state)
         toolbox = Toolbox(agent_tools)
         app[appkeys.TOOLBOX] = toolbox
+        mcp = _mcp_family(settings)
         app[appkeys.AGENT] = Agent(
             app[appkeys.UPSTREAM],
             toolbox,
@@ -230,13 +232,30 @@ def _agent_ctx(tools: Iterable[AgentTool] | None,
             observer=observer,
             web_tools=settings.web_tools,
             client_web_tools=settings.client_web_tools,
+            mcp=mcp,
+            mcp_allowed_hosts=settings.mcp_allowed_hosts,
         )
-        yield
+        try:
+            yield
+        finally:  # stdio servers are children of this process: ended on shutdown and SIGTERM alike
+            family = app[appkeys.AGENT].mcp  # made by a request naming a server, if none was configured
+            if family is not None:
+                await family.close()
         await web_state.aclose()
         if registry is not None:
             await registry.aclose()
 
     return ctx
+
+
+def _mcp_family(settings: Settings) -> McpFamily | None:
+    """The configured MCP servers' tools; None (and no MCP code imported) when there are none."""
+    if not settings.mcp_servers:
+        return None
+    from gateway.agent.mcp.registry import McpRegistry
+    from gateway.agent.mcp.tools import McpFamily, registry_configs
+
+    return McpFamily(McpRegistry(registry_configs(settings.mcp_servers)), settings.mcp_servers)
 
 
 def _store_ctx(database: PostgresDatabase | None) -> Callable[[web.Application], AsyncIterator[None]]:

@@ -94,6 +94,8 @@ def started(call: ToolCallStarted) -> dict[str, Any]:
     if call.name == EXTRACT_TOOL:
         description = f"Reading {call.urls[0]}" + (f" and {len(call.urls) - 1} more" if len(call.urls) > 1 else "")
         return _event({"description": description if call.urls else "Reading a web page", "done": False})
+    if call.mcp is not None:  # an MCP server's tool: its own name and the server's label, not the upstream name
+        return _event({"description": f"Running {call.mcp[1]} on {call.mcp[0]}", "done": False})
     return _event({"description": f"Running {call.name}", "done": False})
 
 
@@ -116,5 +118,6 @@ def finished(call: ToolCallStarted | None, result: ToolCallFinished) -> dict[str
             return _event({"description": "Could not read the page", "done": True, "error": True})
         description = f"Read {urls[0]}" + (f" and {len(urls) - 1} more" if len(urls) > 1 else "")
         return _event({"description": description, "urls": urls, "done": True})
-    return _event({"description": f"Ran {result.name}" if result.ok else f"{result.name} failed",
+    name = f"{call.mcp[1]} on {call.mcp[0]}" if call is not None and call.mcp is not None else result.name
+    return _event({"description": f"Ran {name}" if result.ok else f"{name} failed",
                    "done": True, **({} if result.ok else {"error": True})})

@@ -13,7 +13,7 @@ import secrets
 from typing import Any
 
 from gateway.errors import InvalidRequestError, echo
-from gateway.wire import ids, reasoning_replay, responses_tool_items, web_search_replay
+from gateway.wire import ids, mcp_tool, reasoning_replay, responses_tool_items, web_search_replay
 from gateway.wire.file_inputs import responses_file_part
 from gateway.wire.images import image_part
 from gateway.wire.responses_tool_items import TOOL_OUTPUTS, FlatName
@@ -128,10 +128,14 @@ def _normalize_item(item: Any, param: str) -> dict[str, Any]:
         return normalized
     if kind == "web_search_call":
         return _web_search_call(item, given_id, param)
+    if kind == "mcp_list_tools":
+        return mcp_tool.replayed_list(item, given_id or new_id("mcpl"), param)
+    if kind == "mcp_call":
+        return mcp_tool.replayed_call(item, given_id or new_id("mcp"), param)
     raise _bad(
         f"unsupported input item type {echo(repr(kind))}: use messages, function_call, function_call_output, "
         "custom_tool_call, custom_tool_call_output, tool_search_call, tool_search_output, additional_tools, "
-        "reasoning or web_search_call.",
+        "reasoning, web_search_call, mcp_list_tools or mcp_call.",
         f"{param}.type",
     )
 
@@ -256,6 +260,8 @@ def input_to_messages(items: list[dict[str, Any]], flat_name: FlatName | None = 
                 messages.append(last)
             if thought is not None:
                 last[thought[0]], thought = thought[1], None
+        elif kind == "mcp_call":
+            messages.extend(mcp_tool.call_messages(item))
         elif kind in TOOL_OUTPUTS:
             message, shown = responses_tool_items.tool_messages(item, vision)
             messages.append(message)

@@ -29,6 +29,7 @@ from gateway.agent.events import (
     AgentEvent,
     ClientToolCall,
     Finished,
+    McpToolsListed,
     ReasoningDelta,
     Source,
     TextDelta,
@@ -40,6 +41,7 @@ from gateway.agent.events import (
 from gateway.wire.chat_stream import split_text
 from gateway.wire.citations import citations
 from gateway.wire.client_call_items import ClientCalls
+from gateway.wire.mcp_items import McpItems
 from gateway.wire.responses_event_json import json_copy
 from gateway.wire.responses_input import new_id
 from gateway.wire.responses_reasoning import ReasoningItems
@@ -88,6 +90,7 @@ class ResponseBuilder:
         self._completed_at: int | None = None
         self._ending_seq: int | None = None  # the sequence number of the ending event, once made
         self._web = WebSearchCalls(self._output, self._event, self._snapshot, sources=SOURCES in request.include)
+        self._mcp = McpItems(self._output, self._event, self._snapshot)
         self._client_calls = ClientCalls(self._output, self._event, self._snapshot, request.client_tools)
         asked = request.reasoning["summary"]
         self._thinking = ReasoningItems(self._output, self._event, self._snapshot, summary=asked != "none",
@@ -126,12 +129,15 @@ class ResponseBuilder:
         elif isinstance(event, ReasoningDelta):
             produced = self._reasoning(event.text, event.field) if self._relay_reasoning else []
         elif isinstance(event, ToolCallStarted):
-            produced = [*self._close_open("completed"), *self._web.started(event)]
+            produced = self._close_open("completed")  # first: its events take the earlier sequence numbers
+            produced.extend(self._mcp.started(event) if event.mcp is not None else self._web.started(event))
         elif isinstance(event, ClientToolCall):
             produced = [*self._close_open("completed"), *self._client_calls.add(event)]
         elif isinstance(event, ToolCallFinished):
             self._sources.extend(event.sources)
-            produced = self._web.finished(event)
+            produced = self._mcp.finished(event) if self._mcp.owns(event.call_id) else self._web.finished(event)
+        elif isinstance(event, McpToolsListed):
+            produced = self._mcp.listed(event)
         else:
             self._note(event)
             return []
@@ -187,6 +193,7 @@ class ResponseBuilder:
     def _end(self, status: str) -> None:
         self._sync()
         self._web.cut_short()
+        self._mcp.cut_short()
         self.status = status
         self._completed_at = int(time.time()) if status == "completed" else None
 
@@ -312,7 +319,7 @@ class ResponseBuilder:
             "incomplete_details": json_copy(self._incomplete_details),
             "instructions": request.instructions,
             "max_output_tokens": request.max_output_tokens,
-            "max_tool_calls": None,
+            "max_tool_calls": request.max_tool_calls,
             "model": self.model,
             "output": json_copy(self._output),
             "parallel_tool_calls": request.parallel_tool_calls,

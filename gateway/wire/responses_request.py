@@ -23,9 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from gateway.agent.tool_servers import McpServerRequest
 from gateway.agent.web.options import WebSearchOptions
 from gateway.errors import InvalidRequestError, echo
-from gateway.wire import ids, responses_request_tools
+from gateway.wire import ids, mcp_tool, responses_request_tools
 from gateway.wire.checks import in_range
 from gateway.wire.reasoning_replay import Unseal
 from gateway.wire.responses_input import input_to_messages, normalize_input
@@ -77,11 +78,15 @@ class ResponsesRequest:
     temperature: float | None = None
     top_p: float | None = None
     max_output_tokens: int | None = None
+    #: The most calls the gateway's own tools (web and MCP) may make in this response; None: no cap.
+    max_tool_calls: int | None = None
     parallel_tool_calls: bool = True
     user: str | None = None
     text: dict[str, Any] = field(default_factory=lambda: {"format": {"type": "text"}})
     #: The hosted web search tool's options; None when `tools` has none.
     web: WebSearchOptions | None = None
+    #: The MCP servers the request names (`mcp` tools; gateway/wire/mcp_tool.py).
+    mcp: tuple[McpServerRequest, ...] = ()
     #: What the client asked to have added to the output (`include`), e.g. the search sources.
     include: tuple[str, ...] = ()
     #: `reasoning` as asked (`effort`, `summary`: gateway/wire/responses_reasoning.py).
@@ -176,12 +181,12 @@ def _truncation(body: dict[str, Any]) -> str:
     return str(value)
 
 
-def _max_output_tokens(body: dict[str, Any]) -> int | None:
-    value = body.get("max_output_tokens")
+def _max_output_tokens(body: dict[str, Any], key: str = "max_output_tokens", low: int = 1) -> int | None:
+    value = body.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise _bad("'max_output_tokens' must be a positive integer.", "max_output_tokens")
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise _bad(f"'{key}' must be {'a positive' if low else 'a non-negative'} integer.", key)
     return value
 
 
@@ -273,7 +278,7 @@ def parse_responses_request(body: Any, unseal: Unseal | None = None) -> Response
     items = [] if raw_input is None else normalize_input(raw_input)
     if not items and previous is None and conversation is None:
         raise _bad("'input' is required: a string or a non-empty list of input items.", "input")
-    tools, client_tools, web = responses_request_tools.parse_tools(body, items)
+    tools, client_tools, web, mcp = responses_request_tools.parse_tools(body, items)
     tool_choice = responses_request_tools.tool_choice(body, client_tools, web)
     if web is not None and responses_request_tools.forces_search(tool_choice, client_tools, web):
         web = replace(web, force_search=True)
@@ -297,10 +302,13 @@ def parse_responses_request(body: Any, unseal: Unseal | None = None) -> Response
         temperature=_number(body, "temperature", 0, 2),
         top_p=_number(body, "top_p", 0, 1),
         max_output_tokens=_max_output_tokens(body),
+        max_tool_calls=_max_output_tokens(body, "max_tool_calls", 0),
         parallel_tool_calls=_bool(body, "parallel_tool_calls", True),
         user=_optional_str(body, "user"),
         text=_text_config(body),
         web=web,
+        # a replayed mcp_list_tools item (store: false) stands for the list: no second tools/list
+        mcp=mcp_tool.with_known(mcp, mcp_tool.listed_tools(items)) if mcp else mcp,
         include=_include(body),
         reasoning=reasoning_config(body),
         truncation=_truncation(body),

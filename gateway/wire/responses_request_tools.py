@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.agent.tool_servers import McpServerRequest
 from gateway.agent.web.options import WebSearchOptions
 from gateway.errors import InvalidRequestError, echo
-from gateway.wire import web_search
+from gateway.wire import mcp_tool, web_search
 from gateway.wire.checks import TOOL_CHOICE_MODES
 from gateway.wire.responses_tools import ClientTools, collect
 
@@ -23,10 +24,11 @@ def _bad(message: str, param: str) -> InvalidRequestError:
 
 
 def parse_tools(body: dict[str, Any], items: list[dict[str, Any]],
-                ) -> tuple[list[dict[str, Any]], ClientTools, WebSearchOptions | None]:
-    """The tools echoed (the top-level list), the client's own tools (those and the ones
-    `additional_tools` and `tool_search_output` input items add: gateway/wire/responses_tools.py)
-    and the web search options."""
+                ) -> tuple[list[dict[str, Any]], ClientTools, WebSearchOptions | None, tuple[McpServerRequest, ...]]:
+    """The tools echoed (the top-level list; `mcp` tools without their secrets), the client's own
+    tools (those and the ones `additional_tools` and `tool_search_output` input items add:
+    gateway/wire/responses_tools.py), the web search options and the MCP servers named
+    (gateway/wire/mcp_tool.py)."""
     value = body.get("tools")
     if value is not None and not isinstance(value, list):
         raise _bad("'tools' must be a list.", "tools")
@@ -36,17 +38,26 @@ def parse_tools(body: dict[str, Any], items: list[dict[str, Any]],
                 if item["type"] in LOADING_ITEMS for inner, tool in enumerate(item["tools"])]
     client: list[tuple[dict[str, Any], str]] = []
     web: WebSearchOptions | None = None
+    servers: dict[str, McpServerRequest] = {}
     for tool, param in entries:
         if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
             raise _bad("each tool must be an object with a 'type'.", param)
-        if tool["type"] in web_search.HOSTED_WEB_SEARCH:
+        if tool["type"] == "mcp":
+            server = mcp_tool.parse_mcp_tool(tool, param)
+            if server.label in servers:
+                raise _bad(f"two mcp tools have the server_label {server.label!r}.", f"{param}.server_label")
+            servers[server.label] = server
+        elif tool["type"] in web_search.HOSTED_WEB_SEARCH:
             options = web_search.hosted_tool(tool, param)
             web = web if web is not None else options  # the first one counts, as with OpenAI
         else:
             client.append((tool, param))
     client_tools = ClientTools()
     collect(client_tools, client)
-    return echoed, client_tools, web
+    if servers:
+        echoed = [mcp_tool.echoed(tool) if isinstance(tool, dict) and tool.get("type") == "mcp" else tool
+                  for tool in echoed]
+    return echoed, client_tools, web, tuple(servers.values())
 
 
 def forces_search(choice: str | dict[str, Any], chat_tools: ClientTools, web: WebSearchOptions | None,

@@ -17,7 +17,7 @@ from gateway.http.model_routes import context_window, route_turn
 from gateway.http.routes.responses_reply import Continuation as _Continuation
 from gateway.store.api import ResponseStore, UnknownConversationError
 from gateway.upstream.routes import RouteTurn
-from gateway.wire import context_budget
+from gateway.wire import context_budget, mcp_tool
 from gateway.wire.conversations import is_conversation_id, transcript
 from gateway.wire.responses_request import ResponsesRequest
 
@@ -51,6 +51,7 @@ async def prepare_turn(app: web.Application, store: ResponseStore, parsed: Respo
         # a background run streams from upstream even unstreamed: a resumed stream gets every delta
         params=parsed.upstream_params(), stream=parsed.stream or parsed.background, instructions=parsed.instructions,
         web=parsed.web, replayed=parsed.replayed, own_calls_beside_client_calls=True,
+        mcp=parsed.mcp, max_tool_calls=parsed.max_tool_calls,
     )
     if turn is None:
         model, reasoning = parsed.model or settings.model_name, settings.reasoning
@@ -73,6 +74,9 @@ async def _continuation(store: ResponseStore, parsed: ResponsesRequest, budget: 
             # a background response still running has no turn to continue from yet
             raise InvalidRequestError(f"Response '{echo(parsed.previous_response_id)}' is still in progress; "
                                       "continue from it once it has ended.", param="previous_response_id")
+        if parsed.mcp:  # the chain's mcp_list_tools items stand for the lists: no second tools/list
+            output = [item for record in reversed(previous.records) for item in record.response.get("output") or ()]
+            parsed.mcp = mcp_tool.with_known(parsed.mcp, mcp_tool.listed_tools([*output, *parsed.input_items]))
         return _Continuation(previous.transcript(), previous.complete, parent_id=parsed.previous_response_id)
     if parsed.conversation is None:
         return _Continuation()
