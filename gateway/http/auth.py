@@ -23,9 +23,9 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from gateway.errors import AuthenticationError, InsufficientQuotaError, RateLimitError
+from gateway.errors import AuthenticationError, InsufficientQuotaError, RateLimitError, ServiceUnavailableError
 from gateway.http import appkeys
-from gateway.keys.ring import CURRENT_CALLER, CURRENT_RATE, Caller, KeyRing
+from gateway.keys.ring import CURRENT_CALLER, CURRENT_RATE, REFRESH_SECONDS, Caller, KeyRing
 from gateway.store.keys import key_hash
 from gateway.store.owned import OwnedStore
 
@@ -42,11 +42,14 @@ def authenticate(ring: KeyRing, presented: str | None, open_path: bool) -> KeyRi
     if ring.keyless:
         caller = ring.default
     else:
-        if presented is None:
-            raise AuthenticationError(
-                "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.", code=None)
-        found = ring.find(presented)
+        found = None if presented is None else ring.find(presented)
         if found is None:
+            if ring.unread:  # keys fail closed: the key may be one of those not read yet
+                raise ServiceUnavailableError("The gateway's API keys cannot be read yet (its store is "
+                                              "unavailable); retry shortly.", retry_after=REFRESH_SECONDS)
+            if presented is None:
+                raise AuthenticationError(
+                    "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.", code=None)
             raise AuthenticationError("Incorrect API key provided.")
         caller = found
     CURRENT_CALLER.set(caller)

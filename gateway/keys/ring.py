@@ -8,6 +8,10 @@ transaction (so replicas add up and no request waits on a usage write), and read
 bytes (what the stored-bytes quota is checked against). An expired key is refused at once: its
 expiry is checked on each lookup. A refresh that fails keeps the ring it had and tries again.
 
+Keys fail closed: with a store to read keys from, the gateway is keyless only once a read found no
+key ever made. Until the first read succeeds (the database down at start), the ring is `unread`
+and every authenticated route answers 503 (http/auth.py), never open.
+
 Limits that need an answer per request (rpm, concurrent runs) are counted here, per replica.
 """
 
@@ -70,6 +74,7 @@ class KeyRing:
         self._api_key_hash = key_hash(api_key) if api_key else None
         self._by_hash: dict[str, Caller] = {}
         self._keys_made = False
+        self._read = store is None  # the store's keys were read once (nothing to read without a store)
         self._quotas = False  # a live key has a stored-bytes quota
         self._refreshes = 0
         if self._api_key_hash is not None:
@@ -84,10 +89,16 @@ class KeyRing:
 
     @property
     def keyless(self) -> bool:
-        """No API_SERVER_KEY and no key ever made in the store: today's loopback-only rules, every
-        object `default`'s. Once a key was made, keys are required even when all are revoked or
-        expired (revoking the last key must not open the gateway)."""
-        return not self._by_hash and not self._keys_made
+        """No API_SERVER_KEY and no key ever made in the store (as read): today's loopback-only rules,
+        every object `default`'s. Once a key was made, keys are required even when all are revoked or
+        expired (revoking the last key must not open the gateway); a store never read is not keyless."""
+        return not self._by_hash and not self._keys_made and self._read
+
+    @property
+    def unread(self) -> bool:
+        """The store's keys were never read (it was down from the start): a key not found may be one
+        of them, so it is a 503 rather than a 401, and no request is served as `default` without one."""
+        return not self._read
 
     def find(self, presented: str) -> Caller | None:
         caller = self._by_hash.get(key_hash(presented))
@@ -148,6 +159,7 @@ class KeyRing:
         self._by_hash = by_hash  # swapped whole: a request sees the old ring or the new one
         self._keys_made = self._keys_made or bool(keys)
         self._quotas = any(caller.max_stored_bytes is not None for caller in by_hash.values())
+        self._read = True
 
     async def refresh(self) -> None:
         if self.store is None:

@@ -144,6 +144,8 @@ async def test_stream_resume_refuses_bad_input(gateway: Any, sdk: Any, upstream:
     plain = await sdk.responses.create(model="m", input="x")
     cases = [(created.id, "abc", "starting_after"), (created.id, "9999", "starting_after"),
              (plain.id, "0", "stream")]
+    # int() reads these as numbers; a sequence number is ASCII digits only (issue 42)
+    cases += [(created.id, after, "starting_after") for after in ("1_0", "+3", "\u0661", " 1", "1 ", "-0")]
     for response_id, after, param in cases:
         async with gateway.get(f"/v1/responses/{response_id}", params={"stream": "true", "starting_after": after},
                                headers=AUTH) as reply:
