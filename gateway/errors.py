@@ -185,8 +185,11 @@ class PermissionDeniedError(GatewayError):
 
 
 class RateLimitError(GatewayError):
+    """As OpenAI's own 429 for a requests-per-minute limit: `type` "requests" (the limit's kind;
+    "tokens" is the other), `code` "rate_limit_exceeded"."""
+
     status = 429
-    type = "rate_limit_error"
+    type = "requests"
     code = "rate_limit_exceeded"
 
 

@@ -137,8 +137,30 @@ class KeyRing:
         counters.running += 1
         return True
 
+    def take_run(self, caller: Caller) -> None:
+        """A run counted whatever the limit (a claimed queued run whose slot a request took while
+        the claim was on its way: it runs, and the key's next runs wait for both)."""
+        self._counters.setdefault(caller.name, _Counters()).running += 1
+
     def leave_run(self, caller: Caller) -> None:
-        self._counters[caller.name].running -= 1
+        counters = self._counters[caller.name]
+        counters.running = max(0, counters.running - 1)
+
+    def full_owners(self) -> list[str]:
+        """The owners of the keys with no free run slot on this replica: their queued runs stay queued."""
+        full = []
+        for caller in self._by_hash.values():
+            limit = caller.max_concurrent
+            if limit is not None:
+                counters = self._counters.get(caller.name)
+                if counters is not None and counters.running >= limit:
+                    full.append(caller.owner)
+        return full
+
+    def queue_share(self, max_queued: int) -> int:
+        """How many of the queue's `max_queued` places one key may hold: an equal share among the
+        live keys (at least 1), so that one key cannot fill the queue for the others."""
+        return max(1, max_queued // max(1, len(self._by_hash)))
 
     def usage_of(self, name: str) -> UsageDelta:
         delta = self.pending.get(name)

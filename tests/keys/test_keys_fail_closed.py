@@ -79,10 +79,3 @@ async def test_a_store_lost_after_start_keeps_the_last_keys_read_in_force(
     assert (await _status(client, "/v1/models", {}))[0] == 401
     assert (await _status(client, "/v1/models", bearer("agk_not-a-key")))[0] == 401
 
-
-async def test_an_unreadable_sqlite_key_table_at_start_is_503_not_open(
-        tmp_path: Path, make_client: Callable[..., Any]) -> None:
-    await make_key(tmp_path, "alice")
-    client = await make_client(db_path=tmp_path / "not-here" / "responses.db")
-    status, body = await _status(client, "/v1/models", {})
-    assert status == 503, body
