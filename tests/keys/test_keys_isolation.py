@@ -216,6 +216,21 @@ async def test_stored_bytes_quota_refuses_a_store_and_serves_a_delete(
     assert reply.status == 200
 
 
+async def test_a_key_past_its_stored_bytes_quota_is_refused_before_its_run_not_after(
+        tmp_path: Path, make_client: Callable[..., Any], upstream: FakeUpstream) -> None:
+    """Issue 42: the quota was checked when the record was stored, after the model had been paid for."""
+    small = await make_key(tmp_path, "small", "--max-stored-mb", "1")
+    client = await make_client(llm_context_window=10**7)
+    big = "x" * 400_000
+    async with client.post("/v1/responses", json={"model": "m", "input": big}, headers=bearer(small)) as reply:
+        assert reply.status == 200, await reply.text()
+    sent = len(upstream.requests)
+    async with client.post("/v1/responses", json={"model": "m", "input": big}, headers=bearer(small)) as reply:
+        assert reply.status == 429
+        assert (await reply.json())["error"]["code"] == "insufficient_quota"
+    assert len(upstream.requests) == sent  # refused before any model call
+
+
 async def test_usage_per_key_in_the_store_the_metrics_and_the_access_log(
         keyed: tuple[Any, str, str], upstream: FakeUpstream, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     client, alice, bob = keyed
