@@ -79,3 +79,24 @@ async def test_a_store_lost_after_start_keeps_the_last_keys_read_in_force(
     assert (await _status(client, "/v1/models", {}))[0] == 401
     assert (await _status(client, "/v1/models", bearer("agk_not-a-key")))[0] == 401
 
+
+
+async def test_an_unreadable_sqlite_file_at_start_is_503_not_open_until_it_can_be_read(
+        tmp_path: Path, make_client: Callable[..., Any]) -> None:
+    key = await make_key(tmp_path, "alice")
+    database = next(tmp_path.rglob("responses.db"))
+    kept = database.with_name("kept.db")
+    database.rename(kept)
+    database.mkdir()  # in its place, something SQLite cannot open
+    client = await make_client()
+    for headers in ({}, bearer(key)):
+        status, body = await _status(client, "/v1/models", headers)
+        assert status == 503, body
+    database.rmdir()
+    kept.rename(database)
+
+    async def keys_read() -> bool:
+        return (await _status(client, "/v1/models", bearer(key)))[0] == 200
+
+    await _until(keys_read)
+    assert (await _status(client, "/v1/models", {}))[0] == 401
