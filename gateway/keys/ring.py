@@ -86,6 +86,8 @@ class KeyRing:
         self.on_refresh: Callable[[], None] | None = None  # after each refresh (the metrics' gauge)
         #: with each batch of usage, before it is written (the metrics' per-key counters)
         self.on_counted: Callable[[dict[str, UsageDelta]], None] | None = None
+        #: with the owner of each key run that ends (the queue's cue: that key's queued runs may start)
+        self.on_run_left: Callable[[str], None] | None = None
 
     @property
     def keyless(self) -> bool:
@@ -145,6 +147,8 @@ class KeyRing:
     def leave_run(self, caller: Caller) -> None:
         counters = self._counters[caller.name]
         counters.running = max(0, counters.running - 1)
+        if self.on_run_left is not None:
+            self.on_run_left(caller.owner)
 
     def full_owners(self) -> list[str]:
         """The owners of the keys with no free run slot on this replica: their queued runs stay queued."""

@@ -53,6 +53,9 @@ class Claimer:
         #: a run may be queued (cleared when a claim finds none; set by every `wait_queued`
         #: wake-up): a freed slot costs a claim only then, not a store round trip per request
         self.maybe_queued = True
+        #: the owners the last claim that found nothing skipped (their keys were full): one of
+        #: their runs may still wait, so a slot of theirs freeing is a cue to claim (`key_freed`)
+        self._skipped: frozenset[str] = frozenset()
 
     def start(self) -> None:
         self._spawn(self._loop())
@@ -62,6 +65,13 @@ class Claimer:
         task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def key_freed(self, owner: str) -> None:
+        """A key's run ended on this replica: if the last claim skipped its runs, look again."""
+        if owner in self._skipped:
+            self._skipped = frozenset()
+            self.maybe_queued = True
+            self.slot_freed()
 
     def slot_freed(self) -> None:
         if self.maybe_queued and not self.runs.draining and not self._lock.locked():
@@ -97,7 +107,7 @@ class Claimer:
                     log.warning("claiming a queued background response failed: %s", exc.detail or exc.message)
                     return
                 if run is None:
-                    # runs of a skipped key may wait still: the next freed slot looks again
-                    self.maybe_queued = bool(skipped)
+                    self.maybe_queued = False
+                    self._skipped = frozenset(skipped)
                     return
                 await self._start(run)

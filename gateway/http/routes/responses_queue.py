@@ -149,8 +149,10 @@ async def background_runs_ctx(app: web.Application) -> AsyncIterator[None]:
                       app[appkeys.KEYRING].full_owners)
     keeper.start()
     claimer.start()
+    app[appkeys.KEYRING].on_run_left = claimer.key_freed
     yield
     runs.draining = True
+    app[appkeys.KEYRING].on_run_left = None
     await claimer.stop()
     await runs.stop_all()
     await keeper.stop()
