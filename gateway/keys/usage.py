@@ -56,3 +56,6 @@ class KeyUsageObserver(AgentObserver):
             if estimated:  # in the totals too; this says how much of them is an estimate
                 delta.estimated_tokens += prompt_tokens + completion_tokens
         self.inner.round_usage(prompt_tokens, completion_tokens, estimated=estimated)
+
+    def turn_finished(self, tool_rounds: int, prompt_tokens: int, completion_tokens: int) -> None:
+        self.inner.turn_finished(tool_rounds, prompt_tokens, completion_tokens)  # the key's tokens: per round
