@@ -45,8 +45,8 @@ def authenticate(ring: KeyRing, presented: str | None, open_path: bool) -> KeyRi
         found = None if presented is None else ring.find(presented)
         if found is None:
             if ring.unread:  # keys fail closed: the key may be one of those not read yet
-                raise ServiceUnavailableError("The gateway's API keys cannot be read yet (its store is "
-                                              "unavailable); retry shortly.", retry_after=REFRESH_SECONDS)
+                raise ServiceUnavailableError("The API keys cannot be read yet (the store is unavailable); "
+                                              "retry shortly.", retry_after=REFRESH_SECONDS)
             if presented is None:
                 raise AuthenticationError(
                     "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.", code=None)
