@@ -24,9 +24,10 @@
     │   │   └── UnsupportedMediaTypeError 415
     │   ├── AuthenticationError       401 (code invalid_api_key)
     │   ├── PermissionDeniedError     403
-    │   ├── RateLimitError            429 rate_limit_exceeded (+ Retry-After)
+    │   ├── RateLimitError            429 type requests, code rate_limit_exceeded (+ Retry-After)
     │   │   ├── InsufficientQuotaError 429 insufficient_quota: a key's stored-bytes quota
     │   │   ├── QueueFullError    429 (store/runs) the background queue is full: retry later
+    │   │   │   └── OwnerQueueFullError 429 (store/runs) one key's share of the queue is full
     │   │   └── TooManyFollowersError 429 (runs/followers) past a background response's follower bounds
     │   ├── EventsLimitError          (runs/background) a background run passed API_SERVER_MAX_RUN_EVENTS_MB
     │   ├── UpstreamError             502 upstream_error
@@ -196,8 +197,11 @@ class PermissionDeniedError(GatewayError):
 
 
 class RateLimitError(GatewayError):
+    """As OpenAI's own 429 for a requests-per-minute limit: `type` "requests" (the limit's kind;
+    "tokens" is the other), `code` "rate_limit_exceeded"."""
+
     status = 429
-    type = "rate_limit_error"
+    type = "requests"
     code = "rate_limit_exceeded"
 
 

@@ -31,7 +31,8 @@ from gateway.agent.observer import AgentObserver, UpstreamCall, upstream_outcome
 from gateway.agent.tool_calls import ToolCall, ToolRunner, assistant_with_calls, merge_call_part, tool_error
 from gateway.agent.toolbox import Toolbox, offer_tools
 from gateway.agent.turn import AgentRequest, AgentRun
-from gateway.errors import EmptyStreamError
+from gateway.common import json_out
+from gateway.errors import EmptyStreamError, GatewayError
 from gateway.upstream.client import UpstreamClient
 from gateway.upstream.deltas import Finish, Reasoning, Text, Texts, TokenUsage, ToolCallPart, UpstreamDelta
 
@@ -41,7 +42,8 @@ if TYPE_CHECKING:  # the MCP code loads only when a server is configured (tests/
 __all__ = ["Agent", "AgentRequest", "AgentRun"]  # the wire-facing names, as before the split
 
 log = logging.getLogger("agent_gateway.agent")
-
+#: a token's characters, for a round whose usage the upstream never reported
+CHARS_PER_TOKEN = 4
 FINAL_ROUND_NOTE = (
     "You have used all tool rounds for this turn. Answer now from what you already found, "
     "without calling tools."
@@ -187,40 +189,47 @@ class Agent:
 
             parts = _RoundParts()
             turn._write(parts.text)
-            model_call = self.observer.upstream_call(request.stream)
-            whole = not request.stream
-            if request.stream:
-                deltas = self.upstream.deltas(payload, stream=True, headers=model_call.headers, opener=request.opener)
-                waiting = True  # time to first token: a streamed reply's measure
-                try:
-                    async with _observed(model_call, deltas):
-                        async for delta in deltas:
-                            if waiting and type(delta) in _CONTENT:  # the first text, reasoning or call part
-                                waiting = False
-                                model_call.first_token()
-                            event = parts.take(delta)
-                            if event is not None:
-                                yield event
-                except EmptyStreamError:
-                    # Nothing came, so nothing went out: llama-cpp-python (chatml-function-calling)
-                    # answers a streamed request with tools so, the same request unstreamed
-                    # properly. Asked once more, whole; its deltas go out as a stream's would.
-                    log.debug("round %d: the upstream's stream ended before its first frame; asking "
-                              "again unstreamed", rounds)
-                    whole, model_call = True, self.observer.upstream_call(False)
-            if whole:
-                # A whole reply: its deltas in one list, read before any event leaves (no async
-                # generator between the client and here; the same events as from a stream of it)
-                try:
-                    reply = await self.upstream.whole(payload, headers=model_call.headers, opener=request.opener)
-                except BaseException as exc:
-                    model_call.finish(upstream_outcome(exc))
-                    raise
-                model_call.finish("ok")
-                for delta in reply:
-                    event = parts.take(delta)
-                    if event is not None:
-                        yield event
+            try:
+                model_call = self.observer.upstream_call(request.stream)
+                whole = not request.stream
+                if request.stream:
+                    deltas = self.upstream.deltas(payload, stream=True, headers=model_call.headers,
+                                                  opener=request.opener)
+                    waiting = True  # time to first token: a streamed reply's measure
+                    try:
+                        async with _observed(model_call, deltas):
+                            async for delta in deltas:
+                                if waiting and type(delta) in _CONTENT:  # the first text, reasoning or call part
+                                    waiting = False
+                                    model_call.first_token()
+                                event = parts.take(delta)
+                                if event is not None:
+                                    yield event
+                    except EmptyStreamError:
+                        # Nothing came, so nothing went out: llama-cpp-python (chatml-function-calling)
+                        # answers a streamed request with tools so, the same request unstreamed
+                        # properly. Asked once more, whole; its deltas go out as a stream's would.
+                        log.debug("round %d: the upstream's stream ended before its first frame; asking "
+                                  "again unstreamed", rounds)
+                        whole, model_call = True, self.observer.upstream_call(False)
+                if whole:
+                    # A whole reply: its deltas in one list, read before any event leaves (no async
+                    # generator between the client and here; the same events as from a stream of it)
+                    try:
+                        reply = await self.upstream.whole(payload, headers=model_call.headers, opener=request.opener)
+                    except BaseException as exc:
+                        model_call.finish(upstream_outcome(exc))
+                        raise
+                    model_call.finish("ok")
+                    for delta in reply:
+                        event = parts.take(delta)
+                        if event is not None:
+                            yield event
+            except BaseException as exc:
+                # a round cut (the client left, the run was cancelled, the upstream failed midway)
+                # is paid for too: what the upstream reported, or an estimate
+                self._count_cut_round(parts, payload, exc)
+                raise
             calls = [
                 ToolCall(p.id or f"call_{rounds}_{i}", p.name, p.arguments)
                 for i, p in sorted(parts.calls.items())
@@ -229,7 +238,9 @@ class Agent:
             round_usage = parts.usage
             if round_usage is None:
                 usage_known = False
+                self.observer.round_usage(*_estimate(parts, payload), estimated=True)
             else:
+                self.observer.round_usage(round_usage.prompt_tokens, round_usage.completion_tokens, estimated=False)
                 prompt_tokens += round_usage.prompt_tokens
                 completion_tokens += round_usage.completion_tokens
                 if round_usage.reasoning_tokens is not None:  # unknown (None) until a round reports it
@@ -293,6 +304,23 @@ class Agent:
             yield Usage(prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens)
         yield Finished(finish, tuple(turn._messages))
 
+    def _count_cut_round(self, parts: _RoundParts, payload: dict[str, Any], exc: BaseException) -> None:
+        if parts.usage is not None:
+            self.observer.round_usage(parts.usage.prompt_tokens, parts.usage.completion_tokens, estimated=False)
+        elif not isinstance(exc, GatewayError) or parts.started():
+            # a refusal before any output cost nothing; a cut after the call went out did
+            self.observer.round_usage(*_estimate(parts, payload), estimated=True)
+
+
+def _estimate(parts: _RoundParts, payload: dict[str, Any]) -> tuple[int, int]:
+    """A round's (prompt, completion) tokens when the upstream reported none: OpenAI's rule of
+    thumb of 4 characters a token, on the messages and tools sent and on what came back."""
+    sent = len(json_out.dumps(payload.get("messages", []))) + len(json_out.dumps(payload.get("tools", [])))
+    came = sum(map(len, parts.text)) + sum(map(len, parts.reasoning)) + sum(
+        len(call.arguments) + len(call.name or "") for call in parts.calls.values())
+    return -(-sent // CHARS_PER_TOKEN), -(-came // CHARS_PER_TOKEN)
+
+
 #: The deltas that start a reply's content (a stream's time to first token); Finish and usage do not
 _CONTENT = frozenset({Texts, Text, ToolCallPart, Reasoning})
 
@@ -330,6 +358,9 @@ class _RoundParts:
         elif type(delta) is TokenUsage:
             self.usage = delta
         return None
+
+    def started(self) -> bool:
+        return bool(self.text or self.reasoning or self.calls)
 
 
 class _observed:  # noqa: N801 - used like the context-manager function it replaces

@@ -1,10 +1,10 @@
 """What the agent tells an observer (metrics, traces) about its work, without knowing who listens.
 
-The agent calls `upstream_call()` before each model call, `tool_call()` before each tool call and
-`turn_finished()` once per turn; each call object gets `finish(outcome)` exactly once. The base
-classes here observe nothing and cost a method call, so an agent built without an observer (tests,
-`API_SERVER_METRICS=false` without tracing) pays next to nothing. gateway/observe/agent_calls.py has the
-one that feeds Prometheus and OpenTelemetry.
+The agent calls `upstream_call()` before each model call, `round_usage()` when its round ends,
+`tool_call()` before each tool call and `turn_finished()` once per turn; each call object gets
+`finish(outcome)` exactly once. The base classes here observe nothing and cost a method call, so an
+agent built without an observer (tests, `API_SERVER_METRICS=false` without tracing) pays next to
+nothing. gateway/observe/agent_calls.py has the one that feeds Prometheus and OpenTelemetry.
 
 Outcomes are a closed set (bounded metric labels): upstream `ok`, `timeout`, `rate_limited`,
 `rejected`, `error`, `cancelled`; tools `ok`, `failed` (a failure envelope), `timeout`, `error`,
@@ -58,6 +58,11 @@ class AgentObserver:
 
     def turn_finished(self, tool_rounds: int, prompt_tokens: int, completion_tokens: int) -> None:
         """A turn ended without an error, after `tool_rounds` rounds of tool calls."""
+
+    def round_usage(self, prompt_tokens: int, completion_tokens: int, *, estimated: bool) -> None:
+        """One model call's tokens, as soon as its round ends, however it ends (finished, cut by
+        the client leaving or a cancel, failed midway): what the upstream reported, or
+        (`estimated`) the agent's estimate when it reported nothing."""
 
 
 def upstream_outcome(exc: BaseException) -> str:

@@ -12,13 +12,16 @@ import signal
 import socket
 import sys
 from collections.abc import Callable, Coroutine, Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from gateway.cli.commands import help_line
 from gateway.common.redact import redact_url
 from gateway.config.settings import Settings, load_settings
 from gateway.errors import AgentGatewayError
 from gateway.store.api import SchemaVersionError
+
+if TYPE_CHECKING:  # the server's modules load only for `serve`
+    from gateway.keys.ring import KeyRing
 
 log = logging.getLogger("agent_gateway")
 
@@ -111,8 +114,6 @@ def run(args: argparse.Namespace) -> int:
 
     configure_logging(logging.INFO, JsonFormatter() if settings.log_format == "json" else None)
     warnings = []  # said once listening, so that a failure to start is one line alone
-    if not settings.api_key:
-        warnings.append("no API_SERVER_KEY set; anyone on this machine can use the gateway.")
     if "*" in settings.cors_origins:
         warnings.append("API_SERVER_CORS_ORIGINS=* lets any web page call the gateway from a visitor's browser; "
                         "list the exact origins instead.")
@@ -170,6 +171,16 @@ async def drain(app: Any, grace: float) -> None:
                     "incomplete)", len(background.running()))
 
 
+def _key_warnings(ring: KeyRing) -> list[str]:
+    if ring.keyless:
+        return ["no API_SERVER_KEY set and no key made with `agent-gateway keys create`; anyone on this machine "
+                "can use the gateway."]
+    if ring.unread:
+        return ["the API keys could not be read from the store yet; every request that needs a key is "
+                "refused (503) until they are."]
+    return []
+
+
 async def serve(settings: Settings, warnings: Sequence[str] = ()) -> None:
     from gateway.http import appkeys
     from gateway.http.app import create_app
@@ -193,7 +204,8 @@ async def serve(settings: Settings, warnings: Sequence[str] = ()) -> None:
         await app.cleanup()  # what started before the store (the upstream pool) closes cleanly
         raise
     try:
-        for warning in warnings:
+        # said after the start, which read the store's keys: whether it is open depends on them too
+        for warning in [*_key_warnings(app[appkeys.KEYRING]), *warnings]:
             say(settings, f"agent-gateway: warning: {warning}", level="WARNING")
         freeze_startup_objects()
         port = next(iter(runner.addresses))[1]

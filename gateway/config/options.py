@@ -302,6 +302,9 @@ OPTIONS: tuple[Option, ...] = (
     # operability (issue 21): metrics route and log line format
     Option("metrics_enabled", "API_SERVER_METRICS", "api_server.metrics", _parse_bool, True,
            "serve Prometheus metrics on GET /metrics (behind API_SERVER_KEY); false = no route (404)"),
+    Option("metrics_key", "API_SERVER_METRICS_KEY", "api_server.metrics_key", _parse_str, None,
+           "bearer key that scrapes /metrics with the per-key series (key names and their usage); any other "
+           "key gets the page without them", secret=True),
     Option("log_format", "API_SERVER_LOG_FORMAT", "api_server.log_format", _parse_str, "text",
            "server log lines: text, or json (one JSON object per line, for log shippers)",
            choices=("text", "json")),

@@ -64,6 +64,7 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8642
     api_key: str | None = None
+    metrics_key: str | None = None
     allowed_hosts: tuple[str, ...] = ()
     cors_origins: tuple[str, ...] = ()
     model_name: str = DEFAULT_MODEL_NAME

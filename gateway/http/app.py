@@ -166,7 +166,7 @@ async def _keyring_ctx(app: web.Application) -> AsyncIterator[None]:
 
 def _key_usage_counters(metrics_: Metrics, batch: dict[str, UsageDelta]) -> None:
     for name, delta in batch.items():
-        for kind in COUNTERS:
+        for kind in (*COUNTERS, "estimated_tokens"):
             if amount := getattr(delta, kind):
                 metrics_.key_used(name, kind, amount)
 

@@ -23,9 +23,9 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from gateway.errors import AuthenticationError, InsufficientQuotaError, RateLimitError
+from gateway.errors import AuthenticationError, InsufficientQuotaError, RateLimitError, ServiceUnavailableError
 from gateway.http import appkeys
-from gateway.keys.ring import CURRENT_CALLER, CURRENT_RATE, Caller, KeyRing
+from gateway.keys.ring import CURRENT_CALLER, CURRENT_RATE, REFRESH_SECONDS, Caller, KeyRing
 from gateway.store.keys import key_hash
 from gateway.store.owned import OwnedStore
 
@@ -42,11 +42,14 @@ def authenticate(ring: KeyRing, presented: str | None, open_path: bool) -> KeyRi
     if ring.keyless:
         caller = ring.default
     else:
-        if presented is None:
-            raise AuthenticationError(
-                "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.", code=None)
-        found = ring.find(presented)
+        found = None if presented is None else ring.find(presented)
         if found is None:
+            if ring.unread:  # keys fail closed: the key may be one of those not read yet
+                raise ServiceUnavailableError("The API keys cannot be read yet (the store is unavailable); "
+                                              "retry shortly.", retry_after=REFRESH_SECONDS)
+            if presented is None:
+                raise AuthenticationError(
+                    "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.", code=None)
             raise AuthenticationError("Incorrect API key provided.")
         caller = found
     CURRENT_CALLER.set(caller)
@@ -130,6 +133,24 @@ def owner_key(request: web.Request, presented: str | None) -> str:
     return f"owner:{owner}:" + ("anonymous" if presented is None else key_hash(presented))
 
 
+def quota_before_run(request: web.Request, size: int) -> None:
+    """A run that will store at least `size` bytes (its request's input) is refused before it
+    runs, not after (its model calls and searches paid for, then its record refused), when its
+    key's stored bytes would pass the key's quota (429 `insufficient_quota`)."""
+    caller = CURRENT_CALLER.get()
+    if caller is None or caller.max_stored_bytes is None:
+        return
+    used = request.app[appkeys.KEYRING].stored_bytes.get(caller.name, 0)
+    if used + size > caller.max_stored_bytes:
+        raise _over_quota(caller, used)
+
+
+def _over_quota(caller: Caller, used: int) -> InsufficientQuotaError:
+    return InsufficientQuotaError(
+        f"Key '{caller.name}' stores {used} bytes; storing this would pass its quota of {caller.max_stored_bytes} "
+        "bytes. Delete stored responses or conversations to make room, or send \"store\": false.", param=None)
+
+
 def store_of(request: web.Request) -> OwnedStore:
     """The request's view of the store: its caller's objects only."""
     return store_for(request.app, CURRENT_CALLER.get())
@@ -146,10 +167,7 @@ def store_for(app: web.Application, caller: Caller | None) -> OwnedStore:
         def room(size: int) -> None:
             used = ring.stored_bytes.get(caller.name, 0)
             if used + size > limit:
-                raise InsufficientQuotaError(
-                    f"Key '{caller.name}' stores {used} bytes; storing this would pass its quota of {limit} bytes. "
-                    "Delete stored responses or conversations to make room, or send \"store\": false.",
-                    param=None)
+                raise _over_quota(caller, used)
             ring.stored_bytes[caller.name] = used + size  # until the next refresh counts it exactly
 
     return OwnedStore(app[appkeys.STORE], caller.owner, room)

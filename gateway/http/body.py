@@ -15,6 +15,7 @@ from aiohttp import web
 from gateway.common import json_in
 from gateway.errors import InvalidRequestError, RequestTimeoutError, UndecodableBodyError, UnsupportedMediaTypeError
 from gateway.http import appkeys
+from gateway.http.lifecycle import OVER_SLOT_BODY_SECONDS, OVER_SLOTS, too_many_runs
 
 
 async def read_body(request: web.Request) -> bytes:
@@ -61,10 +62,15 @@ async def read_json_object(request: web.Request) -> dict[str, Any]:
 async def _read_within_timeout(request: web.Request) -> bytes:
     """The rest of a body whose bytes are still arriving."""
     timeout = request.app[appkeys.SETTINGS].body_timeout
+    over_slots = request.get(OVER_SLOTS, False)  # read past the run slots: one of the few such places
+    if over_slots:
+        timeout = min(timeout, OVER_SLOT_BODY_SECONDS)
     try:
         async with asyncio.timeout(timeout):
             return await request.read()
     except TimeoutError as exc:
+        if over_slots:
+            raise too_many_runs(request.app[appkeys.LIMITER].limit) from exc
         # No force-close here: closing with unread bytes makes the kernel send a reset that can
         # destroy the 408 before a slow but honest client reads it. aiohttp drains the rest for at
         # most its lingering time (10 s) and then closes, so the connection stays bounded.

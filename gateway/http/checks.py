@@ -29,6 +29,7 @@ from gateway.observe.log_limits import printable
 log = logging.getLogger("agent_gateway")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+METRICS_PATH = "/metrics"
 OPEN_PATHS = frozenset({"/health", "/v1/health", "/health/ready", "/openapi.json"})
 SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
 
@@ -100,7 +101,8 @@ def admit(request: web.Request, app: web.Application) -> Lifecycle:
         raise ServiceUnavailableError("the gateway is shutting down; retry shortly", retry_after=1)
     settings = app[appkeys.SETTINGS]
     check_body_size(request, settings.max_body_bytes)
-    open_path = request.path in OPEN_PATHS or request.method == "OPTIONS"
+    open_path = request.path in OPEN_PATHS or request.method == "OPTIONS" or (
+        request.path == METRICS_PATH and is_metrics_scrape(request, settings))  # its own key, not a caller
     ring = app[appkeys.KEYRING]
     # a keyless gateway reads no key: the Authorization header is parsed only when keys exist
     authenticate(ring, None if ring.keyless else presented_key(request), open_path)  # 401/429: http/auth.py
@@ -124,6 +126,14 @@ def presented_key(request: web.Request) -> str | None:
     if scheme.lower() == "bearer" and token.strip():
         return token.strip()
     return None
+
+
+def is_metrics_scrape(request: web.Request, settings: Settings) -> bool:
+    """The request presents API_SERVER_METRICS_KEY: the operator's scraper, which sees the per-key series."""
+    expected = settings.metrics_key
+    presented = presented_key(request) if expected else None
+    return expected is not None and presented is not None and hmac.compare_digest(
+        presented.encode("utf-8", "surrogateescape"), expected.encode())
 
 
 def check_key(request: web.Request, expected: str | None) -> None:

@@ -21,6 +21,10 @@ OVER_SLOTS = web.RequestKey("over_slots", bool)
 #: memory bound stays OVER_SLOT_READERS * QUEUE_BODY_BYTES, never a full body per waiting client.
 QUEUE_BODY_BYTES = 1_000_000
 OVER_SLOT_READERS = 4
+#: ... and each such body must arrive within this many seconds (not API_SERVER_BODY_TIMEOUT), or
+#: get the 429 it would have had: OVER_SLOT_READERS slow bodies would otherwise hold every place,
+#: closing the queue to everyone else, for the whole body timeout.
+OVER_SLOT_BODY_SECONDS = 2.0
 
 
 def too_many_runs(limit: int) -> RateLimitError:

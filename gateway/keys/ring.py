@@ -8,6 +8,10 @@ transaction (so replicas add up and no request waits on a usage write), and read
 bytes (what the stored-bytes quota is checked against). An expired key is refused at once: its
 expiry is checked on each lookup. A refresh that fails keeps the ring it had and tries again.
 
+Keys fail closed: with a store to read keys from, the gateway is keyless only once a read found no
+key ever made. Until the first read succeeds (the database down at start), the ring is `unread`
+and every authenticated route answers 503 (http/auth.py), never open.
+
 Limits that need an answer per request (rpm, concurrent runs) are counted here, per replica.
 """
 
@@ -70,6 +74,7 @@ class KeyRing:
         self._api_key_hash = key_hash(api_key) if api_key else None
         self._by_hash: dict[str, Caller] = {}
         self._keys_made = False
+        self._read = store is None  # the store's keys were read once (nothing to read without a store)
         self._quotas = False  # a live key has a stored-bytes quota
         self._refreshes = 0
         if self._api_key_hash is not None:
@@ -81,13 +86,21 @@ class KeyRing:
         self.on_refresh: Callable[[], None] | None = None  # after each refresh (the metrics' gauge)
         #: with each batch of usage, before it is written (the metrics' per-key counters)
         self.on_counted: Callable[[dict[str, UsageDelta]], None] | None = None
+        #: with the owner of each key run that ends (the queue's cue: that key's queued runs may start)
+        self.on_run_left: Callable[[str], None] | None = None
 
     @property
     def keyless(self) -> bool:
-        """No API_SERVER_KEY and no key ever made in the store: today's loopback-only rules, every
-        object `default`'s. Once a key was made, keys are required even when all are revoked or
-        expired (revoking the last key must not open the gateway)."""
-        return not self._by_hash and not self._keys_made
+        """No API_SERVER_KEY and no key ever made in the store (as read): today's loopback-only rules,
+        every object `default`'s. Once a key was made, keys are required even when all are revoked or
+        expired (revoking the last key must not open the gateway); a store never read is not keyless."""
+        return not self._by_hash and not self._keys_made and self._read
+
+    @property
+    def unread(self) -> bool:
+        """The store's keys were never read (it was down from the start): a key not found may be one
+        of them, so it is a 503 rather than a 401, and no request is served as `default` without one."""
+        return not self._read
 
     def find(self, presented: str) -> Caller | None:
         caller = self._by_hash.get(key_hash(presented))
@@ -126,8 +139,32 @@ class KeyRing:
         counters.running += 1
         return True
 
+    def take_run(self, caller: Caller) -> None:
+        """A run counted whatever the limit (a claimed queued run whose slot a request took while
+        the claim was on its way: it runs, and the key's next runs wait for both)."""
+        self._counters.setdefault(caller.name, _Counters()).running += 1
+
     def leave_run(self, caller: Caller) -> None:
-        self._counters[caller.name].running -= 1
+        counters = self._counters[caller.name]
+        counters.running = max(0, counters.running - 1)
+        if self.on_run_left is not None:
+            self.on_run_left(caller.owner)
+
+    def full_owners(self) -> list[str]:
+        """The owners of the keys with no free run slot on this replica: their queued runs stay queued."""
+        full = []
+        for caller in self._by_hash.values():
+            limit = caller.max_concurrent
+            if limit is not None:
+                counters = self._counters.get(caller.name)
+                if counters is not None and counters.running >= limit:
+                    full.append(caller.owner)
+        return full
+
+    def queue_share(self, max_queued: int) -> int:
+        """How many of the queue's `max_queued` places one key may hold: an equal share among the
+        live keys (at least 1), so that one key cannot fill the queue for the others."""
+        return max(1, max_queued // max(1, len(self._by_hash)))
 
     def usage_of(self, name: str) -> UsageDelta:
         delta = self.pending.get(name)
@@ -148,6 +185,7 @@ class KeyRing:
         self._by_hash = by_hash  # swapped whole: a request sees the old ring or the new one
         self._keys_made = self._keys_made or bool(keys)
         self._quotas = any(caller.max_stored_bytes is not None for caller in by_hash.values())
+        self._read = True
 
     async def refresh(self) -> None:
         if self.store is None:

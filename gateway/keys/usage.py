@@ -3,6 +3,9 @@
 Wraps the gateway's observer (metrics, tracing): each figure goes into the key ring's pending
 usage, written to the store in batches (keys/ring.py) and, with metrics on, added to
 `agent_gateway_key_usage_total{key,kind}` with each batch (at most 2 s late; no counter per call).
+Tokens are counted per model call as its round ends, however it ends; a round the upstream reported
+no usage for (cut before its usage chunk, or a server that sends none) is estimated, and the
+estimate is also counted apart (kind `estimated_tokens`, in the metrics only).
 The key is the one of the request whose task runs the agent (`keyring.CURRENT_CALLER`, copied into
 a stream's producer task with the context).
 """
@@ -40,12 +43,19 @@ class KeyUsageObserver(AgentObserver):
             self._count(kind, 1)
         return self.inner.tool_call(tool)
 
-    def turn_finished(self, tool_rounds: int, prompt_tokens: int, completion_tokens: int) -> None:
+    def round_usage(self, prompt_tokens: int, completion_tokens: int, *, estimated: bool) -> None:
+        """Counted per round as it ends, not per turn: a client that leaves, or cancels, before the
+        turn's last usage chunk still pays for the rounds it used."""
         caller = CURRENT_CALLER.get()
         if caller is not None and (prompt_tokens > 0 or completion_tokens > 0):  # both counts, one lookup
             delta = self.ring.usage_of(caller.name)
-            if prompt_tokens > 0:
-                delta.input_tokens += min(prompt_tokens, MAX_PER_CALL)
-            if completion_tokens > 0:
-                delta.output_tokens += min(completion_tokens, MAX_PER_CALL)
-        self.inner.turn_finished(tool_rounds, prompt_tokens, completion_tokens)
+            prompt_tokens, completion_tokens = min(max(prompt_tokens, 0), MAX_PER_CALL), \
+                min(max(completion_tokens, 0), MAX_PER_CALL)
+            delta.input_tokens += prompt_tokens
+            delta.output_tokens += completion_tokens
+            if estimated:  # in the totals too; this says how much of them is an estimate
+                delta.estimated_tokens += prompt_tokens + completion_tokens
+        self.inner.round_usage(prompt_tokens, completion_tokens, estimated=estimated)
+
+    def turn_finished(self, tool_rounds: int, prompt_tokens: int, completion_tokens: int) -> None:
+        self.inner.turn_finished(tool_rounds, prompt_tokens, completion_tokens)  # the key's tokens: per round

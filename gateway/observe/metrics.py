@@ -45,10 +45,20 @@ Collected = LoopCounter | LoopHistogram | LoopGauge
 C = TypeVar("C", LoopCounter, LoopHistogram, LoopGauge)
 
 
+def _registry_of(collected: list[Collected]) -> CollectorRegistry:
+    from prometheus_client.registry import CollectorRegistry
+
+    registry = CollectorRegistry(auto_describe=True)
+    for one in collected:
+        registry.register(one)  # type: ignore[arg-type]  # a collector by its methods
+    return registry
+
+
 class Metrics:
     def __init__(self) -> None:
         self._collected: list[Collected] = []
         self._registry: CollectorRegistry | None = None
+        self._public_registry: CollectorRegistry | None = None
         self.requests = self._add(LoopCounter(f"{PREFIX}_requests",
                                               "HTTP requests by route template, method and status",
                                               ("route", "method", "status")))
@@ -101,7 +111,8 @@ class Metrics:
         # key names are the operator's (agent-gateway keys create): a bounded label set
         self.key_usage = self._add(LoopCounter(f"{PREFIX}_key_usage", "Usage this replica counted per API key name, "
                                                "by kind (input_tokens, output_tokens, model_calls, web_searches, "
-                                               "web_extracts)", ("key", "kind")))
+                                               "web_extracts; estimated_tokens: the part of the tokens that "
+                                               "is an estimate)", ("key", "kind")))
         self.key_stored_bytes = self._add(LoopGauge(f"{PREFIX}_key_stored_bytes", "Bytes each API key's stored "
                                                     "objects take (the whole store, as of the last key refresh)",
                                                     ("key",)))
@@ -115,20 +126,24 @@ class Metrics:
         """prometheus_client's registry of these metrics, made (and the library imported) at the
         first scrape: one per app, since the library's default registry is process-global."""
         if self._registry is None:
-            from prometheus_client.registry import CollectorRegistry
-
-            registry = CollectorRegistry(auto_describe=True)
-            for collected in self._collected:
-                registry.register(collected)  # type: ignore[arg-type]  # a collector by its methods
-            self._registry = registry
+            self._registry = _registry_of(self._collected)
         return self._registry
+
+    @property
+    def public_registry(self) -> CollectorRegistry:
+        """The metrics without the per-key series: key names and each key's consumption are the
+        operator's to see (API_SERVER_METRICS_KEY), not every key holder's."""
+        if self._public_registry is None:
+            per_key = (self.key_usage, self.key_stored_bytes)
+            self._public_registry = _registry_of([c for c in self._collected if c not in per_key])
+        return self._public_registry
 
     def key_used(self, key: str, kind: str, amount: int) -> None:
         self.key_usage.inc((key, kind), amount)
 
     def gauge(self, name: str, documentation: str, read: Callable[[], float]) -> None:
         """A gauge read only when scraped, from a count something else already keeps."""
-        if self._registry is not None:
+        if self._registry is not None or self._public_registry is not None:
             raise RuntimeError("metrics are added before the first scrape")
         self._add(LoopGauge(f"{PREFIX}_{name}", documentation, read=read))
 

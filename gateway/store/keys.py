@@ -83,6 +83,9 @@ class UsageDelta:
     web_searches: int = 0
     web_extracts: int = 0
     last_used_at: int = 0
+    #: how much of the tokens above is the agent's estimate (rounds the upstream reported no usage
+    #: for); not a stored column (COUNTERS): the metrics show it
+    estimated_tokens: int = 0
 
     def add(self, other: UsageDelta) -> None:
         for f in fields(self):

@@ -40,6 +40,7 @@ The contract (tests/store/test_runs_contract.py runs it against both backends):
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gateway.errors import AgentGatewayError, RateLimitError
@@ -56,6 +57,15 @@ class QueueFullError(RateLimitError):
     def of(cls, queued: int) -> QueueFullError:
         return cls(f"{queued} background responses are queued already, the most this gateway holds; "
                    "retry later.", retry_after=2)
+
+
+class OwnerQueueFullError(QueueFullError):
+    """`max_per_owner` background runs of this owner are waiting already: its share of the queue."""
+
+    @classmethod
+    def of_owner(cls, queued: int) -> OwnerQueueFullError:
+        return cls(f"{queued} background responses of this key are queued already, its share of the queue; "
+                   "retry when one has started.", retry_after=2)
 
 
 class LostRunError(AgentGatewayError):
@@ -94,13 +104,15 @@ class RunStore(ABC):
         """A run that starts now on `replica` (a slot was free): stored `in_progress`, leased."""
 
     @abstractmethod
-    async def enqueue(self, response_id: str, owner: str, request: bytes, *, max_queued: int) -> None:
+    async def enqueue(self, response_id: str, owner: str, request: bytes, *, max_queued: int,
+                      max_per_owner: int | None = None) -> None:
         """A run that waits for a slot: stored `queued` with its request; QueueFullError if
-        `max_queued` are queued already."""
+        `max_queued` are queued already, or `max_per_owner` of `owner`'s (its share of the queue)."""
 
     @abstractmethod
-    async def claim(self, *, replica: str, lease_seconds: float) -> Run | None:
-        """The oldest queued run, now `in_progress` on `replica`; None if none is queued."""
+    async def claim(self, *, replica: str, lease_seconds: float, skip_owners: Sequence[str] = ()) -> Run | None:
+        """The oldest queued run of an owner not in `skip_owners` (those with no free run slot on
+        `replica`: their runs stay queued), now `in_progress` on `replica`; None if none is queued."""
 
     @abstractmethod
     async def renew(self, replica: str, response_ids: list[str], *, lease_seconds: float) -> dict[str, bool]:

@@ -9,7 +9,9 @@ Routes that share a base URL and key share one `UpstreamClient` (one connection 
 (`auto`) asks the default upstream's `/models` at start, every `REFRESH_SECONDS` after, and when a
 request names an id not known yet (at most once per `MISS_REFRESH_SECONDS` once a look got a list;
 concurrent requests share one look); an upstream that is down at start only means an empty list
-until it answers.
+until it answers. A look that fails is not retried by the next request at once: the looks of a
+failing upstream back off (`MISS_BACKOFF_SECONDS`, doubled per failure up to `MAX_MISS_BACKOFF`), so
+a burst of unknown ids while it errors costs it a few `/models` calls, not one each.
 
 Fallbacks: a turn tries its route, then the route's fallback chain, moving on only when the
 upstream could not be reached, answered 5xx or 429 (or timed out) before the first byte of its
@@ -40,6 +42,8 @@ log = logging.getLogger("agent_gateway.routes")
 
 REFRESH_SECONDS = 60.0
 MISS_REFRESH_SECONDS = 5.0
+MISS_BACKOFF_SECONDS = 1.0
+MAX_MISS_BACKOFF = 60.0
 PROBE_SECONDS = 3.0  # how long start-up waits for the upstreams' model lists
 COOLDOWN_SECONDS = 30.0  # a route that failed before its first byte is skipped this long
 MAX_RETRY_AFTER = 300.0
@@ -141,7 +145,8 @@ class RouteTable:
         self.routes: dict[str, Route] = {}
         self._labels: set[str] = set()
         self._refreshing: asyncio.Future[None] | None = None
-        self._last_refresh = -MISS_REFRESH_SECONDS
+        self._next_look = 0.0  # monotonic time before which a request's miss does not look again
+        self._failed_looks = 0
         self._task: asyncio.Task[None] | None = None
         specs = settings.llm_models.routes if settings.llm_models else ()
         for spec in specs:
@@ -259,10 +264,24 @@ class RouteTable:
 
     async def _refresh(self) -> None:
         state = self.upstreams[self._default_client]
-        await self._list(state)
-        if state.answered:  # the rate limit counts looks that got a list: a down upstream costs little
-            self._last_refresh = time.monotonic()
+        try:
+            await self._list(state)
+        finally:  # a look cut by its timeout counts as failed
+            if state.answered and state.error is None:
+                self._failed_looks = 0
+                self._next_look = time.monotonic() + MISS_REFRESH_SECONDS
+            else:
+                backoff = min(MISS_BACKOFF_SECONDS * 2 ** min(self._failed_looks, 16), MAX_MISS_BACKOFF)
+                self._failed_looks += 1
+                self._next_look = time.monotonic() + backoff
         self._learn()
+
+    async def _look(self) -> None:
+        """A request's look at the list: shared with any look under way, none while backing off."""
+        if (self._refreshing is not None and not self._refreshing.done()) or time.monotonic() >= self._next_look:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(PROBE_SECONDS):
+                    await self.refresh()
 
     async def _refresh_forever(self) -> None:
         while True:
@@ -289,18 +308,13 @@ class RouteTable:
         route = self.resolve(model)
         if route is not None or not self.discover:
             return route
-        if time.monotonic() - self._last_refresh >= MISS_REFRESH_SECONDS:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(PROBE_SECONDS):
-                    await self.refresh()
+        await self._look()
         return self.resolve(model)
 
     async def listing_now(self, created: int) -> list[dict[str, Any]]:
         """`listing`, after one look at the upstream's list if discovery has none yet (it was down)."""
         if self.discover and not self.upstreams[self._default_client].answered:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(PROBE_SECONDS):
-                    await self.refresh()
+            await self._look()
         return self.listing(created)
 
     def listing(self, created: int) -> list[dict[str, Any]]:

@@ -34,7 +34,25 @@ async def test_loopback_without_key_warns_but_runs(tmp_path, upstream):
     gateway = await start_gateway(env=gateway_env(tmp_path, {"LLM_BASE_URL": upstream.base_url}))
     await gateway.stop()
     assert gateway.proc.stderr is not None
-    assert "API_SERVER_KEY" in (await gateway.proc.stderr.read()).decode()
+    said = (await gateway.proc.stderr.read()).decode()
+    assert "API_SERVER_KEY" in said and "anyone on this machine" in said
+
+
+async def test_with_store_keys_serve_does_not_say_anyone_can_use_the_gateway(tmp_path, upstream):
+    """Issue 42: the warning said "anyone on this machine can use the gateway" while the keys
+    made with `keys create` were enforced."""
+    env = gateway_env(tmp_path, {"LLM_BASE_URL": upstream.base_url})
+    code, _, err = await run_cli("keys", "create", "alice", env=env)
+    assert code == 0, err
+    gateway = await start_gateway(env=env)
+    try:
+        async with aiohttp.ClientSession() as session:
+            async with session.get(gateway.base_url + "/v1/models") as resp:
+                assert resp.status == 401  # enforced indeed
+    finally:
+        await gateway.stop()
+    assert gateway.proc.stderr is not None
+    assert "anyone on this machine" not in (await gateway.proc.stderr.read()).decode()
 
 
 async def test_non_loopback_bind_without_key_is_refused(tmp_path):

@@ -73,6 +73,7 @@ class FakeUpstream:
         #: more fields of a model's `/models` entry, by id (vLLM's max_model_len, llama.cpp's meta ...)
         self.model_fields: dict[str, dict[str, Any]] = {}
         self.model_list_headers: list[dict[str, str]] = []  # one per GET /v1/models
+        self.models_status = 200  # another status: GET /v1/models answers it with an error body
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.disconnects = 0
@@ -97,6 +98,9 @@ class FakeUpstream:
 
     async def _models(self, request: web.Request) -> web.Response:
         self.model_list_headers.append(dict(request.headers))
+        if self.models_status != 200:
+            return web.json_response({"error": {"message": "model list unavailable", "type": "server_error"}},
+                                     status=self.models_status)
         return web.json_response({"object": "list", "data": [
             {"id": m, "object": "model", "created": 0, "owned_by": "fake", **self.model_fields.get(m, {})}
             for m in self.models]})

@@ -4,6 +4,7 @@ hands the turn to its fallback."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import socket
@@ -277,6 +278,30 @@ async def test_auto_lists_what_the_upstream_lists_and_picks_up_a_model_added_lat
     # an id the upstream does not list either: 404, nothing sent
     assert (await _ask(client, "chat", "ghost", False))[0] == 404
     assert len(upstream.requests) == 1
+
+
+async def test_a_burst_of_unknown_ids_on_an_erroring_upstream_makes_a_few_model_list_calls(
+        aiohttp_client, make_settings, upstream):
+    """Issue 42 (item 10): discovery backs off while the upstream errors, instead of one `/models`
+    call per unknown id; the first look after the errors end finds the new id."""
+    client = await aiohttp_client(create_app(make_settings(llm_models=models("auto")), tools=[]))
+    upstream.models_status = 500
+    started = len(upstream.model_list_headers)
+    for index in range(60):
+        status, body = await _ask(client, "chat", f"unknown-{index}", False)
+        assert status == 404, body
+    for _ in range(20):
+        assert (await client.get("/v1/models")).status == 200
+    assert len(upstream.model_list_headers) - started <= 3, len(upstream.model_list_headers) - started
+    assert upstream.requests == []
+    upstream.models_status = 200
+    upstream.models.append("back-model")
+    for _ in range(100):  # the back-off after a few failed looks is a few seconds
+        status, reply = await _ask(client, "chat", "back-model", False)
+        if status == 200:
+            break
+        await asyncio.sleep(0.1)
+    assert status == 200 and reply[0] == "back-model"
 
 
 async def test_without_models_the_model_a_client_sends_stays_cosmetic(client, upstream):

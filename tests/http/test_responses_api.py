@@ -254,14 +254,29 @@ async def test_a_broken_store_is_503_for_responses_while_chat_still_works(
     make_client: Any, settings: Any, upstream: Any
 ) -> None:
     settings.db_path.write_bytes(b"not a database" * 100)
-    client = await make_client(tools=[])
-    resp = await client.post("/v1/responses", json={"input": "x"})
+    auth = {"Authorization": "Bearer broken-store-key"}
+    client = await make_client(tools=[], api_key="broken-store-key")
+    resp = await client.post("/v1/responses", json={"input": "x"}, headers=auth)
     assert resp.status == 503
     body = await resp.json()
     assert_error_envelope(body)
     assert body["error"]["message"] == "The response store is unavailable; retry shortly."
-    chat = await client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]})
+    chat = await client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]},
+                             headers=auth)
     assert chat.status == 200
+
+
+async def test_a_broken_store_without_api_server_key_is_503_not_open(
+    make_client: Any, settings: Any, upstream: Any
+) -> None:
+    """Issue 42 (keys fail closed): the store may hold keys that cannot be read, so a gateway
+    without API_SERVER_KEY serves nobody keyless while it cannot read them."""
+    settings.db_path.write_bytes(b"not a database" * 100)
+    client = await make_client(tools=[])
+    chat = await client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]})
+    assert chat.status == 503
+    assert_error_envelope(await chat.json())
+    assert upstream.requests == []
 
 
 async def test_responses_share_the_chat_concurrency_limit(make_client: Any, upstream: Any) -> None:

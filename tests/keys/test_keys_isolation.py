@@ -25,6 +25,10 @@ async def make_key(home: Path, name: str, *options: str, env: dict[str, str] | N
     return key
 
 
+#: API_SERVER_METRICS_KEY of the `keyed` gateway: the scraper that sees the per-key series
+METRICS_KEY = "metrics-scraper-key-for-tests"
+
+
 def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
@@ -32,7 +36,7 @@ def bearer(key: str) -> dict[str, str]:
 @pytest.fixture
 async def keyed(tmp_path: Path, make_client: Callable[..., Any]) -> tuple[Any, str, str]:
     alice, bob = await make_key(tmp_path, "alice"), await make_key(tmp_path, "bob")
-    client = await make_client(metrics_enabled=True)
+    client = await make_client(metrics_enabled=True, metrics_key=METRICS_KEY)
     return client, alice, bob
 
 
@@ -159,6 +163,7 @@ async def test_rpm_limit_with_openai_headers(tmp_path: Path, make_client: Callab
             if reply.status == 429:
                 error = (await reply.json())["error"]
                 assert error["code"] == "rate_limit_exceeded" and "limited" in error["message"]
+                assert error["type"] == "requests", error  # as OpenAI's 429 (issue 42)
                 assert int(reply.headers["Retry-After"]) >= 1
     assert seen == [(200, "2", "1"), (200, "2", "0"), (429, "2", "0")]
     async with client.get("/v1/models", headers=bearer(free)) as reply:
@@ -211,6 +216,21 @@ async def test_stored_bytes_quota_refuses_a_store_and_serves_a_delete(
     assert reply.status == 200
 
 
+async def test_a_key_past_its_stored_bytes_quota_is_refused_before_its_run_not_after(
+        tmp_path: Path, make_client: Callable[..., Any], upstream: FakeUpstream) -> None:
+    """Issue 42: the quota was checked when the record was stored, after the model had been paid for."""
+    small = await make_key(tmp_path, "small", "--max-stored-mb", "1")
+    client = await make_client(llm_context_window=10**7)
+    big = "x" * 400_000
+    async with client.post("/v1/responses", json={"model": "m", "input": big}, headers=bearer(small)) as reply:
+        assert reply.status == 200, await reply.text()
+    sent = len(upstream.requests)
+    async with client.post("/v1/responses", json={"model": "m", "input": big}, headers=bearer(small)) as reply:
+        assert reply.status == 429
+        assert (await reply.json())["error"]["code"] == "insufficient_quota"
+    assert len(upstream.requests) == sent  # refused before any model call
+
+
 async def test_usage_per_key_in_the_store_the_metrics_and_the_access_log(
         keyed: tuple[Any, str, str], upstream: FakeUpstream, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     client, alice, bob = keyed
@@ -225,7 +245,7 @@ async def test_usage_per_key_in_the_store_the_metrics_and_the_access_log(
     assert any("key=alice" in line for line in lines), lines
     assert not any(alice in line or bob in line for line in lines)
     for _ in range(100):  # the per-key counters are added with each usage batch (every 2 s)
-        async with client.get("/metrics", headers=bearer(bob)) as reply:
+        async with client.get("/metrics", headers=bearer(METRICS_KEY)) as reply:
             scraped = await reply.text()
         if 'key="alice",kind="model_calls"' in scraped:
             break
@@ -234,6 +254,16 @@ async def test_usage_per_key_in_the_store_the_metrics_and_the_access_log(
     assert f'agent_gateway_key_usage_total{{key="alice",kind="input_tokens"}} {2.0 * usage["prompt_tokens"]}' \
         in scraped
     assert 'key="bob",kind="model_calls"' not in scraped
+    # issue 42 (item 12): a key holder sees the page without any key's name or consumption
+    async with client.get("/metrics", headers=bearer(bob)) as reply:
+        assert reply.status == 200
+        seen_by_bob = await reply.text()
+    assert "agent_gateway_requests_total" in seen_by_bob
+    assert "agent_gateway_key_usage" not in seen_by_bob and "key_stored_bytes" not in seen_by_bob
+    assert "alice" not in seen_by_bob
+    # the metrics key is good for /metrics only
+    async with client.get("/v1/models", headers=bearer(METRICS_KEY)) as reply:
+        assert reply.status == 401
     for _ in range(100):  # written by the ring's next refresh (every 2 s), read by the real CLI
         code, out, err = await run_cli("keys", "usage", "alice", env=gateway_env(tmp_path))
         assert code == 0, err

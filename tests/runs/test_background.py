@@ -82,6 +82,21 @@ async def test_cancel_stops_a_slow_turn_and_abandons_the_upstream_call(sdk: Any,
     assert again.status == "cancelled" and again.output == cancelled.output
 
 
+async def test_delete_stops_a_running_background_response_and_it_stays_deleted(
+        sdk: Any, upstream: FakeUpstream) -> None:
+    """Issue 42 (item 8): it ran on and came back `completed` after the DELETE."""
+    upstream.queue(Reply(text="a slow answer", chunk_size=2, chunk_delay=0.05))
+    created = await sdk.responses.create(model="m", input="slow", background=True)
+    while not upstream.requests:
+        await asyncio.sleep(0.01)
+    deleted = await sdk.responses.delete(created.id)
+    assert deleted is None  # openai-python's delete returns nothing on a 200
+    await _upstream_gone(upstream)
+    await asyncio.sleep(1.0)  # longer than the reply would have taken
+    with pytest.raises(openai.NotFoundError):
+        await sdk.responses.retrieve(created.id)
+
+
 async def test_cancel_of_a_finished_response_returns_it_unchanged(sdk: Any, upstream: FakeUpstream) -> None:
     upstream.queue(text("quick"))
     created = await sdk.responses.create(model="m", input="x", background=True)
@@ -144,6 +159,8 @@ async def test_stream_resume_refuses_bad_input(gateway: Any, sdk: Any, upstream:
     plain = await sdk.responses.create(model="m", input="x")
     cases = [(created.id, "abc", "starting_after"), (created.id, "9999", "starting_after"),
              (plain.id, "0", "stream")]
+    # int() reads these as numbers; a sequence number is ASCII digits only (issue 42)
+    cases += [(created.id, after, "starting_after") for after in ("1_0", "+3", "\u0661", " 1", "1 ", "-0")]
     for response_id, after, param in cases:
         async with gateway.get(f"/v1/responses/{response_id}", params={"stream": "true", "starting_after": after},
                                headers=AUTH) as reply:

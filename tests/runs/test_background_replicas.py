@@ -129,6 +129,26 @@ async def test_a_cancel_on_b_stops_the_run_on_a(replicas: list[ServerProcess], u
     assert (await _get(http, a, created["id"]))["status"] == "cancelled"
 
 
+async def test_a_delete_on_b_stops_the_run_on_a_and_it_stays_deleted(
+        replicas: list[ServerProcess], upstream: FakeUpstream, http: aiohttp.ClientSession) -> None:
+    """Issue 42 (item 8): DELETE of a running background response cancels it first, on the replica
+    that runs it; it does not come back `completed` (nor at all) afterwards."""
+    a, b = replicas
+    upstream.queue(Reply(text="never finished", endless=True, chunk_delay=0.05))
+    created = await _create(http, a)
+    await _upstream_called(upstream, 1)
+    async with http.delete(f"{b.base_url}/v1/responses/{created['id']}", headers=AUTH) as reply:
+        assert reply.status == 200, await reply.text()
+        assert (await reply.json())["deleted"] is True
+    async with asyncio.timeout(10):
+        while not upstream.disconnects:  # A abandoned its upstream call
+            await asyncio.sleep(0.02)
+    await asyncio.sleep(1.0)  # anything A would still write has landed by now
+    for gateway in (a, b):
+        async with http.get(f"{gateway.base_url}/v1/responses/{created['id']}", headers=AUTH) as reply:
+            assert reply.status == 404, await reply.text()
+
+
 async def test_a_queued_run_is_taken_by_the_replica_with_a_free_slot(
         replicas: list[ServerProcess], upstream: FakeUpstream, http: aiohttp.ClientSession) -> None:
     a, b = replicas

@@ -13,7 +13,7 @@ import pytest
 from gateway.store.api import ResponseStore, StoreUnavailableError
 from gateway.store.observed import ObservedStore
 from gateway.store.owned import OwnedStore
-from gateway.store.runs import TERMINAL, LostRunError, QueueFullError, Run
+from gateway.store.runs import TERMINAL, LostRunError, OwnerQueueFullError, QueueFullError, Run
 from tests.store.records import MakeStore, record
 
 LEASE = 60.0  # a lease that does not run out during a test
@@ -142,6 +142,25 @@ async def test_the_queue_holds_max_queued_runs_then_is_a_429_saying_how_many(sto
     assert claimed is not None and claimed.response_id == "resp_0"  # the oldest first
     await runs.enqueue("resp_3", "/alice", b"request 3", max_queued=3)
     assert await runs.get("resp_3") == Run("resp_3", "/alice", "queued", "", False, b"request 3", -1)
+
+
+async def test_an_owner_holds_at_most_its_share_and_a_claim_skips_the_owners_it_is_told(
+        two: tuple[ResponseStore, ResponseStore]) -> None:
+    """Issue 42 (item 6): `max_per_owner` bounds one owner's queued runs (the others still queue),
+    and `skip_owners` leaves those owners' runs queued while later runs of others are claimed."""
+    a, b = two
+    for i in range(2):
+        await a.runs.enqueue(f"resp_a{i}", "/alice", b"", max_queued=10, max_per_owner=2)
+    with pytest.raises(OwnerQueueFullError) as full:
+        await b.runs.enqueue("resp_a2", "/alice", b"", max_queued=10, max_per_owner=2)
+    assert full.value.status == 429 and "share" in full.value.message
+    await b.runs.enqueue("resp_b0", "/bob", b"", max_queued=10, max_per_owner=2)
+    claimed = await b.runs.claim(replica="rb", lease_seconds=LEASE, skip_owners=["/alice"])
+    assert claimed is not None and claimed.response_id == "resp_b0"
+    assert await a.runs.claim(replica="ra", lease_seconds=LEASE, skip_owners=["/alice", "/bob"]) is None
+    assert (await a.runs.get("resp_a0")) is not None and (await a.runs.get("resp_a0")).status == "queued"
+    claimed = await a.runs.claim(replica="ra", lease_seconds=LEASE)
+    assert claimed is not None and claimed.response_id == "resp_a0"
 
 
 async def test_claims_take_the_oldest_first_each_run_once_across_replicas(

@@ -16,7 +16,7 @@ from gateway.agent.events import AgentEvent
 from gateway.common import json_out
 from gateway.errors import GatewayError, InvalidRequestError, NotFoundError, echo
 from gateway.http import appkeys
-from gateway.http.auth import store_of
+from gateway.http.auth import quota_before_run, store_of
 from gateway.http.body import read_json_object
 from gateway.http.checks import continue_if_a_run_slot_is_free
 from gateway.http.lifecycle import OVER_SLOTS, too_many_runs
@@ -50,6 +50,8 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     body = await read_json_object(request)
     sealer = request.app[appkeys.REASONING_SEALER]
     parsed = parse_responses_request(body, sealer.open)
+    if parsed.store:  # a key past its stored-bytes quota is refused before its run, not after
+        quota_before_run(request, request.content_length or 0)
     if request.get(OVER_SLOTS):  # admitted past the run slots only to see whether it may queue
         if not parsed.background:
             raise too_many_runs(request.app[appkeys.LIMITER].limit)
@@ -150,7 +152,11 @@ async def cancel_response(request: web.Request) -> web.Response:
 @routes.delete("/v1/responses/{response_id}")
 async def delete_response(request: web.Request) -> web.Response:
     response_id = _response_id(request)
-    if not await store_of(request).delete(response_id):
+    store = store_of(request)
+    record = await store.get(response_id, touch=False)
+    if record is not None:  # a running background response is stopped first: deleted, it stays deleted
+        await responses_background.stop(request, record)
+    if not await store.delete(response_id):
         raise _not_found(response_id)
     return web.json_response({"id": response_id, "object": "response.deleted", "deleted": True})
 

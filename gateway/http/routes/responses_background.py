@@ -215,15 +215,24 @@ async def cancel(request: web.Request, record: StoredResponse) -> web.Response:
                                   param="response_id")
     response = record.response
     if response.get("status") not in TERMINAL:
-        local = request.app[BACKGROUND_RUNS].get(record.id)
-        if local is not None and local.task is not None and not local.task.done():
-            local.stop("cancel")
-            await asyncio.wait([local.task])  # it records how it ended
-        else:
-            await _cancel_elsewhere(request, record)
+        await stop(request, record)
         stored = await store_of(request).get(record.id, touch=False)
         response = stored.response if stored is not None else response
     return web.Response(body=json_out.dumps(response), content_type="application/json", charset="utf-8")
+
+
+async def stop(request: web.Request, record: StoredResponse) -> None:
+    """Cancel the background response `record` if it is still queued or running, wherever it
+    runs, and return once it has ended (its end recorded), or once CANCEL_WAIT_SECONDS passed.
+    DELETE calls this first, so that a deleted response neither runs on nor is written back."""
+    if not record.response.get("background") or record.response.get("status") in TERMINAL:
+        return
+    local = request.app[BACKGROUND_RUNS].get(record.id)
+    if local is not None and local.task is not None and not local.task.done():
+        local.stop("cancel")
+        await asyncio.wait([local.task])  # it records how it ended
+    else:
+        await _cancel_elsewhere(request, record)
 
 
 async def _cancel_elsewhere(request: web.Request, record: StoredResponse) -> None:

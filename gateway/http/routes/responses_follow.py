@@ -68,11 +68,11 @@ def _starting_after(request: web.Request) -> int:
     raw = request.query.get("starting_after")
     if raw is None:
         return -1
-    try:
-        return int(raw)
-    except ValueError:
-        raise InvalidRequestError("'starting_after' must be an integer sequence number.",
-                                  param="starting_after") from None
+    # ASCII digits only: int() also takes '1_0', '+3', ' 3' and other scripts' digits
+    if not (0 < len(raw) <= 18 and raw.isascii() and raw.isdigit()):
+        raise InvalidRequestError("'starting_after' must be a sequence number (ASCII digits).",
+                                  param="starting_after")
+    return int(raw)
 
 
 async def resume(request: web.Request, response_id: str, *, background: bool) -> web.StreamResponse:

@@ -35,7 +35,7 @@ from gateway.runs.background import BACKGROUND_RUNS, BackgroundRuns, run_store
 from gateway.runs.keeper import RunKeeper
 from gateway.runs.queue import Claimer
 from gateway.store.api import StoredResponse
-from gateway.store.runs import QUEUED, QueueFullError, Run
+from gateway.store.runs import QUEUED, OwnerQueueFullError, QueueFullError, Run
 from gateway.wire.responses_output import ResponseBuilder
 from gateway.wire.responses_request import ResponsesRequest, parse_responses_request
 
@@ -69,11 +69,16 @@ async def _store_queued(request: web.Request, body: dict[str, Any], builder: Res
     await store.put(StoredResponse(id=builder.id, created_at=builder.created_at, response=builder.response(),
                                    transcript=[], input_items=parsed.input_items))
     runs = run_store(app)
+    share = app[appkeys.KEYRING].queue_share(settings.max_queued_runs)
     try:
         await runs.enqueue(builder.id, store.owner, json_out.dumps({"body": body, "key": caller.name}),
-                           max_queued=settings.max_queued_runs)
-    except QueueFullError:
+                           max_queued=settings.max_queued_runs, max_per_owner=share)
+    except QueueFullError as exc:
         await store.delete(builder.id)
+        if isinstance(exc, OwnerQueueFullError):
+            raise RateLimitError(f"Every run slot is busy and key '{caller.name}' has {share} background responses "
+                                 "queued already, its share of the queue (API_SERVER_MAX_QUEUED_RUNS divided "
+                                 "among the keys); retry shortly.", retry_after=1) from None
         raise RateLimitError(f"Every run slot is busy and {settings.max_queued_runs} background responses are "
                              "queued already (API_SERVER_MAX_QUEUED_RUNS); retry shortly.", retry_after=1) from None
 
@@ -113,8 +118,11 @@ async def start_claimed(app: web.Application, runs: BackgroundRuns, run: Run) ->
     log.info("background response %s started from the queue", run.response_id)
     ring = app[appkeys.KEYRING]
     key_slot = None
-    if caller.max_concurrent is not None:  # counted as its key's run (it was admitted when queued)
-        ring.enter_run(caller)
+    if caller.max_concurrent is not None:  # the key's slot: the claim skipped its runs while it had none
+        if not ring.enter_run(caller):
+            log.info("background response %s started as key %s's run over its limit (a request took the "
+                     "slot while it was claimed)", run.response_id, caller.name)
+            ring.take_run(caller)
         key_slot = KeyRunSlot(lambda: ring.leave_run(caller))
     launch(app, prepared.agent_request, reply, key_slot)
 
@@ -148,11 +156,14 @@ async def background_runs_ctx(app: web.Application) -> AsyncIterator[None]:
     stopped before the store closes (so append this after the store's context)."""
     runs = app[BACKGROUND_RUNS] = BackgroundRuns(app[appkeys.STORE])
     keeper = RunKeeper(app, runs)
-    claimer = Claimer(runs, app[appkeys.LIMITER], functools.partial(start_claimed, app, runs))
+    claimer = Claimer(runs, app[appkeys.LIMITER], functools.partial(start_claimed, app, runs),
+                      app[appkeys.KEYRING].full_owners)
     keeper.start()
     claimer.start()
+    app[appkeys.KEYRING].on_run_left = claimer.key_freed
     yield
     runs.draining = True
+    app[appkeys.KEYRING].on_run_left = None
     await claimer.stop()
     await runs.stop_all()
     await keeper.stop()

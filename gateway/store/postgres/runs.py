@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
@@ -37,7 +38,15 @@ import asyncpg
 from gateway.store.owners import owner_prefix
 from gateway.store.postgres.database import FAULTS, RUN_QUEUE_LOCK, Conn, PostgresDatabase
 from gateway.store.run_waits import QUEUE, Announcements
-from gateway.store.runs import TERMINAL, LostRunError, QueueFullError, Run, RunStore, append_refusal
+from gateway.store.runs import (
+    TERMINAL,
+    LostRunError,
+    OwnerQueueFullError,
+    QueueFullError,
+    Run,
+    RunStore,
+    append_refusal,
+)
 
 log = logging.getLogger("agent_gateway.store")
 
@@ -64,12 +73,14 @@ _BEGIN = (f"WITH made AS (INSERT INTO background_runs (response_id, owner, statu
           " ON CONFLICT (response_id) DO NOTHING RETURNING response_id)"
           f" SELECT {_told('claimed')} FROM made")
 _QUEUED = "SELECT count(*) FROM background_runs WHERE status = 'queued'"
+_QUEUED_OF = "SELECT count(*) FROM background_runs WHERE status = 'queued' AND owner = $1"
 _ENQUEUE = ("WITH made AS (INSERT INTO background_runs (response_id, owner, status, request)"
             " VALUES ($1, $2, 'queued', $3) ON CONFLICT (response_id) DO NOTHING RETURNING response_id)"
             f" SELECT {_told('queued')} FROM made")
 # $3: the owner prefix of the claiming profile (NULL: any), so a replica runs only its own profile's runs
 _CLAIM = ("WITH next AS (SELECT response_id FROM background_runs WHERE status = 'queued'"
           " AND ($3::text IS NULL OR starts_with(owner, $3::text))"
+          " AND NOT (owner = ANY($4::text[]))"
           " ORDER BY created_at, response_id LIMIT 1 FOR UPDATE SKIP LOCKED),"
           f" claimed AS (UPDATE background_runs r SET status = 'in_progress', replica = $1,"
           f" lease_until = {_LEASE.format('$2')} FROM next WHERE r.response_id = next.response_id"
@@ -131,20 +142,27 @@ class PostgresRuns(RunStore):
         if not made:
             raise ValueError(f"a run of {response_id} is stored already")
 
-    async def enqueue(self, response_id: str, owner: str, request: bytes, *, max_queued: int) -> None:
+    async def enqueue(self, response_id: str, owner: str, request: bytes, *, max_queued: int,
+                      max_per_owner: int | None = None) -> None:
         async with self.database.transaction() as conn:
             await conn.execute("SELECT pg_advisory_xact_lock($1)", RUN_QUEUE_LOCK)
             queued = int(await conn.fetchval(_QUEUED))
             if queued >= max_queued:
                 raise QueueFullError.of(queued)
+            if max_per_owner is not None:
+                of_owner = int(await conn.fetchval(_QUEUED_OF, owner))
+                if of_owner >= max_per_owner:
+                    raise OwnerQueueFullError.of_owner(of_owner)
             made = await conn.fetch(_ENQUEUE, response_id, owner, request)
         if not made:
             raise ValueError(f"a run of {response_id} is stored already")
 
-    async def claim(self, *, replica: str, lease_seconds: float) -> Run | None:
+    async def claim(self, *, replica: str, lease_seconds: float, skip_owners: Sequence[str] = ()) -> Run | None:
         self._listen()
         self._announcements.seen(QUEUE)
-        row = await self.database.run(lambda conn: conn.fetchrow(_CLAIM, replica, float(lease_seconds), self._claims))
+        skipped = list(skip_owners)
+        row = await self.database.run(lambda conn: conn.fetchrow(_CLAIM, replica, float(lease_seconds), self._claims,
+                                                                 skipped))
         return _run(row) if row is not None else None
 
     async def renew(self, replica: str, response_ids: list[str], *, lease_seconds: float) -> dict[str, bool]:

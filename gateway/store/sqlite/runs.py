@@ -19,14 +19,22 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 import aiosqlite
 
 from gateway.store.owners import owner_prefix
 from gateway.store.run_waits import QUEUE, Announcements
-from gateway.store.runs import TERMINAL, LostRunError, QueueFullError, Run, RunStore, append_refusal
+from gateway.store.runs import (
+    TERMINAL,
+    LostRunError,
+    OwnerQueueFullError,
+    QueueFullError,
+    Run,
+    RunStore,
+    append_refusal,
+)
 
 T = TypeVar("T")
 
@@ -37,12 +45,14 @@ _GET = f"SELECT {_COLUMNS} FROM background_runs WHERE response_id = ?"
 _BEGIN = (f"INSERT INTO background_runs (response_id, owner, status, replica, lease_until, request, created_at)"
           f" VALUES (?, ?, 'in_progress', ?, {_NOW} + ?, x'', {_NOW}) ON CONFLICT (response_id) DO NOTHING")
 _QUEUED = "SELECT count(*) FROM background_runs WHERE status = 'queued'"
+_QUEUED_OF = "SELECT count(*) FROM background_runs WHERE status = 'queued' AND owner = ?"
 _ENQUEUE = (f"INSERT INTO background_runs (response_id, owner, status, request, created_at)"
             f" VALUES (?, ?, 'queued', ?, {_NOW}) ON CONFLICT (response_id) DO NOTHING")
 # ?3: the owner prefix of the claiming profile (None: any), so a replica runs only its own profile's runs
 _CLAIM = (f"UPDATE background_runs SET status = 'in_progress', replica = ?1, lease_until = {_NOW} + ?2"
           " WHERE response_id = (SELECT response_id FROM background_runs WHERE status = 'queued'"
           " AND (?3 IS NULL OR substr(owner, 1, length(?3)) = ?3)"
+          " AND owner NOT IN (SELECT value FROM json_each(?4))"
           f" ORDER BY created_at, rowid LIMIT 1) RETURNING {_COLUMNS}")
 _RENEW = (f"UPDATE background_runs SET lease_until = {_NOW} + ? WHERE replica = ? AND status = 'in_progress'"
           " AND response_id IN (SELECT value FROM json_each(?)) RETURNING response_id, cancel_requested")
@@ -98,13 +108,18 @@ class SQLiteRuns(RunStore):
         await self._write(body)
         self._announcements.announce(response_id)
 
-    async def enqueue(self, response_id: str, owner: str, request: bytes, *, max_queued: int) -> None:
+    async def enqueue(self, response_id: str, owner: str, request: bytes, *, max_queued: int,
+                      max_per_owner: int | None = None) -> None:
         async def body(db: aiosqlite.Connection) -> Exception | None:
             if not db.in_transaction:  # the count and the insert as one (a read opens none)
                 await db.execute("BEGIN IMMEDIATE")
             queued = int(next(iter(await db.execute_fetchall(_QUEUED)))[0])
             if queued >= max_queued:
                 return QueueFullError.of(queued)
+            if max_per_owner is not None:
+                of_owner = int(next(iter(await db.execute_fetchall(_QUEUED_OF, (owner,))))[0])
+                if of_owner >= max_per_owner:
+                    return OwnerQueueFullError.of_owner(of_owner)
             cursor = await db.execute(_ENQUEUE, (response_id, owner, request))
             return None if cursor.rowcount else ValueError(f"a run of {response_id} is stored already")
 
@@ -112,11 +127,12 @@ class SQLiteRuns(RunStore):
         self._announcements.announce(response_id)
         self._announcements.announce(QUEUE)
 
-    async def claim(self, *, replica: str, lease_seconds: float) -> Run | None:
+    async def claim(self, *, replica: str, lease_seconds: float, skip_owners: Sequence[str] = ()) -> Run | None:
         self._announcements.seen(QUEUE)
+        skipped = json.dumps(list(skip_owners))
 
         async def body(db: aiosqlite.Connection) -> Run | None:
-            rows = list(await db.execute_fetchall(_CLAIM, (replica, lease_seconds, self._claims)))
+            rows = list(await db.execute_fetchall(_CLAIM, (replica, lease_seconds, self._claims, skipped)))
             return _run(rows[0]) if rows else None
 
         run = await self._write(body)
