@@ -156,6 +156,10 @@ def store_of(request: web.Request) -> OwnedStore:
     return store_for(request.app, CURRENT_CALLER.get())
 
 
+#: records per key whose last stored size is remembered for upserts (a bound on memory)
+COUNTED_PUTS = 1024
+
+
 def store_for(app: web.Application, caller: Caller | None) -> OwnedStore:
     """`caller`'s view of the store (None: the default key's), its stored-bytes quota checked."""
     ring = app[appkeys.KEYRING]
@@ -164,10 +168,19 @@ def store_for(app: web.Application, caller: Caller | None) -> OwnedStore:
     if caller.max_stored_bytes is not None:
         limit = caller.max_stored_bytes
 
-        def room(size: int) -> None:
+        def room(size: int, object_id: str | None) -> None:
+            # a record put again (a background response: in progress, then finished) adds only its
+            # growth: the refresh's exact sum holds its last size, not both
+            counted = ring.counted_puts.setdefault(caller.name, {})
+            added = size - counted.get(object_id, 0) if object_id is not None else size
             used = ring.stored_bytes.get(caller.name, 0)
-            if used + size > limit:
+            if added > 0 and used + added > limit:
                 raise _over_quota(caller, used)
-            ring.stored_bytes[caller.name] = used + size  # until the next refresh counts it exactly
+            ring.stored_bytes[caller.name] = used + added  # until the next refresh counts it exactly
+            if object_id is not None:
+                counted.pop(object_id, None)
+                counted[object_id] = size
+                if len(counted) > COUNTED_PUTS:  # the oldest go: a record is rarely put again much later
+                    del counted[next(iter(counted))]
 
     return OwnedStore(app[appkeys.STORE], caller.owner, room)

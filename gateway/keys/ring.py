@@ -82,6 +82,9 @@ class KeyRing:
         self._counters: dict[str, _Counters] = {}
         self.pending: dict[str, UsageDelta] = {}  # counted here, not yet written
         self.stored_bytes: dict[str, int] = {}  # per key name, as of the last refresh
+        #: per key name, the size last put of each record this replica stored (gateway/http/auth.py room):
+        #: a record put again adds only its growth, before and after a refresh alike
+        self.counted_puts: dict[str, dict[str, int]] = {}
         self._task: asyncio.Task[None] | None = None
         self.on_refresh: Callable[[], None] | None = None  # after each refresh (the metrics' gauge)
         #: with each batch of usage, before it is written (the metrics' per-key counters)

@@ -34,7 +34,8 @@ from gateway.store.json_columns import to_text, to_text_or_none
 from gateway.store.owners import scoped_name, unscoped_name
 from gateway.store.runs import RunStore
 
-Room = Callable[[int], None]
+#: room(size, object_id): the bytes a write adds, and the id of the object it replaces if an upsert
+Room = Callable[[int, str | None], None]
 
 
 def _record_bytes(record: StoredResponse) -> int:
@@ -70,9 +71,9 @@ class OwnedStore(ResponseStore):
             raise UnknownConversationError.on(conversation_id)
         return conversation
 
-    def _check_room(self, size: Callable[[], int]) -> None:
+    def _check_room(self, size: Callable[[], int], object_id: str | None = None) -> None:
         if self._room is not None:
-            self._room(size())
+            self._room(size(), object_id)
 
     # ---- the contract ----------------------------------------------------------------------
 
@@ -83,7 +84,7 @@ class OwnedStore(ResponseStore):
         pass  # the app's store outlives every view of it
 
     async def put(self, record: StoredResponse) -> None:
-        self._check_room(lambda: _record_bytes(record))
+        self._check_room(lambda: _record_bytes(record), record.id)  # a record put again replaces itself
         try:
             await self.inner.put(self._written(record))
         except ConversationConflictError:  # named by the client's name, not the owner-scoped one

@@ -319,3 +319,25 @@ async def test_a_background_response_over_its_keys_quota_ends_failed_with_every_
         assert polled.status == "failed" and polled.error is not None
     finally:
         await sdk.close()
+
+
+async def test_a_background_response_put_twice_counts_once_in_its_keys_stored_bytes(
+        tmp_path: Path, make_client: Callable[..., Any]) -> None:
+    """Issue 42 (Low): a background response is stored in progress, then finished; the quota added both
+    sizes until the next refresh, so a record over half the quota failed its own final store."""
+    small = await make_key(tmp_path, "small", "--max-stored-mb", "1")
+    client = await make_client(llm_context_window=10**7)
+    # in progress ~400 kB (its input items), finished ~800 kB (and the turn's messages): both together
+    # pass the 1 MB quota, the finished record alone does not
+    big = "x" * 400_000
+    async with client.post("/v1/responses", json={"model": "m", "input": big, "background": True},
+                           headers=bearer(small)) as reply:
+        assert reply.status == 200, await reply.text()
+        response_id = (await reply.json())["id"]
+    for _ in range(200):
+        async with client.get(f"/v1/responses/{response_id}", headers=bearer(small)) as reply:
+            body = await reply.json()
+        if body["status"] not in ("queued", "in_progress"):
+            break
+        await asyncio.sleep(0.05)
+    assert body["status"] == "completed", body.get("error")
