@@ -45,6 +45,7 @@
     │   ├── McpProtocolError          mcp_protocol_error: a JSON-RPC error, or a reply that is not MCP
     │   └── McpHttpError              http_error: an HTTP status, no connection, a dead child, a timeout (504)
     │       └── McpBlockedUrlError    (agent/mcp/http) a server URL at a non-public address: a client's 400
+    ├── ToolFailed                    (agent/toolbox) a tool's call failed as a client sees it: what the model reads
     ├── PluginLoadError               (providers/errors.py) a plugin cannot load: reported, the rest load
     ├── DuplicateProviderError        (providers/registry.py; also a ValueError) a provider name is taken
     ├── SettingsError                 (settings; also a ValueError) a bad setting: serve refuses to start

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from gateway.agent.web.options import WebSearchOptions
 from gateway.common.json_out import Encoded
+from gateway.errors import AgentGatewayError
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class ToolContext:
     web: WebSearchOptions = field(default_factory=WebSearchOptions)
 
 
-class ToolFailed(Exception):
+class ToolFailed(AgentGatewayError):
     """Raised by a tool's `run` for a call that failed in a way a client sees: `output` is what the
     model reads, `error` the typed failure for the wire (an MCP call's `mcp_call.error`)."""
 

@@ -3,6 +3,7 @@ its banner, and `config check` / `config get` with routes, good and bad."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from typing import Any
 
@@ -31,13 +32,20 @@ async def test_serve_with_auto_starts_while_the_upstream_is_down_and_serves_it_o
             async with session.get(gateway.base_url + "/v1/models") as resp:
                 assert resp.status == 200
                 assert [m["id"] for m in (await resp.json())["data"]] == ["agent-gateway"]
-            # the upstream comes up on that port: a request for one of its models finds it
+            # the upstream comes up on that port: a request for one of its models finds it once the
+            # discovery's back-off after the failed looks has passed (issue 42: 1 s doubling, so a
+            # burst of unknown ids against a down upstream is a few /models calls, not one each)
             fake = FakeUpstream(models=["late-model"])
             await aiohttp_server(fake.app(), port=port)
-            async with session.post(gateway.base_url + "/v1/chat/completions", json={
-                    "model": "late-model", "messages": [{"role": "user", "content": "hi"}]}) as resp:
-                assert resp.status == 200
-                assert (await resp.json())["model"] == "late-model"
+            async with asyncio.timeout(20):
+                while True:
+                    async with session.post(gateway.base_url + "/v1/chat/completions", json={
+                            "model": "late-model", "messages": [{"role": "user", "content": "hi"}]}) as resp:
+                        if resp.status == 200:
+                            assert (await resp.json())["model"] == "late-model"
+                            break
+                        assert resp.status == 404, await resp.text()  # not yet looked again
+                    await asyncio.sleep(0.5)
             assert fake.requests[-1]["model"] == "late-model"
     finally:
         assert await gateway.stop() == 0

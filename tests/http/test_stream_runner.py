@@ -95,9 +95,11 @@ async def test_a_store_failing_after_a_responses_stream_started_is_response_fail
     # the database file is garbage: the store opens lazily and fails on the save that comes after
     # the stream's first bytes (a disk full or a read-only file fails at the same point)
     settings.db_path.write_bytes(b"not a database" * 100)
-    client = await make_client(tools=[])
+    # with API_SERVER_KEY: a store whose keys cannot be read serves no keyless request (issue 42)
+    auth = {"Authorization": "Bearer broken-store-key"}
+    client = await make_client(tools=[], api_key="broken-store-key")
     upstream.queue(text("an answer that cannot be stored"))
-    resp = await client.post("/v1/responses", json={"input": "x", "stream": True, "store": True})
+    resp = await client.post("/v1/responses", json={"input": "x", "stream": True, "store": True}, headers=auth)
     assert resp.status == 200 and resp.content_type == "text/event-stream"
     # read to the end with aiohttp's strict chunked parser: a second HTTP head inside the body
     # ("HTTP/1.1 503 ...") fails here as an illegal chunk header, or the read hangs
@@ -114,7 +116,8 @@ async def test_a_store_failing_after_a_responses_stream_started_is_response_fail
     assert failed["status"] == "failed"
     assert failed["error"]["message"] == "The response store is unavailable; retry shortly."
     # the gateway is still serving on the same connection pool
-    chat = await client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]})
+    chat = await client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]},
+                             headers=auth)
     assert chat.status == 200
 
 

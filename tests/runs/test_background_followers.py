@@ -80,7 +80,7 @@ async def _until(client: Any, response_id: str, statuses: set[str]) -> str:
 def _assert_too_many(status: int, text: str, setting: str) -> None:
     assert status == 429, text
     error = json.loads(text)["error"]
-    assert error["type"] == "rate_limit_error" and error["code"] == "rate_limit_exceeded"
+    assert error["type"] == "requests" and error["code"] == "rate_limit_exceeded"
     assert setting in error["message"]
 
 

@@ -1,5 +1,6 @@
 """Liveness (`/health`: the process answers) and readiness (`/health/ready`: the store answers too,
-so a load balancer sends stored requests only to replicas that can serve them)."""
+and the keys in it have been read, so a load balancer sends requests only to replicas that can serve
+them: until the keys are read every keyed request is a 503, gateway/keys/ring.py `unread`)."""
 
 from __future__ import annotations
 
@@ -23,4 +24,7 @@ async def ready(request: web.Request) -> web.Response:
     if store is None:
         raise StoreUnavailableError("The response store is not open yet.", retry_after=1)
     await store.check()  # StoreUnavailableError: the error middleware renders 503 + Retry-After
+    ring = request.app.get(appkeys.KEYRING)
+    if ring is not None and ring.unread:
+        raise StoreUnavailableError("The API keys have not been read from the store yet.", retry_after=1)
     return web.json_response({"status": "ok"})
