@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import logging
 import os
+import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -123,3 +124,13 @@ def make_client(aiohttp_client: Any, make_settings: Callable[..., Settings]) -> 
 @pytest.fixture
 async def client(make_client: Callable[..., Any], lookup_tool: LookupTool) -> TestClient:
     return await make_client(tools=[lookup_tool])
+
+
+@pytest.fixture
+def refused_url() -> Iterator[str]:
+    """An upstream URL whose connections are refused for the whole test: its port stays bound (never
+    listening), so no server started later in the test (the gateway's own test server among them) can
+    take it, as it could a port merely found free and let go."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/v1"

@@ -4,7 +4,6 @@ refuses, fallbacks included."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -58,12 +57,6 @@ async def test_an_effort_or_verbosity_that_is_no_word_is_a_400(client: Any, body
 # ---- drop_params on a route ---------------------------------------------------------------------
 
 
-def closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"  # nothing listens: connection refused
-
 
 @pytest.fixture
 def routed(aiohttp_client: Any, make_settings: Callable[..., Settings], upstream: FakeUpstream) -> Callable[..., Any]:
@@ -98,10 +91,10 @@ async def test_drop_params_also_holds_for_chat_completions(routed: Any, upstream
     assert "reasoning_effort" not in upstream.requests[-1]
 
 
-async def test_a_fallback_route_drops_its_own_fields(routed: Any, upstream: FakeUpstream) -> None:
+async def test_a_fallback_route_drops_its_own_fields(routed: Any, upstream: FakeUpstream, refused_url: str) -> None:
     upstream.queue(text("From the fallback."))
     client = await routed({
-        "main": {"model": "fake-model", "base_url": closed_port_url(), "fallbacks": ["backup"]},
+        "main": {"model": "fake-model", "base_url": refused_url, "fallbacks": ["backup"]},
         "backup": {"model": "fake-model", "base_url": upstream.base_url, "drop_params": ["reasoning_effort"]},
     })
     resp = await client.post("/v1/responses", json={"model": "main", "input": "hi", "reasoning": {"effort": "ultra"}})

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -35,12 +34,6 @@ async def second(aiohttp_server: Any) -> FakeUpstream:
     fake.base_url = str(server.make_url("/v1"))
     return fake
 
-
-def closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"  # nothing listens: connection refused
 
 
 @pytest.fixture
@@ -163,10 +156,10 @@ async def test_a_request_without_model_goes_to_the_default_route(routed, upstrea
 @pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize("fault", ["refused", "503", "429"])
 async def test_a_route_that_fails_before_the_first_byte_hands_the_turn_to_its_fallback(
-        routed, upstream, second, api, stream, fault):
+        routed, upstream, second, api, stream, fault, refused_url):
     one: dict[str, Any] = {"fallbacks": ["two"]}
     if fault == "refused":
-        one["base_url"] = closed_port_url()
+        one["base_url"] = refused_url
     else:
         upstream.queue(error(int(fault), "busy"))
     client = await routed(one=one)
