@@ -42,6 +42,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from gateway.errors import AgentGatewayError, RateLimitError
 
@@ -86,6 +87,12 @@ class Run:
     request: bytes
     #: the sequence number of the last event stored (-1: none)
     last_seq: int
+
+    @classmethod
+    def from_row(cls, row: Any) -> Run:
+        """A run from a row of the backends' run columns, in the order above (both select them so)."""
+        return cls(response_id=row[0], owner=row[1], status=row[2], replica=row[3],
+                   cancel_requested=bool(row[4]), request=bytes(row[5]), last_seq=int(row[6]))
 
 
 def append_refusal(response_id: str, first_seq: int, replica: str, run: Run | None) -> Exception:

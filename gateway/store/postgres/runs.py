@@ -121,11 +121,6 @@ _PURGE = ("DELETE FROM background_runs WHERE ended_at IS NOT NULL"
           " AND ended_at <= now() - make_interval(secs => $1)")
 
 
-def _run(row: Any) -> Run:
-    return Run(response_id=row[0], owner=row[1], status=row[2], replica=row[3],
-               cancel_requested=bool(row[4]), request=bytes(row[5]), last_seq=int(row[6]))
-
-
 class PostgresRuns(RunStore):
     def __init__(self, database: PostgresDatabase, profile: str | None = None) -> None:
         self.database = database
@@ -163,7 +158,7 @@ class PostgresRuns(RunStore):
         skipped = list(skip_owners)
         row = await self.database.run(lambda conn: conn.fetchrow(_CLAIM, replica, float(lease_seconds), self._claims,
                                                                  skipped))
-        return _run(row) if row is not None else None
+        return Run.from_row(row) if row is not None else None
 
     async def renew(self, replica: str, response_ids: list[str], *, lease_seconds: float) -> dict[str, bool]:
         if not response_ids:
@@ -180,7 +175,7 @@ class PostgresRuns(RunStore):
             if await conn.fetchrow(_APPEND, response_id, first_seq, frames, replica) is not None:
                 return None
             row = await conn.fetchrow(_GET, response_id)  # refused: say why
-            return append_refusal(response_id, first_seq, replica, _run(row) if row is not None else None)
+            return append_refusal(response_id, first_seq, replica, Run.from_row(row) if row is not None else None)
 
         refused = await self.database.run(body)
         if refused is not None:
@@ -194,7 +189,7 @@ class PostgresRuns(RunStore):
     async def get(self, response_id: str) -> Run | None:
         self._announcements.seen(response_id)
         row = await self.database.run(lambda conn: conn.fetchrow(_GET, response_id))
-        return _run(row) if row is not None else None
+        return Run.from_row(row) if row is not None else None
 
     async def finish(self, response_id: str, status: str, *, replica: str) -> None:
         if status not in TERMINAL:
@@ -209,11 +204,11 @@ class PostgresRuns(RunStore):
             return row if row is not None else await conn.fetchrow(_GET, response_id)  # finished, or unknown
 
         row = await self.database.run(body)
-        return _run(row) if row is not None else None
+        return Run.from_row(row) if row is not None else None
 
     async def expire(self) -> list[Run]:
         rows = await self.database.run(lambda conn: conn.fetch(_EXPIRE))
-        return [_run(row) for row in rows]
+        return [Run.from_row(row) for row in rows]
 
     async def purge_finished(self, keep_seconds: float) -> int:
         status = await self.database.run(lambda conn: conn.execute(_PURGE, float(keep_seconds)))

@@ -81,11 +81,6 @@ class _Connections(Protocol):
     async def _read(self, sql: str, parameters: tuple[Any, ...]) -> list[Any]: ...
 
 
-def _run(row: Any) -> Run:
-    return Run(response_id=row[0], owner=row[1], status=row[2], replica=row[3],
-               cancel_requested=bool(row[4]), request=bytes(row[5]), last_seq=int(row[6]))
-
-
 class SQLiteRuns(RunStore):
     def __init__(self, store: _Connections, profile: str | None = None) -> None:
         self._store = store
@@ -133,7 +128,7 @@ class SQLiteRuns(RunStore):
 
         async def body(db: aiosqlite.Connection) -> Run | None:
             rows = list(await db.execute_fetchall(_CLAIM, (replica, lease_seconds, self._claims, skipped)))
-            return _run(rows[0]) if rows else None
+            return Run.from_row(rows[0]) if rows else None
 
         run = await self._write(body)
         if run is not None:
@@ -161,7 +156,7 @@ class SQLiteRuns(RunStore):
             cursor = await db.execute(_ADVANCE, (last, response_id, replica, first_seq - 1))
             if not cursor.rowcount:
                 rows = list(await db.execute_fetchall(_GET, (response_id,)))
-                return append_refusal(response_id, first_seq, replica, _run(rows[0]) if rows else None)
+                return append_refusal(response_id, first_seq, replica, Run.from_row(rows[0]) if rows else None)
             await db.executemany(_APPEND, [(response_id, first_seq + i, f) for i, f in enumerate(frames)])
             return None
 
@@ -176,7 +171,7 @@ class SQLiteRuns(RunStore):
     async def get(self, response_id: str) -> Run | None:
         self._announcements.seen(response_id)
         rows = await self._store._read(_GET, (response_id,))
-        return _run(rows[0]) if rows else None
+        return Run.from_row(rows[0]) if rows else None
 
     async def finish(self, response_id: str, status: str, *, replica: str) -> None:
         if status not in TERMINAL:
@@ -195,9 +190,9 @@ class SQLiteRuns(RunStore):
         async def body(db: aiosqlite.Connection) -> tuple[Run | None, bool]:
             rows = list(await db.execute_fetchall(_CANCEL, (response_id,)))
             if rows:
-                return _run(rows[0]), True
+                return Run.from_row(rows[0]), True
             rows = list(await db.execute_fetchall(_GET, (response_id,)))  # finished, or unknown
-            return (_run(rows[0]) if rows else None), False
+            return (Run.from_row(rows[0]) if rows else None), False
 
         run, marked = await self._write(body)
         if marked:
@@ -208,7 +203,7 @@ class SQLiteRuns(RunStore):
         async def body(db: aiosqlite.Connection) -> list[Run]:
             if not db.in_transaction:  # the runs read are the runs failed
                 await db.execute("BEGIN IMMEDIATE")
-            stale = [_run(row) for row in await db.execute_fetchall(_STALE)]
+            stale = [Run.from_row(row) for row in await db.execute_fetchall(_STALE)]
             await db.executemany(_FAIL, [(run.response_id,) for run in stale])
             return [dataclasses.replace(run, status="failed") for run in stale]  # replica: who held it
 
