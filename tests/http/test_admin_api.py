@@ -59,6 +59,7 @@ async def test_a_created_key_is_shown_once_hashed_at_rest_and_works_at_once(
             "access": {"models": ["agent-gateway"], "web": False}}
     async with client.post("/v1/admin/keys", json=body, headers=bearer(root)) as reply:
         assert reply.status == 201, await reply.text()
+        assert reply.headers["Cache-Control"] == "no-store"
         made = await reply.json()
     key = made.pop("key")
     assert key.startswith("agk_") and len(key) > 40

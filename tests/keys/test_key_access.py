@@ -5,6 +5,8 @@ real stdio server: not offered to a key without it; naming it is the unconfigure
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from tests.fakes.tools import LookupTool
 from tests.fakes.upstream import FakeUpstream, text, tool_call
 from tests.http.test_mcp_configured import TIME_TOOL, time_server
 from tests.keys.test_keys_isolation import bearer, make_key
+from tests.support.gateway_process import gateway_env, run_cli
 
 HI = [{"role": "user", "content": "hi"}]
 
@@ -131,3 +134,16 @@ async def test_a_configured_mcp_server_outside_the_keys_list_is_neither_offered_
     assert refused[0] == unknown[0] == 400
     assert refused[1]["error"]["message"].replace("'time'", "'nosuch'") == unknown[1]["error"]["message"]
     assert refused[1]["error"]["param"] == unknown[1]["error"]["param"]
+    # the allowed key's MCP calls are counted in its usage by day
+    upstream.queue(tool_call((TIME_TOOL, {"timezone": "UTC"})), text("It is late."))
+    status, body = await _turn(client, timed, "responses", "m")
+    assert status == 200 and [item["type"] for item in body["output"]] == ["mcp_list_tools", "mcp_call", "message"]
+    deadline, out = time.monotonic() + 8, ""
+    while time.monotonic() < deadline:  # the ring writes every 2 s
+        code, out, err = await run_cli("keys", "usage", "timed", "--days", "1", env=gateway_env(tmp_path))
+        assert code == 0, err
+        if len(out.splitlines()) == 2 and out.splitlines()[1].split()[8] == "1":
+            break
+        await asyncio.sleep(0.3)
+    header, row = out.splitlines()
+    assert header.split()[-4:] == ["MCP", "CALLS", "STORED", "BYTES"] and row.split()[8] == "1", out
