@@ -23,7 +23,18 @@ from gateway.http.checks import add_security_headers, allowed_hosts
 from gateway.http.cors import CORS_POLICY, CorsPolicy, add_cors_headers
 from gateway.http.lifecycle import Lifecycle, RunLimiter
 from gateway.http.middleware import front_door
-from gateway.http.routes import chat, conversations, health, metrics, models, openapi, responses, web_status
+from gateway.http.routes import (
+    admin,
+    admin_usage,
+    chat,
+    conversations,
+    health,
+    metrics,
+    models,
+    openapi,
+    responses,
+    web_status,
+)
 from gateway.http.routes.responses_queue import background_runs_ctx
 from gateway.keys.ring import KeyRing
 from gateway.keys.usage import KeyUsageObserver
@@ -90,7 +101,8 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     if idempotency is None:
         idempotency = InMemoryIdempotencyCache(ttl=settings.idempotency_ttl)
     app[appkeys.IDEMPOTENCY] = idempotency
-    app[appkeys.KEYRING] = KeyRing(settings.profile, settings.api_key, _key_store(settings, database))
+    app[appkeys.KEYRING] = KeyRing(settings.profile, settings.api_key, _key_store(settings, database),
+                                     usage_days=settings.usage_days)
     if settings.metrics_enabled:
         app[appkeys.METRICS] = _metrics(app)
         app.router.add_routes(metrics.routes)
@@ -104,7 +116,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     app.cleanup_ctx.append(_keyring_ctx)  # after the store: stopped (its usage written) before it closes
     app.cleanup_ctx.append(_memory_release_ctx)
     app.on_cleanup.append(_write_after_reply)  # after every request has ended (the grace included)
-    for module in (health, openapi, models, chat, responses, conversations, web_status):
+    for module in (health, openapi, models, chat, responses, conversations, web_status, admin, admin_usage):
         app.router.add_routes(module.routes)
     return app
 

@@ -1,4 +1,5 @@
-"""The agent's usage counted per key: tokens, model calls, web searches and extracts.
+"""The agent's usage counted per key: tokens, model calls, web searches and extracts, MCP tool calls
+(every MCP tool's call is observed as tool "mcp"; requests are counted at the front door, http/auth.py).
 
 Wraps the gateway's observer (metrics, tracing): each figure goes into the key ring's pending
 usage, written to the store in batches (keys/ring.py) and, with metrics on, added to
@@ -17,7 +18,8 @@ from gateway.keys.ring import CURRENT_CALLER, KeyRing
 
 #: No turn has a trillion tokens; a figure past that is an upstream's nonsense, kept bounded.
 MAX_PER_CALL = 10**12
-_TOOL_COUNTERS = {"web_search": "web_searches", "web_extract": "web_extracts"}
+#: every MCP tool's calls are observed as tool "mcp" (agent/tool_calls.py)
+_TOOL_COUNTERS = {"web_search": "web_searches", "web_extract": "web_extracts", "mcp": "mcp_calls"}
 
 
 class KeyUsageObserver(AgentObserver):
