@@ -23,7 +23,18 @@ from gateway.http.checks import add_security_headers, allowed_hosts
 from gateway.http.cors import CORS_POLICY, CorsPolicy, add_cors_headers
 from gateway.http.lifecycle import Lifecycle, RunLimiter
 from gateway.http.middleware import front_door
-from gateway.http.routes import chat, conversations, health, metrics, models, openapi, responses, web_status
+from gateway.http.routes import (
+    admin_page,
+    admin_status,
+    chat,
+    conversations,
+    health,
+    metrics,
+    models,
+    openapi,
+    responses,
+    web_status,
+)
 from gateway.http.routes.responses_queue import background_runs_ctx
 from gateway.keys.ring import KeyRing
 from gateway.keys.usage import KeyUsageObserver
@@ -104,7 +115,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     app.cleanup_ctx.append(_keyring_ctx)  # after the store: stopped (its usage written) before it closes
     app.cleanup_ctx.append(_memory_release_ctx)
     app.on_cleanup.append(_write_after_reply)  # after every request has ended (the grace included)
-    for module in (health, openapi, models, chat, responses, conversations, web_status):
+    for module in (health, openapi, models, chat, responses, conversations, web_status, admin_status, admin_page):
         app.router.add_routes(module.routes)
     return app
 
@@ -220,6 +231,7 @@ def _agent_ctx(tools: Iterable[AgentTool] | None,
             for line in chain_report(registry, settings)[0]:
                 log.info("%s", line)
             agent_tools = build_web_tools(registry, settings, web_state)
+            app[appkeys.WEB_REGISTRY] = registry
         toolbox = Toolbox(agent_tools)
         app[appkeys.TOOLBOX] = toolbox
         mcp = _mcp_family(settings)
