@@ -35,6 +35,7 @@ async def test_the_page_and_its_files_need_no_key_and_carry_a_strict_csp(make_cl
         assert csp["default-src"] == "'none'"
         assert csp["script-src"] == "'self'" and csp["style-src"] == "'self'" and csp["connect-src"] == "'self'"
         assert csp["frame-ancestors"] == "'none'"
+        assert csp["require-trusted-types-for"] == "'script'"  # no string reaches an HTML sink
         # the headers every response has
         assert reply.headers["X-Content-Type-Options"] == "nosniff"
         assert reply.headers["Referrer-Policy"] == "no-referrer"

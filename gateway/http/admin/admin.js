@@ -88,7 +88,9 @@ async function signIn(event) {
     await api("GET", "v1/admin/status");
   } catch (err) {
     const why = err.status === 401 ? "This key is not accepted by the gateway."
-      : err.status === 403 ? "This key is not an admin key." : err.message;
+      : err.status === 403 ? "This key is not an admin key."
+        : err.status === 404 ? "This gateway has no keys yet, so no admin: make one with "
+          + "agent-gateway keys create NAME --admin." : err.message;
     signedOut(why);
     return;
   }
