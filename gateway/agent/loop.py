@@ -135,12 +135,17 @@ class Agent:
         mode = request.web_tools or self.web_tools
         no_tools = request.params.get("tool_choice") == "none"
         toolbox, runner = self.toolbox, self._tools
+        if request.no_web:  # the key may not use the web tools: neither offered nor run
+            toolbox = self.toolbox.always_only()
+            runner = ToolRunner(toolbox, self.observer, self.tool_timeout)
         listed: list[McpToolsListed] = []
         if self.mcp is not None and not request.background and not no_tools and mode != "off":
             listings = await self.mcp.list_offered()
+            if request.mcp_labels is not None:  # the configured servers the key may use
+                listings = [listing for listing in listings if listing.label in request.mcp_labels]
             if named:
                 listings.extend(named)
-            toolbox = self.mcp.toolbox(self.toolbox, listings, cache=not named)
+            toolbox = self.mcp.toolbox(toolbox, listings, cache=not named)
             runner = ToolRunner(toolbox, self.observer, self.tool_timeout)
             listed = [McpToolsListed(listing.label, listing.item_tools, listing.error) for listing in listings
                       if not listing.reused]
@@ -158,7 +163,7 @@ class Agent:
                                              request.messages)
         if request.replayed and use_agent_tools:
             replayed = [call for call in request.replayed if call[1] not in client_names]
-            for finished in await replay.run_again(self._tools, replayed, conversation, context, numbers):
+            for finished in await replay.run_again(runner, replayed, conversation, context, numbers):
                 yield finished
 
         prompt_tokens = completion_tokens = 0
@@ -261,11 +266,11 @@ class Agent:
                 # own before the client's: the next request, with the client's results, continues
                 # from them (a stored response's transcript; a replayed web_search_call, run again).
                 # Where it cannot (AgentRequest.own_calls_beside_client_calls), they are dropped.
-                own_calls = [c for c in calls if c.name not in client_names and c.name in self.toolbox]
+                own_calls = [c for c in calls if c.name not in client_names and c.name in toolbox]
                 if own_calls and use_agent_tools and request.own_calls_beside_client_calls:
                     turn._add(assistant_with_calls(text, own_calls))
                     text = ""
-                    async for event in self._tools.run(own_calls, use_agent_tools, context, numbers):
+                    async for event in runner.run(own_calls, use_agent_tools, context, numbers):
                         if isinstance(event, ToolCallFinished):
                             turn._add({"role": "tool", "tool_call_id": event.call_id, "content": event.output})
                         yield event

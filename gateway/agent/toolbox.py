@@ -63,14 +63,22 @@ class Toolbox:
         self._schemas: list[dict[str, Any]] | None = None
         self._encoded: list[tuple[str, Encoded]] | None = None
         self._plain_offers: dict[tuple[bool, bool], ToolOffer] = {}
+        self._always_only: Toolbox | None = None
         for tool in tools:
             self.add(tool)
+
+    def always_only(self) -> Toolbox:
+        """This toolbox without its web tools (only the `always` ones): for a key without web. Made once."""
+        if self._always_only is None:
+            self._always_only = Toolbox([tool for name, tool in self._tools.items() if name in self.always],
+                                        always=self.always)
+        return self._always_only
 
     def add(self, tool: AgentTool) -> None:
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} is registered twice")
         self._tools[tool.name] = tool
-        self._schemas = self._encoded = None
+        self._schemas = self._encoded = self._always_only = None
         self._plain_offers = {}
 
     def get(self, name: str) -> AgentTool | None:

@@ -49,6 +49,10 @@ class AgentRequest:
     mcp: tuple[McpServerRequest, ...] = ()
     #: The most calls the agent's own tools (web and MCP) may make this turn; None: only max_rounds bounds them.
     max_tool_calls: int | None = None
+    #: The request's API key may not use the web tools: none offered, none run (a replayed call too).
+    no_web: bool = False
+    #: The configured MCP servers (labels) the request's key may use; None: every one.
+    mcp_labels: frozenset[str] | None = None
 
 
 class AgentRun:

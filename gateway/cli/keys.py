@@ -1,9 +1,14 @@
-"""`agent-gateway [-p PROFILE] keys create NAME [limits] | list | revoke NAME | usage [NAME]`.
+"""`agent-gateway [-p PROFILE] keys create NAME [limits, access] | update NAME [...] | show NAME | list |
+revoke NAME | usage [NAME] [--days N]`.
 
 The keys live in the profile's store (its SQLite file, or the PostgreSQL database of
 API_SERVER_DATABASE_URL, which every replica reads), as a SHA-256 only (store/keys.py): `create`
-prints a key once and nothing can print it again. A running gateway sees a new or revoked key
-within a few seconds (keys/ring.py), no restart.
+prints a key once and nothing can print it again. A running gateway sees a new, changed or revoked
+key within a few seconds (keys/ring.py), no restart.
+
+Access (`--models`, `--mcp`, `--no-web`) is enforced by http/access.py; `--admin` opens the admin
+API (/v1/admin) to the key. `update` changes only the flags given: a limit or `--expires-days`
+given as `none` is removed, `--models all` / `--mcp all` allow every route or server again.
 """
 
 from __future__ import annotations
@@ -13,12 +18,12 @@ import asyncio
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from gateway.cli.commands import help_line
 from gateway.config.settings import Settings, load_settings
 from gateway.store.api import StoreUnavailableError
-from gateway.store.keys import ApiKey, DuplicateKeyError, KeyStore, KeyUsage, key_hash, new_key
+from gateway.store.keys import ApiKey, DayUsage, DuplicateKeyError, KeyStore, KeyUsage, key_hash, new_key
 from gateway.store.owners import DEFAULT_KEY, KEY_NAME, owner_of, profile_label
 
 T = TypeVar("T")
@@ -31,12 +36,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     create = actions.add_parser("create", help="make a key named NAME and print it once")
     create.add_argument("name", metavar="NAME")
-    create.add_argument("--rpm", type=_positive, metavar="N", help="at most N requests per minute (per replica)")
-    create.add_argument("--max-concurrent", type=_positive, metavar="N", help="at most N runs at once (per replica)")
-    create.add_argument("--max-stored-mb", type=_positive, metavar="N",
-                        help="at most N MB (10^6 bytes) of stored responses and conversations")
-    create.add_argument("--expires-days", type=_positive, metavar="N", help="refused N days from now")
+    _limit_flags(create, _positive)
+    _access_flags(create, updating=False)
     create.set_defaults(func=run_create)
+
+    update = actions.add_parser("update", help="change key NAME's limits, access or admin flag in place "
+                                "(running gateways within 5 s)")
+    update.add_argument("name", metavar="NAME")
+    _limit_flags(update, _positive_or_none)
+    _access_flags(update, updating=True)
+    update.set_defaults(func=run_update)
+
+    show = actions.add_parser("show", help="one key: created, expiry, limits, access, usage (never the key)")
+    show.add_argument("name", metavar="NAME")
+    show.set_defaults(func=run_show)
 
     listing = actions.add_parser("list", help="every key: created, last used, limits, expiry, usage (never a key)")
     listing.set_defaults(func=run_list)
@@ -47,7 +60,58 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     usage = actions.add_parser("usage", help="tokens, model calls, web searches and extracts, stored bytes per key")
     usage.add_argument("name", metavar="NAME", nargs="?")
+    usage.add_argument("--days", type=_positive, metavar="N",
+                       help="per UTC day, the last N days (today included) instead of the totals")
     usage.set_defaults(func=run_usage)
+
+
+def _limit_flags(parser: argparse.ArgumentParser, number: Callable[[str], int | str]) -> None:
+    """The limits of `create` and `update` (`update`'s take `none` too: the limit removed)."""
+    parser.add_argument("--rpm", type=number, metavar="N", help="at most N requests per minute (per replica)")
+    parser.add_argument("--max-concurrent", type=number, metavar="N", help="at most N runs at once (per replica)")
+    parser.add_argument("--max-stored-mb", type=number, metavar="N",
+                        help="at most N MB (10^6 bytes) of stored responses and conversations")
+    parser.add_argument("--expires-days", type=number, metavar="N", help="refused N days from now")
+
+
+def _access_flags(parser: argparse.ArgumentParser, *, updating: bool) -> None:
+    every = " ('all': every one again)" if updating else ""
+    parser.add_argument("--models", type=_names, metavar="ID,...",
+                        help="the model routes the key may use, by id as /v1/models lists them (the default route: "
+                        f"API_SERVER_MODEL_NAME){every}")
+    parser.add_argument("--mcp", type=_names, metavar="LABEL,...",
+                        help=f"the configured MCP servers the key may use ('none': no configured server){every}")
+    if updating:
+        parser.add_argument("--web", dest="web", action="store_true", default=None, help="web tools allowed again")
+        parser.add_argument("--no-web", dest="web", action="store_false", help="no web tools for the key")
+        parser.add_argument("--admin", dest="admin", action="store_true", default=None,
+                            help="the key may use the admin API")
+        parser.add_argument("--no-admin", dest="admin", action="store_false", help="the key is no admin any more")
+    else:
+        parser.add_argument("--no-web", dest="web", action="store_false", default=True,
+                            help="no web tools for the key (a request asking for web search is a 400)")
+        parser.add_argument("--admin", action="store_true", help="the key may use the admin API (/v1/admin)")
+
+
+#: `--models all` / `--mcp all`: no list (every one)
+ALL = ("all",)
+
+
+def _names(text: str) -> tuple[str, ...]:
+    if text.strip() == "none":
+        return ()
+    names = tuple(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
+    if not names:
+        raise argparse.ArgumentTypeError("expected a comma-separated list of names, 'all' or 'none'")
+    return names
+
+
+#: `update --rpm none` (and the other limits, `--expires-days`): the limit removed
+REMOVE = "none"
+
+
+def _positive_or_none(text: str) -> int | str:
+    return REMOVE if text.strip().lower() == REMOVE else _positive(text)
 
 
 def _positive(text: str) -> int:
@@ -101,10 +165,7 @@ def run_create(args: argparse.Namespace) -> int:
         return _fail("the name 'default' is API_SERVER_KEY's; choose another name", 1)
     key = new_key()
     now = int(time.time())
-    record = ApiKey(name=name, key_hash=key_hash(key), created_at=now,
-                    expires_at=now + args.expires_days * DAY if args.expires_days else None, rpm=args.rpm,
-                    max_concurrent=args.max_concurrent,
-                    max_stored_bytes=args.max_stored_mb * 1_000_000 if args.max_stored_mb else None)
+    record = ApiKey(name=name, key_hash=key_hash(key), created_at=now, **_changes(args, creating=True))
 
     async def work(store: KeyStore) -> None:
         await store.open()
@@ -120,6 +181,30 @@ def run_create(args: argparse.Namespace) -> int:
           file=sys.stderr)
     print(key)
     return 0
+
+
+def _changes(args: argparse.Namespace, *, creating: bool) -> dict[str, Any]:
+    """The store fields the flags set (for `update`, only the flags given). `creating`: the
+    defaults of a new key are the store's (no limit, every route and server, web on, no admin)."""
+    changes: dict[str, Any] = {}
+    now = int(time.time())
+    given = vars(args)
+    for flag, field, scale in (("rpm", "rpm", 1), ("max_concurrent", "max_concurrent", 1),
+                               ("max_stored_mb", "max_stored_bytes", 1_000_000)):
+        value = given.get(flag)
+        if value is not None:
+            changes[field] = None if value == REMOVE else value * scale
+    days = given.get("expires_days")
+    if days is not None:
+        changes["expires_at"] = None if days == REMOVE else now + days * DAY
+    for field in ("models", "mcp"):
+        names = given.get(field)
+        if names is not None:
+            changes[field] = None if names == ALL else names
+    for field in ("web", "admin"):
+        if given.get(field) is not None:
+            changes[field] = bool(given[field])
+    return changes
 
 
 def _when(stamp: int | None) -> str:
@@ -144,6 +229,12 @@ def _read(args: argparse.Namespace) -> tuple[list[ApiKey], dict[str, KeyUsage]] 
         return None
 
 
+def _status(key: ApiKey, now: float | None = None) -> str:
+    now = time.time() if now is None else now
+    return ("revoked" if key.revoked_at is not None
+            else "expired" if key.expires_at is not None and key.expires_at <= now else "active")
+
+
 def _limit(value: int | None, unit: str = "") -> str:
     return "-" if value is None else f"{value}{unit}"
 
@@ -158,8 +249,7 @@ def run_list(args: argparse.Namespace) -> int:
     now = time.time()
     for key in keys:
         used = usage.get(key.name, KeyUsage(key.name))
-        status = ("revoked" if key.revoked_at is not None
-                  else "expired" if key.expires_at is not None and key.expires_at <= now else "active")
+        status = _status(key, now)
         rows.append((key.name, _when(key.created_at), _when(used.counted.last_used_at or None), _limit(key.rpm),
                      _limit(key.max_concurrent), _limit(key.max_stored_bytes, " B"), _when(key.expires_at), status,
                      f"{used.counted.input_tokens}/{used.counted.output_tokens}", f"{used.stored_bytes} B"))
@@ -186,6 +276,8 @@ def run_revoke(args: argparse.Namespace) -> int:
 
 
 def run_usage(args: argparse.Namespace) -> int:
+    if args.days is not None:
+        return _usage_days(args)
     found = _read(args)
     if found is None:
         return 1
@@ -195,11 +287,87 @@ def run_usage(args: argparse.Namespace) -> int:
         if args.name not in names:
             return _fail(f"no key named {args.name!r} (see `agent-gateway keys list`)")
         names = [args.name]
-    rows = [("NAME", "INPUT TOKENS", "OUTPUT TOKENS", "MODEL CALLS", "WEB SEARCHES", "WEB EXTRACTS", "STORED BYTES")]
+    rows = [("NAME", "INPUT TOKENS", "OUTPUT TOKENS", "MODEL CALLS", "WEB SEARCHES", "WEB EXTRACTS", "STORED BYTES",
+             "REQUESTS", "MCP CALLS")]
     for name in names:
         used = usage.get(name, KeyUsage(name))
         c = used.counted
         rows.append((name, str(c.input_tokens), str(c.output_tokens), str(c.model_calls), str(c.web_searches),
-                     str(c.web_extracts), str(used.stored_bytes)))
+                     str(c.web_extracts), str(used.stored_bytes), str(c.requests), str(c.mcp_calls)))
+    _table(rows)
+    return 0
+
+
+def run_update(args: argparse.Namespace) -> int:
+    changes = _changes(args, creating=False)
+    if not changes:
+        return _fail("nothing to change: give a limit, --models, --mcp, --web/--no-web or --admin/--no-admin", 2)
+
+    async def work(store: KeyStore) -> bool:
+        await store.open()
+        return await store.update(args.name, changes)
+
+    try:
+        updated = _with_store(args, work)
+    except StoreUnavailableError as exc:
+        return _fail(exc.message)
+    if not updated:
+        return _fail(f"no active key named {args.name!r} (see `agent-gateway keys list`)")
+    print(f"updated key {args.name} ({', '.join(sorted(changes))}): running gateways apply it within 5 seconds")
+    return 0
+
+
+def _access(names: tuple[str, ...] | None) -> str:
+    return "all" if names is None else ", ".join(names) or "none"
+
+
+def run_show(args: argparse.Namespace) -> int:
+    found = _read(args)
+    if found is None:
+        return 1
+    keys, usage = found
+    key = next((key for key in keys if key.name == args.name), None)
+    if key is None:
+        return _fail(f"no key named {args.name!r} (see `agent-gateway keys list`)")
+    used = usage.get(key.name, KeyUsage(key.name))
+    c = used.counted
+    rows = [
+        ("name", key.name), ("status", _status(key)), ("admin", "yes" if key.admin else "no"),
+        ("created", _when(key.created_at)), ("expires", _when(key.expires_at)), ("revoked", _when(key.revoked_at)),
+        ("rpm", _limit(key.rpm)), ("max concurrent", _limit(key.max_concurrent)),
+        ("max stored", _limit(key.max_stored_bytes, " B")),
+        ("models", _access(key.models)), ("mcp servers", _access(key.mcp)), ("web tools", "yes" if key.web else "no"),
+        ("last used", _when(c.last_used_at or None)), ("requests", str(c.requests)),
+        ("tokens in/out", f"{c.input_tokens}/{c.output_tokens}"), ("model calls", str(c.model_calls)),
+        ("web searches/extracts", f"{c.web_searches}/{c.web_extracts}"), ("mcp calls", str(c.mcp_calls)),
+        ("stored", f"{used.stored_bytes} B"),
+    ]
+    _table(rows)
+    return 0
+
+
+def _usage_days(args: argparse.Namespace) -> int:
+    from gateway.keys.ring import DAY as ONE_DAY
+    from gateway.keys.ring import utc_day
+
+    since = utc_day(time.time() - (args.days - 1) * ONE_DAY)
+
+    async def work(store: KeyStore) -> list[DayUsage]:
+        await store.open()
+        return await store.usage_days(args.name, since)
+
+    try:
+        days = _with_store(args, work)
+    except StoreUnavailableError as exc:
+        return _fail(exc.message)
+    if not days:
+        print(f"no usage since {since}" + (f" for key {args.name}" if args.name else ""))
+        return 0
+    rows = [("DAY", "NAME", "REQUESTS", "INPUT TOKENS", "OUTPUT TOKENS", "MODEL CALLS", "WEB SEARCHES",
+             "WEB EXTRACTS", "MCP CALLS", "STORED BYTES")]
+    for day in days:
+        rows.append((day.day, day.name, str(day.requests), str(day.input_tokens), str(day.output_tokens),
+                     str(day.model_calls), str(day.web_searches), str(day.web_extracts), str(day.mcp_calls),
+                     "-" if day.stored_bytes is None else str(day.stored_bytes)))
     _table(rows)
     return 0

@@ -212,6 +212,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_followers_per_run", "API_SERVER_MAX_FOLLOWERS_PER_RUN", "api_server.max_followers_per_run",
            _parse_int, 8, "streams following one background response at once, on each replica; beyond it 429",
            minimum=1),
+    Option("usage_days", "API_SERVER_USAGE_DAYS", "api_server.usage_days", _parse_int, 90,
+           "UTC days of per-key usage kept (`keys usage --days`, /v1/admin/usage); older days are deleted",
+           minimum=1),
     Option("max_followers_per_key", "API_SERVER_MAX_FOLLOWERS_PER_KEY", "api_server.max_followers_per_key",
            _parse_int, 32, "streams of background responses one API key follows at once, on each replica; "
            "beyond it 429", minimum=1),

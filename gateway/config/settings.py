@@ -78,6 +78,7 @@ class Settings:
     max_run_events_mb: float = 16.0
     max_followers_per_run: int = 8
     max_followers_per_key: int = 32
+    usage_days: int = 90
     follower_stall_seconds: float = 30.0
     max_body_bytes: int = 10_000_000
     body_timeout: float = 30.0

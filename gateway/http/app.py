@@ -24,8 +24,10 @@ from gateway.http.cors import CORS_POLICY, CorsPolicy, add_cors_headers
 from gateway.http.lifecycle import Lifecycle, RunLimiter
 from gateway.http.middleware import front_door
 from gateway.http.routes import (
+    admin,
     admin_page,
     admin_status,
+    admin_usage,
     chat,
     conversations,
     health,
@@ -101,7 +103,8 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     if idempotency is None:
         idempotency = InMemoryIdempotencyCache(ttl=settings.idempotency_ttl)
     app[appkeys.IDEMPOTENCY] = idempotency
-    app[appkeys.KEYRING] = KeyRing(settings.profile, settings.api_key, _key_store(settings, database))
+    app[appkeys.KEYRING] = KeyRing(settings.profile, settings.api_key, _key_store(settings, database),
+                                     usage_days=settings.usage_days)
     if settings.metrics_enabled:
         app[appkeys.METRICS] = _metrics(app)
         app.router.add_routes(metrics.routes)
@@ -115,7 +118,8 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     app.cleanup_ctx.append(_keyring_ctx)  # after the store: stopped (its usage written) before it closes
     app.cleanup_ctx.append(_memory_release_ctx)
     app.on_cleanup.append(_write_after_reply)  # after every request has ended (the grace included)
-    for module in (health, openapi, models, chat, responses, conversations, web_status, admin_status, admin_page):
+    for module in (health, openapi, models, chat, responses, conversations, web_status, admin, admin_usage,
+                   admin_status, admin_page):
         app.router.add_routes(module.routes)
     return app
 

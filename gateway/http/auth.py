@@ -53,13 +53,15 @@ def authenticate(ring: KeyRing, presented: str | None, open_path: bool) -> KeyRi
             raise AuthenticationError("Incorrect API key provided.")
         caller = found
     CURRENT_CALLER.set(caller)
-    ring.usage_of(caller.name).last_used_at = int(time.time())
+    usage = ring.usage_of(caller.name)
+    usage.last_used_at = int(time.time())
     if caller.rpm is not None:
         remaining, reset, admitted = ring.rate(caller, time.monotonic())
         CURRENT_RATE.set((caller.rpm, remaining, reset))
         if not admitted:
             raise RateLimitError(f"Rate limit reached for key '{caller.name}': {caller.rpm} requests per minute. "
                                  f"Try again in {math.ceil(reset)} s.", retry_after=max(1.0, reset))
+    usage.requests += 1  # admitted requests (the usage by day's `requests`)
     return ring
 
 

@@ -13,6 +13,11 @@ key ever made. Until the first read succeeds (the database down at start), the r
 and every authenticated route answers 503 (http/auth.py), never open.
 
 Limits that need an answer per request (rpm, concurrent runs) are counted here, per replica.
+
+Each key's access (model routes, configured MCP servers, web tools) and admin flag ride on its
+`Caller`, so a `keys update` reaches every replica with the next refresh, like a revocation. The
+usage write also adds the UTC day's row of each key (and its stored bytes, when read since the
+last write) and, once a day, deletes the days older than `usage_days` (API_SERVER_USAGE_DAYS).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from gateway.store.api import StoreUnavailableError
-from gateway.store.keys import ApiKey, KeyStore, UsageDelta, key_hash
+from gateway.store.keys import ApiKey, KeyStore, UsageDelta, UsageWrite, key_hash
 from gateway.store.owners import DEFAULT_KEY, owner_of
 
 log = logging.getLogger("agent_gateway.keys")
@@ -36,6 +41,11 @@ log = logging.getLogger("agent_gateway.keys")
 REFRESH_SECONDS = 2.0
 RATE_WINDOW = 60.0
 STORED_BYTES_EVERY = 15
+DAY = 86400
+
+
+def utc_day(at: float) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(at))
 
 
 @dataclass
@@ -48,6 +58,17 @@ class Caller:
     rpm: int | None = None
     max_concurrent: int | None = None
     max_stored_bytes: int | None = None
+    admin: bool = False
+    #: the model route ids it may use (None: all), the configured MCP server labels (None: all)
+    models: frozenset[str] | None = None
+    mcp: frozenset[str] | None = None
+    web: bool = True
+
+    @classmethod
+    def of(cls, key: ApiKey, owner: str) -> Caller:
+        return cls(key.name, owner, key.expires_at, key.rpm, key.max_concurrent, key.max_stored_bytes, key.admin,
+                   None if key.models is None else frozenset(key.models),
+                   None if key.mcp is None else frozenset(key.mcp), key.web)
 
 
 #: The caller of the request this task serves (None: an open route), and its rate state for a key
@@ -67,8 +88,12 @@ class _Counters:
 
 
 class KeyRing:
-    def __init__(self, profile: str | None, api_key: str | None, store: KeyStore | None) -> None:
+    def __init__(self, profile: str | None, api_key: str | None, store: KeyStore | None, *,
+                 usage_days: int = 90) -> None:
         self.profile = profile
+        self.usage_days = usage_days
+        self._pruned_day: str | None = None  # the day whose older rows were last deleted
+        self._stored_fresh = False  # stored_bytes read since the last usage write
         self.store = store
         self.default = Caller(DEFAULT_KEY, owner_of(profile, DEFAULT_KEY))
         self._api_key_hash = key_hash(api_key) if api_key else None
@@ -181,8 +206,7 @@ class KeyRing:
         by_hash: dict[str, Caller] = {}
         for key in keys:
             if key.revoked_at is None and key.name != DEFAULT_KEY:
-                by_hash[key.key_hash] = Caller(key.name, owner_of(self.profile, key.name), key.expires_at, key.rpm,
-                                               key.max_concurrent, key.max_stored_bytes)
+                by_hash[key.key_hash] = Caller.of(key, owner_of(self.profile, key.name))
         if self._api_key_hash is not None:
             by_hash[self._api_key_hash] = self.default
         self._by_hash = by_hash  # swapped whole: a request sees the old ring or the new one
@@ -190,26 +214,44 @@ class KeyRing:
         self._quotas = any(caller.max_stored_bytes is not None for caller in by_hash.values())
         self._read = True
 
+    async def reload_keys(self) -> None:
+        """The keys read again now (an admin API change, seen by this replica at once)."""
+        if self.store is not None:
+            self._load(await self.store.keys())
+
     async def refresh(self) -> None:
         if self.store is None:
             return
         pending, self.pending = self.pending, {}
         if self.on_counted is not None and pending:
             self.on_counted(pending)
-        try:
-            await self.store.add_usage(pending)
-        except StoreUnavailableError:
-            for name, delta in pending.items():  # kept for the next refresh
-                self.usage_of(name).add(delta)
-            raise
+        await self._write(pending)
         self._load(await self.store.keys())
         self._refreshes += 1
         # The stored bytes are a sum over every stored object: read at each refresh only while a
         # live key has a quota to check; otherwise every STORED_BYTES_EVERY refreshes (the gauge).
         if self._quotas or self._refreshes % STORED_BYTES_EVERY == 1:
             self.stored_bytes = {name: usage.stored_bytes for name, usage in (await self.store.usage()).items()}
+            self._stored_fresh = True
             if self.on_refresh is not None:
                 self.on_refresh()
+
+    async def _write(self, pending: dict[str, UsageDelta]) -> None:
+        """The usage counted since the last write, in one transaction: totals, the day's rows, the
+        day's stored bytes (when read since) and, on a new day, the deletion of the days past keeping."""
+        assert self.store is not None
+        now = time.time()
+        day = utc_day(now)
+        write = UsageWrite(pending, day, dict(self.stored_bytes) if self._stored_fresh else {},
+                           utc_day(now - (self.usage_days - 1) * DAY) if day != self._pruned_day else None)
+        try:
+            await self.store.add_usage(write)
+        except StoreUnavailableError:
+            for name, delta in pending.items():  # kept for the next refresh
+                self.usage_of(name).add(delta)
+            raise
+        self._stored_fresh = False
+        self._pruned_day = day
 
     async def start(self) -> None:
         if self.store is None:
@@ -244,7 +286,7 @@ class KeyRing:
                 await self._task
         if self.store is not None:
             try:
-                await self.store.add_usage(self.pending)  # what was counted since the last refresh
+                await self._write(self.pending)  # what was counted since the last refresh
             except Exception as exc:  # a stop must finish: the counts are lost, said once
                 log.warning("the API keys' last usage was not written: %s", getattr(exc, "message", exc))
             self.pending = {}

@@ -17,7 +17,8 @@ from gateway.keys.ring import CURRENT_CALLER, KeyRing
 
 #: No turn has a trillion tokens; a figure past that is an upstream's nonsense, kept bounded.
 MAX_PER_CALL = 10**12
-_TOOL_COUNTERS = {"web_search": "web_searches", "web_extract": "web_extracts"}
+#: every MCP tool's calls are observed as tool "mcp" (agent/tool_calls.py)
+_TOOL_COUNTERS = {"web_search": "web_searches", "web_extract": "web_extracts", "mcp": "mcp_calls"}
 
 
 class KeyUsageObserver(AgentObserver):

@@ -11,6 +11,7 @@ from typing import Any
 from gateway.config.settings import OPTIONS_BY_KEY, parse_option
 from tests.conftest import API_KEY
 from tests.fakes.upstream import FakeUpstream
+from tests.keys.test_keys_isolation import make_key
 
 PAGE_FILES = {"/admin": "text/html", "/admin/admin.css": "text/css", "/admin/admin.js": "text/javascript",
               "/admin/chart.js": "text/javascript"}
@@ -66,27 +67,34 @@ async def test_other_paths_under_admin_are_404_in_the_envelope(make_client: Call
 
 
 async def test_status_needs_an_admin_key(tmp_path: Path, make_client: Callable[..., Any]) -> None:
-    from tests.keys.test_keys_isolation import make_key
-
-    plain = await make_key(tmp_path, "plain")
+    plain, admin = await make_key(tmp_path, "plain"), await make_key(tmp_path, "boss", "--admin")
     client = await make_client(api_key=API_KEY)
     assert (await client.get("/v1/admin/status")).status == 401
     assert (await client.get("/v1/admin/status", headers=bearer("sk-wrong"))).status == 401
-    refused = await client.get("/v1/admin/status", headers=bearer(plain))
-    assert refused.status == 403
-    assert set((await refused.json())["error"]) == {"message", "type", "param", "code"}
-    assert (await client.get("/v1/admin/status", headers=bearer(API_KEY))).status == 200
+    for not_admin in (plain, API_KEY):  # API_SERVER_KEY is no admin either: admins are made in the store
+        refused = await client.get("/v1/admin/status", headers=bearer(not_admin))
+        assert refused.status == 403
+        assert set((await refused.json())["error"]) == {"message", "type", "param", "code"}
+    assert (await client.get("/v1/admin/status", headers=bearer(admin))).status == 200
+
+
+async def test_a_keyless_gateway_has_no_status_route(make_client: Callable[..., Any]) -> None:
+    client = await make_client()
+    assert (await client.get("/admin")).status == 200  # the page says how to make the first admin
+    reply = await client.get("/v1/admin/status")
+    assert reply.status == 404 and (await reply.json())["error"]["message"]
 
 
 async def test_status_says_which_model_routes_answer_and_what_runs(
-        make_client: Callable[..., Any], upstream: FakeUpstream, refused_url: str) -> None:
+        tmp_path: Path, make_client: Callable[..., Any], upstream: FakeUpstream, refused_url: str) -> None:
+    admin = await make_key(tmp_path, "boss", "--admin")
     table = models({
         "fast": {"model": "fake-model"},
         "gone": {"model": "other", "base_url": refused_url},
         "first": {"model": "fake-model", "fallbacks": ["gone"]},
     })
     client = await make_client(api_key=API_KEY, llm_models=table, model_name="fast", max_concurrent_runs=3)
-    reply = await client.get("/v1/admin/status", headers=bearer(API_KEY))
+    reply = await client.get("/v1/admin/status", headers=bearer(admin))
     assert reply.status == 200
     status = await reply.json()
     assert status["object"] == "admin.status" and status["replica"]
@@ -101,9 +109,11 @@ async def test_status_says_which_model_routes_answer_and_what_runs(
                               "background_ids": [], "queue": True}
 
 
-async def test_status_lists_the_web_providers_and_their_chains(make_client: Callable[..., Any]) -> None:
-    client = await make_client(api_key=API_KEY, web_search_backend="searxng", env={"SEARXNG_URL": "http://127.0.0.1:9"})
-    status = await (await client.get("/v1/admin/status", headers=bearer(API_KEY))).json()
+async def test_status_lists_the_web_providers_and_their_chains(tmp_path: Path,
+                                                               make_client: Callable[..., Any]) -> None:
+    admin = await make_key(tmp_path, "boss", "--admin")
+    client = await make_client(web_search_backend="searxng", env={"SEARXNG_URL": "http://127.0.0.1:9"})
+    status = await (await client.get("/v1/admin/status", headers=bearer(admin))).json()
     providers = {p["name"]: p for p in status["web"]["providers"]}
     assert providers["searxng"]["search"] is True and providers["searxng"]["chains"] == {"search": 0}
     assert status["web"]["chains"]["search"] == ["searxng"]

@@ -184,7 +184,7 @@ class McpFamily:
     def toolbox(self, base: Toolbox, listings: Sequence[Listing], *, cache: bool = True) -> Toolbox:
         """`base`'s tools and the listed servers' tools; one Toolbox per set of configured
         servers' listings (`cache`), a new one for a request's own servers."""
-        key = tuple(id(listing) for listing in listings if listing.error is None)
+        key = (id(base), *(id(listing) for listing in listings if listing.error is None))
         box = self._toolboxes.get(key) if cache else None
         if box is None:
             tools: list[AgentTool] = [tool for name in base.names() if (tool := base.get(name)) is not None]

@@ -1,4 +1,5 @@
-"""GET /v1/admin/status: what the admin page shows of this replica, for admin keys only.
+"""GET /v1/admin/status: what the admin page shows of this replica, for admin keys only (as the rest
+of the admin API, routes/admin.py).
 
 - `model_routes`: every configured route (the default one included), its upstream (the base URL,
   credentials masked) and whether that upstream answers now: each distinct upstream is asked for
@@ -25,7 +26,7 @@ from gateway.agent.web.fallback import fallback_setting, plan_chain
 from gateway.common.redact import redact_url
 from gateway.errors import GatewayError
 from gateway.http import appkeys
-from gateway.http.admin_access import require_admin
+from gateway.http.routes.admin import admin_store
 from gateway.runs.background import BACKGROUND_RUNS
 from gateway.upstream.client import UpstreamClient
 from gateway.upstream.routes import PROBE_SECONDS, RouteTable
@@ -36,7 +37,7 @@ routes = web.RouteTableDef()
 
 @routes.get("/v1/admin/status")
 async def admin_status(request: web.Request) -> web.Response:
-    require_admin(request)
+    admin_store(request)  # admin keys only: 403 for others, 404 on a keyless gateway (routes/admin.py)
     app = request.app
     runs = app.get(BACKGROUND_RUNS)
     return web.json_response({

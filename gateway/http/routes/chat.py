@@ -13,7 +13,7 @@ from gateway.agent.loop import AgentRequest
 from gateway.common import json_out
 from gateway.errors import GatewayError
 from gateway.files.parts import has_files, read_file_parts
-from gateway.http import appkeys
+from gateway.http import access, appkeys
 from gateway.http.body import read_json_object
 from gateway.http.checks import continue_if_a_run_slot_is_free
 from gateway.http.model_routes import context_window, route_turn
@@ -37,6 +37,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     settings = app[appkeys.SETTINGS]
     # None without `models:` (checked here on the settings: no lookup, no coroutine per request for it)
     turn = await route_turn(request, chat.model) if settings.llm_models is not None else None
+    access.check_model(settings.model_name if turn is None else turn.route.id, chat.model)
     if has_files(chat.messages):  # read into text before the estimate: a document costs its text
         chat.messages, _ = await read_file_parts(chat.messages, param="messages")
     fixed = _fixed_tokens_past_smallest_window(chat.messages, chat.client_tools, chat.params)
@@ -46,6 +47,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         messages=chat.messages, client_tools=chat.client_tools, params=chat.params, stream=chat.stream,
         web=chat.web, background=chat.background, first_source=chat.first_source,
     )
+    access.limit_tools(agent_request, "web_search_options")
     if turn is None:
         model, reasoning = chat.model or settings.model_name, settings.reasoning == "show"
     else:

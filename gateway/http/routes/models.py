@@ -7,7 +7,7 @@ from typing import Any
 from aiohttp import web
 
 from gateway.errors import NotFoundError, echo
-from gateway.http import appkeys
+from gateway.http import access, appkeys
 from gateway.http.model_routes import model_not_found
 
 routes = web.RouteTableDef()
@@ -24,8 +24,8 @@ async def list_models(request: web.Request) -> web.Response:
     table = request.app[appkeys.ROUTES]
     if table.configured:
         data = await table.listing_now(request.app[appkeys.STARTED_AT])
-        return web.json_response({"object": "list", "data": data})
-    return web.json_response({"object": "list", "data": [_model_object(request)]})
+        return web.json_response({"object": "list", "data": access.visible_models(data)})
+    return web.json_response({"object": "list", "data": access.visible_models([_model_object(request)])})
 
 
 @routes.get("/v1/models/{model_id:.+}")
@@ -36,8 +36,10 @@ async def get_model(request: web.Request) -> web.Response:
         route = table.resolve(model_id) or await table.find(model_id)
         if route is None:
             raise model_not_found(model_id)
+        access.check_model(route.id, model_id)
         return web.json_response(route.card(request.app[appkeys.STARTED_AT]))
     model = _model_object(request)
+    access.check_model(model["id"], model_id)
     if model_id != model["id"]:
         raise NotFoundError(
             f"The model '{echo(model_id)}' does not exist; this gateway serves '{model['id']}'.",

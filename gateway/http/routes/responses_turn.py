@@ -12,7 +12,7 @@ from aiohttp import web
 from gateway.agent.loop import AgentRequest
 from gateway.errors import InvalidRequestError, NotFoundError, echo
 from gateway.files.parts import ReadFile, cut_files, has_files, read_file_parts
-from gateway.http import appkeys
+from gateway.http import access, appkeys
 from gateway.http.model_routes import context_window, route_turn
 from gateway.http.routes.responses_reply import Continuation as _Continuation
 from gateway.store.api import ResponseStore, UnknownConversationError
@@ -38,6 +38,7 @@ async def prepare_turn(app: web.Application, store: ResponseStore, parsed: Respo
     settings = app[appkeys.SETTINGS]
     # the model the client names now, whatever a previous response used (as OpenAI does)
     turn = await route_turn(app, parsed.model) if settings.llm_models is not None else None
+    access.check_model(settings.model_name if turn is None else turn.route.id, parsed.model)
     if turn is not None and turn.route.vision:
         parsed.show_tool_images()
     read: list[ReadFile] = []
@@ -53,6 +54,7 @@ async def prepare_turn(app: web.Application, store: ResponseStore, parsed: Respo
         web=parsed.web, replayed=parsed.replayed, own_calls_beside_client_calls=True,
         mcp=parsed.mcp, max_tool_calls=parsed.max_tool_calls,
     )
+    access.limit_tools(agent_request, "tools")
     if turn is None:
         model, reasoning = parsed.model or settings.model_name, settings.reasoning
     else:

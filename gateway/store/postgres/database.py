@@ -23,7 +23,7 @@ import asyncpg
 from gateway.common.redact import redact_url, scrub
 from gateway.errors import UnstorableValueError
 from gateway.store.api import SchemaVersionError, StoreUnavailableError
-from gateway.store.keys import KEY_TABLES
+from gateway.store.keys import KEY_TABLES, KEY_USAGE_DAYS
 from gateway.store.owners import DEFAULT_OWNER
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ log = logging.getLogger("agent_gateway.store")
 
 #: The schema this gateway writes. Each step migrates from the version before it; a database at a
 #: higher version than this was written by a newer gateway, which this one refuses to run against.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 8
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
         # last_access: a cluster-wide sequence, so replicas agree on "least recently used"
@@ -185,6 +185,17 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         END $$""",
         "CREATE TRIGGER responses_take_their_runs AFTER DELETE ON responses"
         " FOR EACH ROW EXECUTE FUNCTION agent_gateway_response_runs()",
+    ),
+    7: (),  # placeholder: another branch's step
+    # As SQLite's version 8: per-key access and admins, two more counters, usage by day (issue 46)
+    8: (
+        "ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS admin BOOLEAN NOT NULL DEFAULT false",
+        "ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS models TEXT",
+        "ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS mcp TEXT",
+        "ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS web BOOLEAN NOT NULL DEFAULT true",
+        "ALTER TABLE key_usage ADD COLUMN IF NOT EXISTS requests BIGINT NOT NULL DEFAULT 0",
+        "ALTER TABLE key_usage ADD COLUMN IF NOT EXISTS mcp_calls BIGINT NOT NULL DEFAULT 0",
+        *KEY_USAGE_DAYS,
     ),
 }
 #: pg_advisory_xact_lock keys: schema migration, and the writes that must see each other

@@ -6,17 +6,47 @@ from typing import Any
 
 import asyncpg
 
-from gateway.store.keys import COUNTERS, ApiKey, DuplicateKeyError, KeyStore, KeyUsage, UsageDelta
+from gateway.store.keys import (
+    COUNTERS,
+    KEY_COLUMNS,
+    UPDATABLE,
+    ApiKey,
+    DayUsage,
+    DuplicateKeyError,
+    KeyStore,
+    KeyUsage,
+    UsageDelta,
+    UsageWrite,
+    column_value,
+    day_from_row,
+    key_from_row,
+)
 from gateway.store.owners import key_name_of
 from gateway.store.postgres.database import Conn, PostgresDatabase
 
-_KEY_COLUMNS = "name, key_hash, created_at, expires_at, revoked_at, rpm, max_concurrent, max_stored_bytes"
+_KEY_COLUMNS = ", ".join(KEY_COLUMNS)
+_COUNTS = ", ".join(COUNTERS)
+
+
+def _marks(first: int, count: int) -> str:
+    return ", ".join(f"${n}" for n in range(first, first + count))
+
+
 _ADD_USAGE = (
-    f"INSERT INTO key_usage (profile, name, {', '.join(COUNTERS)}, last_used_at)"
-    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+    f"INSERT INTO key_usage (profile, name, {_COUNTS}, last_used_at)"
+    f" VALUES ($1, $2, {_marks(3, len(COUNTERS))}, ${3 + len(COUNTERS)})"
     " ON CONFLICT (profile, name) DO UPDATE SET "
     + ", ".join(f"{c} = key_usage.{c} + excluded.{c}" for c in COUNTERS)
     + ", last_used_at = greatest(key_usage.last_used_at, excluded.last_used_at)"
+)
+_ADD_DAY = (
+    f"INSERT INTO key_usage_days (profile, name, day, {_COUNTS}) VALUES ($1, $2, $3, {_marks(4, len(COUNTERS))})"
+    " ON CONFLICT (profile, day, name) DO UPDATE SET "
+    + ", ".join(f"{c} = key_usage_days.{c} + excluded.{c}" for c in COUNTERS)
+)
+_SET_STORED = (
+    "INSERT INTO key_usage_days (profile, name, day, stored_bytes) VALUES ($1, $2, $3, $4)"
+    " ON CONFLICT (profile, day, name) DO UPDATE SET stored_bytes = excluded.stored_bytes"
 )
 # one row per owner (a conversation object's row is summed into its owner's, not returned alone)
 _STORED = (
@@ -44,9 +74,8 @@ class PostgresKeyStore(KeyStore):
         async def body(conn: Conn) -> None:
             try:
                 await conn.execute(f"INSERT INTO api_keys (profile, {_KEY_COLUMNS})"
-                                   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                                   self.profile, key.name, key.key_hash, key.created_at, key.expires_at,
-                                   key.revoked_at, key.rpm, key.max_concurrent, key.max_stored_bytes)
+                                   f" VALUES ($1, {_marks(2, len(KEY_COLUMNS))})",
+                                   self.profile, *(column_value(c, getattr(key, c)) for c in KEY_COLUMNS))
             except asyncpg.UniqueViolationError as exc:
                 raise DuplicateKeyError(f"a key named '{key.name}' already exists in this profile (revoked "
                                         "names are not reused); choose another name") from exc
@@ -56,7 +85,7 @@ class PostgresKeyStore(KeyStore):
     async def keys(self) -> list[ApiKey]:
         rows = await self.database.run(lambda conn: conn.fetch(
             f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE profile = $1 ORDER BY name", self.profile))
-        return [ApiKey(*row) for row in rows]
+        return [key_from_row(row) for row in rows]
 
     async def revoke(self, name: str, at: int) -> bool:
         status = await self.database.run(lambda conn: conn.execute(
@@ -64,23 +93,57 @@ class PostgresKeyStore(KeyStore):
             at, self.profile, name))
         return bool(status != "UPDATE 0")
 
-    async def add_usage(self, deltas: dict[str, UsageDelta]) -> None:
-        if not deltas:
+    async def update(self, name: str, changes: dict[str, Any]) -> bool:
+        columns = sorted(changes)
+        if not set(columns) <= UPDATABLE:
+            raise ValueError(f"not updatable: {sorted(set(columns) - UPDATABLE)}")
+        sets = ", ".join(f"{c} = ${n}" for n, c in enumerate(columns, start=3)) or "name = name"
+        status = await self.database.run(lambda conn: conn.execute(
+            f"UPDATE api_keys SET {sets} WHERE profile = $1 AND name = $2 AND revoked_at IS NULL",
+            self.profile, name, *(column_value(c, changes[c]) for c in columns)))
+        return bool(status != "UPDATE 0")
+
+    async def add_usage(self, deltas: dict[str, UsageDelta] | UsageWrite) -> None:
+        write = deltas if isinstance(deltas, UsageWrite) else UsageWrite(deltas, None)
+        counts = sorted(write.deltas.items())  # two replicas lock rows in one order
+        statements: list[tuple[str, list[tuple[Any, ...]]]] = []
+        if counts:
+            statements.append((_ADD_USAGE, [(self.profile, name, *(getattr(d, c) for c in COUNTERS),
+                                             d.last_used_at or None) for name, d in counts]))
+        if write.day is not None:
+            if counts:
+                statements.append((_ADD_DAY, [(self.profile, name, write.day, *(getattr(d, c) for c in COUNTERS))
+                                              for name, d in counts]))
+            if write.stored:
+                statements.append((_SET_STORED, [(self.profile, name, write.day, size)
+                                                 for name, size in sorted(write.stored.items())]))
+            if write.keep_from is not None:
+                statements.append(("DELETE FROM key_usage_days WHERE profile = $1 AND day < $2",
+                                   [(self.profile, write.keep_from)]))
+        if not statements:
             return
-        rows = [(self.profile, name, *(getattr(d, c) for c in COUNTERS), d.last_used_at or None)
-                for name, d in sorted(deltas.items())]  # sorted: two replicas lock rows in one order
 
         async def body(conn: Conn) -> None:
             async with conn.transaction():
-                await conn.executemany(_ADD_USAGE, rows)
+                for sql, rows in statements:
+                    await conn.executemany(sql, rows)
 
         await self.database.run(body)
+
+    async def usage_days(self, name: str | None, since: str) -> list[DayUsage]:
+        where, parameters = "profile = $1 AND day >= $2", [self.profile, since]
+        if name is not None:
+            where, parameters = where + " AND name = $3", [*parameters, name]
+        rows = await self.database.run(lambda conn: conn.fetch(
+            f"SELECT name, day, {_COUNTS}, stored_bytes FROM key_usage_days WHERE {where} ORDER BY day, name",
+            *parameters))
+        return [day_from_row(row) for row in rows]
 
     async def usage(self) -> dict[str, KeyUsage]:
         low, high = self._owner_range()
 
         async def body(conn: Conn) -> tuple[list[asyncpg.Record], list[asyncpg.Record]]:
-            counted = await conn.fetch(f"SELECT name, {', '.join(COUNTERS)}, last_used_at FROM key_usage"
+            counted = await conn.fetch(f"SELECT name, {_COUNTS}, last_used_at FROM key_usage"
                                        " WHERE profile = $1", self.profile)
             return list(counted), list(await conn.fetch(_STORED, low, high))
 
@@ -95,4 +158,6 @@ class PostgresKeyStore(KeyStore):
 
 
 def _delta(row: Any) -> UsageDelta:
-    return UsageDelta(**{c: int(v) for c, v in zip(COUNTERS, row[1:6], strict=True)}, last_used_at=row[6] or 0)
+    n = len(COUNTERS)
+    return UsageDelta(**{c: int(v) for c, v in zip(COUNTERS, row[1:1 + n], strict=True)},
+                      last_used_at=row[1 + n] or 0)

@@ -10,17 +10,43 @@ import aiosqlite
 
 from gateway.common.private import private_dir, private_file
 from gateway.store.api import StoreUnavailableError
-from gateway.store.keys import COUNTERS, ApiKey, DuplicateKeyError, KeyStore, KeyUsage, UsageDelta
+from gateway.store.keys import (
+    COUNTERS,
+    KEY_COLUMNS,
+    UPDATABLE,
+    ApiKey,
+    DayUsage,
+    DuplicateKeyError,
+    KeyStore,
+    KeyUsage,
+    UsageDelta,
+    UsageWrite,
+    column_value,
+    day_from_row,
+    key_from_row,
+)
 from gateway.store.owners import DEFAULT_OWNER, key_name_of
 from gateway.store.sqlite.faults import describe
 from gateway.store.sqlite.schema import migrate
 
-_KEY_COLUMNS = "name, key_hash, created_at, expires_at, revoked_at, rpm, max_concurrent, max_stored_bytes"
+_KEY_COLUMNS = ", ".join(KEY_COLUMNS)
+_KEY_MARKS = ", ".join("?" * len(KEY_COLUMNS))
+_COUNTS = ", ".join(COUNTERS)
+_MARKS = ", ".join("?" * len(COUNTERS))
 _ADD_USAGE = (
-    f"INSERT INTO key_usage (profile, name, {', '.join(COUNTERS)}, last_used_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO key_usage (profile, name, {_COUNTS}, last_used_at) VALUES (?, ?, {_MARKS}, ?)"
     " ON CONFLICT (profile, name) DO UPDATE SET "
     + ", ".join(f"{c} = key_usage.{c} + excluded.{c}" for c in COUNTERS)
     + ", last_used_at = max(coalesce(key_usage.last_used_at, 0), excluded.last_used_at)"
+)
+_ADD_DAY = (
+    f"INSERT INTO key_usage_days (profile, name, day, {_COUNTS}) VALUES (?, ?, ?, {_MARKS})"
+    " ON CONFLICT (profile, day, name) DO UPDATE SET "
+    + ", ".join(f"{c} = key_usage_days.{c} + excluded.{c}" for c in COUNTERS)
+)
+_SET_STORED = (
+    "INSERT INTO key_usage_days (profile, name, day, stored_bytes) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT (profile, day, name) DO UPDATE SET stored_bytes = excluded.stored_bytes"
 )
 # one row per owner (a conversation object's row is summed into its owner's, not returned alone)
 _STORED = (
@@ -70,20 +96,10 @@ class SQLiteKeyStore(KeyStore):
         if db is not None:
             await db.close()
 
-    async def _run(self, sql: str, parameters: tuple[Any, ...] = (), *, many: list[tuple[Any, ...]] | None = None
-                   ) -> list[Any]:
+    async def _run(self, sql: str, parameters: tuple[Any, ...] = ()) -> list[Any]:
         await self.open()
         assert self._db is not None
         try:
-            if many is not None:
-                await self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    await self._db.executemany(sql, many)
-                    await self._db.commit()
-                except BaseException:
-                    await self._db.rollback()
-                    raise
-                return []
             return list(await self._db.execute_fetchall(sql, parameters))
         except sqlite3.IntegrityError:
             raise
@@ -92,9 +108,8 @@ class SQLiteKeyStore(KeyStore):
 
     async def create(self, key: ApiKey) -> None:
         try:
-            await self._run(f"INSERT INTO api_keys (profile, {_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            (self.profile, key.name, key.key_hash, key.created_at, key.expires_at, key.revoked_at,
-                             key.rpm, key.max_concurrent, key.max_stored_bytes))
+            await self._run(f"INSERT INTO api_keys (profile, {_KEY_COLUMNS}) VALUES (?, {_KEY_MARKS})",
+                            (self.profile, *(column_value(c, getattr(key, c)) for c in KEY_COLUMNS)))
         except sqlite3.IntegrityError as exc:
             raise DuplicateKeyError(f"a key named '{key.name}' already exists in this profile (revoked names "
                                     "are not reused); choose another name") from exc
@@ -102,7 +117,7 @@ class SQLiteKeyStore(KeyStore):
     async def keys(self) -> list[ApiKey]:
         rows = await self._run(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE profile = ? ORDER BY name",
                                (self.profile,))
-        return [ApiKey(*row) for row in rows]
+        return [key_from_row(row) for row in rows]
 
     async def revoke(self, name: str, at: int) -> bool:
         await self._run("UPDATE api_keys SET revoked_at = ? WHERE profile = ? AND name = ? AND revoked_at IS NULL",
@@ -110,15 +125,66 @@ class SQLiteKeyStore(KeyStore):
         rows = await self._run("SELECT changes()")
         return bool(rows[0][0])
 
-    async def add_usage(self, deltas: dict[str, UsageDelta]) -> None:
-        if deltas:
-            await self._run(_ADD_USAGE, many=[
-                (self.profile, name, *(getattr(d, c) for c in COUNTERS), d.last_used_at or None)
-                for name, d in deltas.items()])
+    async def update(self, name: str, changes: dict[str, Any]) -> bool:
+        columns = sorted(changes)
+        if not set(columns) <= UPDATABLE:
+            raise ValueError(f"not updatable: {sorted(set(columns) - UPDATABLE)}")
+        if not columns:
+            return bool(await self._run("SELECT 1 FROM api_keys WHERE profile = ? AND name = ? AND revoked_at IS NULL",
+                                        (self.profile, name)))
+        await self._run(f"UPDATE api_keys SET {', '.join(f'{c} = ?' for c in columns)}"
+                        " WHERE profile = ? AND name = ? AND revoked_at IS NULL",
+                        (*(column_value(c, changes[c]) for c in columns), self.profile, name))
+        rows = await self._run("SELECT changes()")
+        return bool(rows[0][0])
+
+    async def add_usage(self, deltas: dict[str, UsageDelta] | UsageWrite) -> None:
+        write = deltas if isinstance(deltas, UsageWrite) else UsageWrite(deltas, None)
+        counts = write.deltas
+        statements: list[tuple[str, list[tuple[Any, ...]]]] = []
+        if counts:
+            statements.append((_ADD_USAGE, [(self.profile, name, *(getattr(d, c) for c in COUNTERS),
+                                             d.last_used_at or None) for name, d in counts.items()]))
+        if write.day is not None:
+            if counts:
+                statements.append((_ADD_DAY, [(self.profile, name, write.day, *(getattr(d, c) for c in COUNTERS))
+                                              for name, d in counts.items()]))
+            if write.stored:
+                statements.append((_SET_STORED, [(self.profile, name, write.day, size)
+                                                 for name, size in write.stored.items()]))
+            if write.keep_from is not None:
+                statements.append(("DELETE FROM key_usage_days WHERE profile = ? AND day < ?",
+                                   [(self.profile, write.keep_from)]))
+        if statements:
+            await self._batch(statements)
+
+    async def _batch(self, statements: list[tuple[str, list[tuple[Any, ...]]]]) -> None:
+        """Every statement in one write transaction."""
+        await self.open()
+        assert self._db is not None
+        try:
+            await self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for sql, rows in statements:
+                    await self._db.executemany(sql, rows)
+                await self._db.commit()
+            except BaseException:
+                await self._db.rollback()
+                raise
+        except sqlite3.Error as exc:
+            raise self._fail(exc) from exc
+
+    async def usage_days(self, name: str | None, since: str) -> list[DayUsage]:
+        where, parameters = "profile = ? AND day >= ?", [self.profile, since]
+        if name is not None:
+            where, parameters = where + " AND name = ?", [*parameters, name]
+        rows = await self._run(f"SELECT name, day, {_COUNTS}, stored_bytes FROM key_usage_days WHERE {where}"
+                               " ORDER BY day, name", tuple(parameters))
+        return [day_from_row(row) for row in rows]
 
     async def usage(self) -> dict[str, KeyUsage]:
         found: dict[str, KeyUsage] = {}
-        rows = await self._run(f"SELECT name, {', '.join(COUNTERS)}, last_used_at FROM key_usage WHERE profile = ?",
+        rows = await self._run(f"SELECT name, {_COUNTS}, last_used_at FROM key_usage WHERE profile = ?",
                                (self.profile,))
         for row in rows:
             found[row[0]] = KeyUsage(row[0], _delta(row))
@@ -130,4 +196,6 @@ class SQLiteKeyStore(KeyStore):
 
 
 def _delta(row: Any) -> UsageDelta:
-    return UsageDelta(**{c: int(v) for c, v in zip(COUNTERS, row[1:6], strict=True)}, last_used_at=row[6] or 0)
+    n = len(COUNTERS)
+    return UsageDelta(**{c: int(v) for c, v in zip(COUNTERS, row[1:1 + n], strict=True)},
+                      last_used_at=row[1 + n] or 0)

@@ -21,6 +21,11 @@ Partial indexes cover what `claim` (queued, oldest first), `expire` (running, by
 Version 6 (issue 42): a background run's events count in `store_usage` (triggers on their frames'
 length) and a response deleted or evicted takes its run and events with it.
 
+Version 7: another branch's step (a placeholder until the merge renumbers).
+
+Version 8 (issue 46): each key's access (`models`, `mcp`: JSON lists, null for all; `web`) and
+`admin` flag, the `requests` and `mcp_calls` counters, and `key_usage_days` (store/keys.py).
+
 Space: the file uses `auto_vacuum = INCREMENTAL` (a new file from its first page; an older one is
 switched by a VACUUM once, when it is opened by this version), so the store can hand freed pages
 back to the file system (`PRAGMA incremental_vacuum`, sqlite.py) and the file shrinks.
@@ -34,11 +39,11 @@ from pathlib import Path
 import aiosqlite
 
 from gateway.store.api import SchemaVersionError
-from gateway.store.keys import KEY_TABLES
+from gateway.store.keys import KEY_TABLES, KEY_USAGE_DAYS
 
 log = logging.getLogger("agent_gateway.store")
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 8
 
 _USAGE_TRIGGERS = tuple(
     f"""CREATE TRIGGER IF NOT EXISTS {table}_usage_{event.split()[0].lower()} AFTER {event} ON {table}
@@ -162,6 +167,17 @@ STEPS: dict[int, tuple[str, ...]] = {
         "UPDATE store_usage SET bytes = bytes + (SELECT coalesce(sum(length(frame)), 0) FROM background_events)",
         """CREATE TRIGGER IF NOT EXISTS responses_take_their_runs AFTER DELETE ON responses
         BEGIN DELETE FROM background_runs WHERE response_id = old.id; END""",
+    ),
+    7: (),  # placeholder: another branch's step
+    # Per-key access and admins, two more counters, usage by day (issue 46; store/keys.py)
+    8: (
+        "ALTER TABLE api_keys ADD COLUMN admin INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE api_keys ADD COLUMN models TEXT",
+        "ALTER TABLE api_keys ADD COLUMN mcp TEXT",
+        "ALTER TABLE api_keys ADD COLUMN web INTEGER NOT NULL DEFAULT 1",
+        "ALTER TABLE key_usage ADD COLUMN requests BIGINT NOT NULL DEFAULT 0",
+        "ALTER TABLE key_usage ADD COLUMN mcp_calls BIGINT NOT NULL DEFAULT 0",
+        *KEY_USAGE_DAYS,
     ),
 }
 

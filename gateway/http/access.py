@@ -1,0 +1,63 @@
+"""A key's access (`keys create/update --models/--mcp/--no-web`): which model routes, configured MCP
+servers and web tools the request's key may use. Off (no check, nothing read but the caller) for
+every key without such a list.
+
+- Model routes: a route is named by its id, as `/v1/models` lists it; the default route's id is
+  `API_SERVER_MODEL_NAME` (without `models:` every model id means the default route, so a key may
+  use the gateway only if its list names that id). A route outside the key's list is answered
+  exactly as an unknown one (404 `model_not_found`) and is absent from the key's `/v1/models`; a
+  route's fallbacks are part of the route.
+- MCP servers: the configured servers outside the key's list are not offered to it, and a request's
+  `mcp` tool naming one by label (no `server_url`) gets the 400 of an unconfigured label. A request's
+  own server (`server_url`) is not a configured server: AGENT_MCP_ALLOWED_HOSTS governs it as for
+  any key.
+- Web tools: none offered to a key without web (nor run for a replayed call); a request that asks
+  for web search itself (a hosted `web_search` tool, `web_search_options`) is a 400, not a silent
+  answer without search.
+
+Checked where a turn is prepared, so a queued background run started later is checked as the key
+is then (an access narrowed meanwhile fails the run, as a revoked key does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from gateway.agent.turn import AgentRequest
+from gateway.errors import InvalidRequestError
+from gateway.http.model_routes import model_not_found
+from gateway.keys.ring import CURRENT_CALLER
+
+
+def check_model(route_id: str, asked: str | None) -> None:
+    """404 `model_not_found` (for `asked`, what the client sent) when the key may not use the route."""
+    caller = CURRENT_CALLER.get()
+    if caller is not None and caller.models is not None and route_id not in caller.models:
+        raise model_not_found(asked or route_id)
+
+
+def visible_models(cards: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The `/v1/models` cards of the routes the key may use."""
+    caller = CURRENT_CALLER.get()
+    allowed = caller.models if caller is not None else None
+    return list(cards) if allowed is None else [card for card in cards if card["id"] in allowed]
+
+
+def limit_tools(request: AgentRequest, web_param: str) -> None:
+    """The key's tool access on the turn: 400 for web search asked without web, or a configured
+    MCP server named outside its list; otherwise the agent offers only what the key may use."""
+    caller = CURRENT_CALLER.get()
+    if caller is None or (caller.web and caller.mcp is None):
+        return
+    if not caller.web:
+        if request.web is not None:
+            raise InvalidRequestError(f"Web search is not enabled for API key '{caller.name}'; remove "
+                                      f"'{web_param}' or ask the gateway's admin for web access.", param=web_param)
+        request.no_web = True
+    if caller.mcp is not None:
+        for named in request.mcp:
+            if named.url is None and named.label not in caller.mcp:  # as an unconfigured label (mcp/tools.py)
+                raise InvalidRequestError(f"no MCP server is configured as {named.label!r}; give a 'server_url'.",
+                                          param=f"{named.param}.server_url")
+        request.mcp_labels = caller.mcp
