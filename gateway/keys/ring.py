@@ -94,6 +94,7 @@ class KeyRing:
         self.usage_days = usage_days
         self._pruned_day: str | None = None  # the day whose older rows were last deleted
         self._stored_fresh = False  # stored_bytes read since the last usage write
+        self._stored_written: dict[str, int] = {}  # the day's stored bytes as last written, per key
         self.store = store
         self.default = Caller(DEFAULT_KEY, owner_of(profile, DEFAULT_KEY))
         self._api_key_hash = key_hash(api_key) if api_key else None
@@ -242,8 +243,12 @@ class KeyRing:
         assert self.store is not None
         now = time.time()
         day = utc_day(now)
-        write = UsageWrite(pending, day, dict(self.stored_bytes) if self._stored_fresh else {},
-                           utc_day(now - (self.usage_days - 1) * DAY) if day != self._pruned_day else None)
+        new_day = day != self._pruned_day
+        if new_day:
+            self._stored_written = {}
+        stored = {name: size for name, size in self.stored_bytes.items()
+                  if self._stored_written.get(name) != size} if self._stored_fresh else {}  # changed ones only
+        write = UsageWrite(pending, day, stored, utc_day(now - (self.usage_days - 1) * DAY) if new_day else None)
         try:
             await self.store.add_usage(write)
         except StoreUnavailableError:
@@ -251,6 +256,7 @@ class KeyRing:
                 self.usage_of(name).add(delta)
             raise
         self._stored_fresh = False
+        self._stored_written.update(stored)
         self._pruned_day = day
 
     async def start(self) -> None:

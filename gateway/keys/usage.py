@@ -1,4 +1,5 @@
-"""The agent's usage counted per key: tokens, model calls, web searches and extracts.
+"""The agent's usage counted per key: tokens, model calls, web searches and extracts, MCP tool calls
+(every MCP tool's call is observed as tool "mcp"; requests are counted at the front door, http/auth.py).
 
 Wraps the gateway's observer (metrics, tracing): each figure goes into the key ring's pending
 usage, written to the store in batches (keys/ring.py) and, with metrics on, added to

@@ -19,7 +19,9 @@ from tests.keys.test_keys_isolation import bearer, make_key
 
 @pytest.fixture
 async def admin(tmp_path: Path, make_client: Callable[..., Any]) -> tuple[Any, str, str]:
-    root, plain = await make_key(tmp_path, "root", "--admin"), await make_key(tmp_path, "plain")
+    # a stored-bytes quota: the ring reads stored bytes at every refresh (the usage row's figure)
+    root = await make_key(tmp_path, "root", "--admin")
+    plain = await make_key(tmp_path, "plain", "--max-stored-mb", "50")
     return await make_client(tools=[]), root, plain
 
 
@@ -57,6 +59,7 @@ async def test_a_created_key_is_shown_once_hashed_at_rest_and_works_at_once(
             "access": {"models": ["agent-gateway"], "web": False}}
     async with client.post("/v1/admin/keys", json=body, headers=bearer(root)) as reply:
         assert reply.status == 201, await reply.text()
+        assert reply.headers["Cache-Control"] == "no-store"
         made = await reply.json()
     key = made.pop("key")
     assert key.startswith("agk_") and len(key) > 40
@@ -91,6 +94,7 @@ async def test_patch_changes_access_and_limits_in_place_and_delete_revokes(
         assert reply.status == 200, await reply.text()
         changed = await reply.json()
     assert changed["access"]["models"] == ["elsewhere"] and changed["limits"]["rpm"] == 5 and changed["admin"]
+    assert changed["limits"]["max_stored_bytes"] == 50_000_000  # untouched by the patch
     async with client.post("/v1/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
                            headers=bearer(plain)) as reply:
         assert reply.status == 404
@@ -149,13 +153,14 @@ async def test_usage_by_day_counts_the_keys_requests_and_tokens(admin: tuple[Any
         async with client.get("/v1/admin/usage?key=plain&days=7", headers=bearer(root)) as reply:
             assert reply.status == 200
             rows = (await reply.json())["data"]
-        if rows and rows[0]["requests"] >= 3:
+        if rows and rows[0]["requests"] >= 3 and rows[0]["stored_bytes"]:
             break
         await asyncio.sleep(0.3)
     assert len(rows) == 1, rows
     row = rows[0]
     assert row["key"] == "plain" and row["day"] == today
     assert row["requests"] == 3 and row["model_calls"] == 3 and row["input_tokens"] > 0 and row["output_tokens"] > 0
+    assert row["stored_bytes"] > 0  # the three stored responses
     assert set(row) == {"key", "day", "requests", "input_tokens", "output_tokens", "model_calls", "web_searches",
                         "web_extracts", "mcp_calls", "stored_bytes"}
     async with client.get("/v1/admin/keys/plain", headers=bearer(root)) as reply:

@@ -42,8 +42,9 @@ def admin_store(request: web.Request) -> tuple[KeyRing, KeyStore]:
 
 
 def json_reply(payload: Any, status: int = 200) -> web.Response:
+    # no-store: a created key's text, and the keys' figures, are no cache's to keep
     return web.Response(body=json_out.dumps(payload), status=status, content_type="application/json",
-                        charset="utf-8")
+                        charset="utf-8", headers={"Cache-Control": "no-store"})
 
 
 async def _find(store: KeyStore, name: str) -> ApiKey:
