@@ -75,7 +75,8 @@ async def test_status_needs_an_admin_key(tmp_path: Path, make_client: Callable[.
         refused = await client.get("/v1/admin/status", headers=bearer(not_admin))
         assert refused.status == 403
         assert set((await refused.json())["error"]) == {"message", "type", "param", "code"}
-    assert (await client.get("/v1/admin/status", headers=bearer(admin))).status == 200
+    allowed = await client.get("/v1/admin/status", headers=bearer(admin))
+    assert allowed.status == 200 and allowed.headers["Cache-Control"] == "no-store"
 
 
 async def test_a_keyless_gateway_has_no_status_route(make_client: Callable[..., Any]) -> None:

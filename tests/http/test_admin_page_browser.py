@@ -72,12 +72,12 @@ class PageWatch:
         return [url for url in self.requests if not url.startswith(origin + "/")]
 
 
-async def wait_for_usage(client: Any, admin: str, key: str) -> None:
+async def wait_for_usage(client: Any, admin: str, key: str, requests: int) -> None:
     """The ring writes usage in batches: wait (bounded) until the day's row has the requests."""
     for _ in range(100):
         reply = await client.get(f"/v1/admin/usage?key={key}&days=7", headers=bearer(admin))
         rows = (await reply.json())["data"]
-        if sum(row["requests"] for row in rows) >= 3:
+        if sum(row["requests"] for row in rows) >= requests:
             return
         await asyncio.sleep(0.2)
     raise AssertionError(f"no usage recorded for {key}: {rows}")
@@ -92,7 +92,6 @@ async def test_admin_signs_in_manages_keys_and_sees_usage_and_status(
         reply = await client.post("/v1/chat/completions", headers=bearer(alice),
                                   json={"model": "m", "messages": [{"role": "user", "content": "hi"}]})
         assert reply.status == 200
-    await wait_for_usage(client, admin, "alice")
     origin = str(client.make_url("")).rstrip("/")
 
     context = await browser.new_context(viewport={"width": 1280, "height": 900})
@@ -111,6 +110,8 @@ async def test_admin_signs_in_manages_keys_and_sees_usage_and_status(
     await page.click("#sign-in button[type=submit]")
     await expect(page.locator("#sign-in-error")).to_contain_text("not an admin", timeout=WAIT_MS)
     assert await page.is_hidden("#dashboard")
+    # that refused try was alice's fourth request: her figures are final once it is written
+    await wait_for_usage(client, admin, "alice", 4)
 
     # the admin key: the dashboard, with the routes, the keys and a chart with bars
     await page.fill("#admin-key", admin)
@@ -121,18 +122,18 @@ async def test_admin_signs_in_manages_keys_and_sees_usage_and_status(
     assert await page.evaluate(f"sessionStorage.getItem('agent-gateway-admin-key') === {admin!r}")
     route_row = await page.text_content("#routes-table tbody tr")
     assert "fake-model" in route_row and "yes" in route_row
-    assert "3 requests" in await page.text_content("#keys-table tr[data-key=alice]")
+    assert "4 requests" in await page.text_content("#keys-table tr[data-key=alice]")
     assert "60 rpm" in await page.text_content("#keys-table tr[data-key=alice]")
     bars = page.locator("#chart svg g.bars rect.bar-input")  # the legend has one of each class too
     assert await bars.count() == 1  # one day with tokens in the last 30: today's, the last of the axis
     today = time.strftime("%Y-%m-%d", time.gmtime())
     assert await bars.get_attribute("data-day") == today
     assert float(await bars.get_attribute("height")) > 10
-    assert "3 requests" not in await page.text_content("#usage-total")  # the tokens view first
-    # the admin's own calls count too (all keys); alice's alone are her three chats
+    assert "requests" not in await page.text_content("#usage-total")  # the tokens view first
+    # the admin's own calls count too (all keys); alice's alone are her three chats and her try
     await page.select_option("#usage-key", "alice")
     await page.select_option("#usage-metric", "requests")
-    await expect(page.locator("#usage-total")).to_contain_text("Key alice, last 30 days: 3 requests",
+    await expect(page.locator("#usage-total")).to_contain_text("Key alice, last 30 days: 4 requests",
                                                                 timeout=WAIT_MS)
     await page.select_option("#usage-metric", "tokens")
     await page.wait_for_selector("#chart svg g.bars rect.bar-output")

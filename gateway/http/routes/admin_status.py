@@ -26,7 +26,7 @@ from gateway.agent.web.fallback import fallback_setting, plan_chain
 from gateway.common.redact import redact_url
 from gateway.errors import GatewayError
 from gateway.http import appkeys
-from gateway.http.routes.admin import admin_store
+from gateway.http.routes.admin import admin_store, json_reply
 from gateway.runs.background import BACKGROUND_RUNS
 from gateway.upstream.client import UpstreamClient
 from gateway.upstream.routes import PROBE_SECONDS, RouteTable
@@ -40,7 +40,7 @@ async def admin_status(request: web.Request) -> web.Response:
     admin_store(request)  # admin keys only: 403 for others, 404 on a keyless gateway (routes/admin.py)
     app = request.app
     runs = app.get(BACKGROUND_RUNS)
-    return web.json_response({
+    return json_reply({  # no-store, as every admin reply
         "object": "admin.status",
         "replica": runs.replica if runs is not None else None,
         "started_at": app[appkeys.STARTED_AT],
