@@ -2,7 +2,7 @@
 // the admin API (/v1/admin/keys, /v1/admin/usage, /v1/admin/status). Every value the API returns
 // is put on the page as text (textContent), never as HTML.
 
-import { renderChart, shortNumber } from "./chart.js";
+import { renderChart, shortNumber, usageSeries } from "./chart.js";
 
 const STORED_KEY = "agent-gateway-admin-key";
 const $ = (id) => document.getElementById(id);
@@ -346,21 +346,6 @@ function dismissKey() {
 
 // --- usage by day --------------------------------------------------------------------------------
 
-const METRICS = {
-  tokens: { unit: "tokens", series: [["input tokens", "bar-input", "input_tokens"], ["output tokens", "bar-output", "output_tokens"]] },
-  requests: { unit: "requests", series: [["requests", "bar-requests", "requests"]] },
-  tools: {
-    unit: "tool calls",
-    series: [["web searches", "bar-searches", "web_searches"], ["extracts", "bar-extracts", "web_extracts"], ["MCP calls", "bar-mcp", "mcp_calls"]],
-  },
-};
-
-// The last `days` UTC days, oldest first, as the API names them.
-function lastDays(days) {
-  const today = Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate());
-  return Array.from({ length: days }, (_, i) => new Date(today - (days - 1 - i) * 86400000).toISOString().slice(0, 10));
-}
-
 async function loadUsage() {
   const days = Number($("usage-days").value);
   const key = $("usage-key").value;
@@ -374,17 +359,8 @@ async function loadUsage() {
     return;
   }
   showError("usage-error", "");
-  const metric = METRICS[$("usage-metric").value];
-  const axis = lastDays(days);
-  const index = new Map(axis.map((day, i) => [day, i]));
-  const series = metric.series.map(([label, cls, field]) => {
-    const values = new Array(axis.length).fill(0);
-    for (const row of rows) {  // rows of every key when none is chosen: added up per day
-      if (index.has(row.day)) values[index.get(row.day)] += Number(row[field] || 0);
-    }
-    return { label, cls, values };
-  });
-  renderChart($("chart"), axis, series, metric.unit);
+  const { axis, series, unit } = usageSeries(rows, days, $("usage-metric").value);
+  renderChart($("chart"), axis, series, unit);
   const total = series.map((s) => `${count(s.values.reduce((a, b) => a + b, 0))} ${s.label}`).join(", ");
   $("usage-total").textContent = `${key ? `Key ${key}` : "All keys"}, last ${days} days: ${total}.`;
 }

@@ -1,6 +1,6 @@
-// A stacked bar chart of figures per day, drawn as inline SVG (no chart library: a few dozen
-// elements, and nothing to load from anywhere). Colours come from classes in admin.css, so the
-// page's CSP needs no inline style.
+// Usage per day: the API's rows as series (usageSeries), and a stacked bar chart of them drawn
+// as inline SVG (no chart library: a few dozen elements, and nothing to load from anywhere).
+// Colours come from classes in admin.css, so the page's CSP needs no inline style.
 
 const SVG = "http://www.w3.org/2000/svg";
 const WIDTH = 760;
@@ -106,4 +106,40 @@ export function renderChart(container, days, series, unit) {
   }
   container.replaceChildren(svg);
   return svg;
+}
+
+// --- usage rows to series ------------------------------------------------------------------------
+
+export const METRICS = {
+  tokens: { unit: "tokens", series: [["input tokens", "bar-input", "input_tokens"], ["output tokens", "bar-output", "output_tokens"]] },
+  requests: { unit: "requests", series: [["requests", "bar-requests", "requests"]] },
+  tools: {
+    unit: "tool calls",
+    series: [["web searches", "bar-searches", "web_searches"], ["extracts", "bar-extracts", "web_extracts"], ["MCP calls", "bar-mcp", "mcp_calls"]],
+  },
+};
+
+// The last `days` UTC days, oldest first, as the API names them.
+function lastDays(days) {
+  const today = Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate());
+  return Array.from({ length: days }, (_, i) => new Date(today - (days - 1 - i) * 86400000).toISOString().slice(0, 10));
+}
+
+// /v1/admin/usage rows (one per key and day; of every key when none is chosen, added up per day)
+// as the chart's axis and stacked series for `metric` (a METRICS name).
+export function usageSeries(rows, days, metric) {
+  const { unit, series } = METRICS[metric];
+  const axis = lastDays(days);
+  const index = new Map(axis.map((day, i) => [day, i]));
+  return {
+    axis,
+    unit,
+    series: series.map(([label, cls, field]) => {
+      const values = new Array(axis.length).fill(0);
+      for (const row of rows) {
+        if (index.has(row.day)) values[index.get(row.day)] += Number(row[field] || 0);
+      }
+      return { label, cls, values };
+    }),
+  };
 }
