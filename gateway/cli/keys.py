@@ -67,11 +67,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _limit_flags(parser: argparse.ArgumentParser, number: Callable[[str], int | str]) -> None:
     """The limits of `create` and `update` (`update`'s take `none` too: the limit removed)."""
-    parser.add_argument("--rpm", type=number, metavar="N", help="at most N requests per minute (per replica)")
-    parser.add_argument("--max-concurrent", type=number, metavar="N", help="at most N runs at once (per replica)")
+    none = " ('none': no limit)" if number is _positive_or_none else ""
+    parser.add_argument("--rpm", type=number, metavar="N", help=f"at most N requests per minute (per replica){none}")
+    parser.add_argument("--max-concurrent", type=number, metavar="N",
+                        help=f"at most N runs at once (per replica){none}")
     parser.add_argument("--max-stored-mb", type=number, metavar="N",
-                        help="at most N MB (10^6 bytes) of stored responses and conversations")
-    parser.add_argument("--expires-days", type=number, metavar="N", help="refused N days from now")
+                        help=f"at most N MB (10^6 bytes) of stored responses and conversations{none}")
+    parser.add_argument("--expires-days", type=number, metavar="N",
+                        help="refused N days from now" + (" ('none': never)" if none else ""))
 
 
 def _access_flags(parser: argparse.ArgumentParser, *, updating: bool) -> None:

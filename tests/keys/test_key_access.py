@@ -15,7 +15,7 @@ import pytest
 
 from gateway.config.settings import OPTIONS_BY_KEY, parse_option
 from tests.fakes.tools import LookupTool
-from tests.fakes.upstream import FakeUpstream, text, tool_call
+from tests.fakes.upstream import FakeUpstream, Reply, text, tool_call
 from tests.http.test_mcp_configured import TIME_TOOL, time_server
 from tests.keys.test_keys_isolation import bearer, make_key
 from tests.support.gateway_process import gateway_env, run_cli
@@ -147,3 +147,35 @@ async def test_a_configured_mcp_server_outside_the_keys_list_is_neither_offered_
         await asyncio.sleep(0.3)
     header, row = out.splitlines()
     assert header.split()[-4:] == ["MCP", "CALLS", "STORED", "BYTES"] and row.split()[8] == "1", out
+
+
+async def test_a_queued_background_run_starts_under_its_keys_access_as_it_is_then(
+        tmp_path: Path, make_client: Callable[..., Any], upstream: FakeUpstream) -> None:
+    worker = await make_key(tmp_path, "worker")
+    client = await make_client(tools=[], max_concurrent_runs=1)
+    upstream.queue(Reply(text="slow", endless=True, chunk_delay=0.05))
+    created = []
+    for _ in range(2):
+        async with client.post("/v1/responses", json={"model": "m", "input": "x", "background": True},
+                               headers=bearer(worker)) as reply:
+            created.append(await reply.json())
+    busy, queued = created
+    assert queued["status"] == "queued"
+    code, _, err = await run_cli("keys", "update", "worker", "--models", "elsewhere", env=gateway_env(tmp_path))
+    assert code == 0, err
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:  # the ring's refresh brings the change
+        async with client.get("/v1/models", headers=bearer(worker)) as reply:
+            if (await reply.json())["data"] == []:
+                break
+        await asyncio.sleep(0.1)
+    async with client.post(f"/v1/responses/{busy['id']}/cancel", headers=bearer(worker)) as reply:
+        assert reply.status == 200
+    for _ in range(500):
+        async with client.get(f"/v1/responses/{queued['id']}", headers=bearer(worker)) as reply:
+            ended = await reply.json()
+        if ended["status"] not in ("queued", "in_progress"):
+            break
+        await asyncio.sleep(0.02)
+    assert ended["status"] == "failed" and ended["error"]["code"] == "model_not_found", ended
+    assert len(upstream.requests) == 1  # the queued run never reached the model
