@@ -179,7 +179,8 @@ OPTIONS: tuple[Option, ...] = (
            "bind address; a non-loopback address requires API_SERVER_KEY"),
     Option("port", "API_SERVER_PORT", "api_server.port", _parse_int, 8642, "TCP port", minimum=0),
     Option("api_key", "API_SERVER_KEY", "api_server.key", _parse_str, None,
-           "bearer key required on every route except /health, /v1/health, /health/ready and /openapi.json",
+           "bearer key required on every route except /health, /v1/health, /health/ready, /openapi.json "
+           "and the admin page's files (/admin, /admin/admin.css, /admin/admin.js, /admin/chart.js)",
            secret=True),
     Option("allowed_hosts", "API_SERVER_ALLOWED_HOSTS", "api_server.allowed_hosts", _parse_list, (),
            "without a key, Host names accepted besides localhost and the bind address (403 otherwise)"),

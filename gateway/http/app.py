@@ -25,6 +25,8 @@ from gateway.http.lifecycle import Lifecycle, RunLimiter
 from gateway.http.middleware import front_door
 from gateway.http.routes import (
     admin,
+    admin_page,
+    admin_status,
     admin_usage,
     chat,
     conversations,
@@ -116,7 +118,8 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     app.cleanup_ctx.append(_keyring_ctx)  # after the store: stopped (its usage written) before it closes
     app.cleanup_ctx.append(_memory_release_ctx)
     app.on_cleanup.append(_write_after_reply)  # after every request has ended (the grace included)
-    for module in (health, openapi, models, chat, responses, conversations, web_status, admin, admin_usage):
+    for module in (health, openapi, models, chat, responses, conversations, web_status, admin, admin_usage,
+                   admin_status, admin_page):
         app.router.add_routes(module.routes)
     return app
 
@@ -232,6 +235,7 @@ def _agent_ctx(tools: Iterable[AgentTool] | None,
             for line in chain_report(registry, settings)[0]:
                 log.info("%s", line)
             agent_tools = build_web_tools(registry, settings, web_state)
+            app[appkeys.WEB_REGISTRY] = registry
         toolbox = Toolbox(agent_tools)
         app[appkeys.TOOLBOX] = toolbox
         mcp = _mcp_family(settings)

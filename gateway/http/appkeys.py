@@ -19,6 +19,7 @@ from gateway.store.idempotency import IdempotencyCache
 from gateway.upstream.client import UpstreamClient
 from gateway.upstream.context_window import ContextWindows
 from gateway.upstream.routes import RouteTable
+from providers.registry import ProviderRegistry
 
 SETTINGS = web.AppKey("settings", Settings)
 UPSTREAM = web.AppKey("upstream", UpstreamClient)
@@ -37,6 +38,8 @@ STORE = web.AppKey("response_store", ResponseStore)
 IDEMPOTENCY = web.AppKey("idempotency", IdempotencyCache)
 #: The web tools' cool-downs and result cache (`WebState.status()` is what a status route shows).
 WEB_STATE = web.AppKey("web_state", WebState)
+#: The web providers loaded (absent when the app was built with its own tools): the admin status lists them
+WEB_REGISTRY = web.AppKey("web_registry", ProviderRegistry)
 #: Absent when API_SERVER_METRICS is false: nothing is counted then.
 METRICS = web.AppKey("metrics", Metrics)
 #: Host names a keyless gateway answers to (None: a key is set, any Host is fine), see middlewares.check_host

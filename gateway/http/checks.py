@@ -30,7 +30,10 @@ log = logging.getLogger("agent_gateway")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 METRICS_PATH = "/metrics"
-OPEN_PATHS = frozenset({"/health", "/v1/health", "/health/ready", "/openapi.json"})
+#: Routes that need no key: health, the API's description, and the admin page's files (the page asks
+#: for the admin key and sends it with its own API calls; routes/admin_page.py)
+OPEN_PATHS = frozenset({"/health", "/v1/health", "/health/ready", "/openapi.json",
+                        "/admin", "/admin/admin.css", "/admin/admin.js", "/admin/chart.js"})
 SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
 
 
