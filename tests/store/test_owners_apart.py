@@ -194,3 +194,34 @@ async def test_a_keys_stored_bytes_count_its_background_events_once_per_owner(ma
             assert (await keys.usage())["alice"].stored_bytes == before + 5_000
         finally:
             await keys.close()
+
+
+# ---- Issue 49: each owner's count and bytes kept as they change (schema version 10) -----------
+
+async def test_each_keys_cap_and_stored_bytes_hold_through_puts_growth_deletes_and_evictions(
+        make: Make, tmp_path: Path) -> None:
+    async with make(3, profile="") as store:
+        for n in range(80):  # past PostgreSQL's fold of size changes (64), more than once the cap
+            await store.put(owned(f"resp_a{n}", "/alice", text="a" * n))
+        await store.put(owned("resp_b0", "/bob"))
+        await store.put(owned("resp_b1", "/bob"))
+        await store.put(owned("resp_a79", "/alice", text="grown " * 100))  # an upsert that grows
+        assert await store.delete("resp_a78")
+        await store.put(owned("resp_a80", "/alice"))
+        assert await ids(store, *(f"resp_a{n}" for n in range(81))) == {"resp_a77", "resp_a79", "resp_a80"}
+        assert await ids(store, "resp_b0", "resp_b1") == {"resp_b0", "resp_b1"}
+        keys: KeyStore
+        if isinstance(store, PostgresResponseStore):
+            keys = PostgresKeyStore(store.database, "")
+        else:
+            keys = SQLiteKeyStore(tmp_path / "responses.db", "")
+        await keys.open()
+        try:
+            usage = await keys.usage()
+            assert usage["alice"].stored_bytes + usage["bob"].stored_bytes == await store.size()
+            assert usage["alice"].stored_bytes > usage["bob"].stored_bytes > 0
+        finally:
+            await keys.close()
+    async with make(2, profile="") as reopened:  # the counts are the database's, not this object's
+        await reopened.put(owned("resp_b2", "/bob"))
+        assert await ids(reopened, "resp_b0", "resp_b1", "resp_b2") == {"resp_b1", "resp_b2"}

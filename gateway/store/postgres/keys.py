@@ -20,7 +20,7 @@ _ADD_USAGE = (
 )
 # one row per owner (a conversation object's row is summed into its owner's, not returned alone)
 _STORED = (
-    "SELECT owner, sum(bytes) FROM (SELECT owner, bytes FROM responses WHERE owner >= $1 AND owner < $2"
+    "SELECT owner, sum(bytes) FROM (SELECT owner, bytes FROM owner_usage WHERE owner >= $1 AND owner < $2"
     " UNION ALL SELECT o.owner, o.bytes + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i"
     " WHERE i.conversation_id = o.id) FROM conversation_objects o WHERE o.owner >= $1 AND o.owner < $2"
     " UNION ALL SELECT r.owner, e.bytes FROM background_runs r JOIN background_events e"

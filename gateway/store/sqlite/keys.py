@@ -24,7 +24,7 @@ _ADD_USAGE = (
 )
 # one row per owner (a conversation object's row is summed into its owner's, not returned alone)
 _STORED = (
-    "SELECT owner, sum(bytes) FROM (SELECT owner, bytes FROM responses WHERE owner >= ? AND owner < ?"
+    "SELECT owner, sum(bytes) FROM (SELECT owner, bytes FROM owner_usage WHERE owner >= ? AND owner < ?"
     " UNION ALL SELECT o.owner, o.bytes + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i"
     " WHERE i.conversation_id = o.id) FROM conversation_objects o WHERE o.owner >= ? AND o.owner < ?"
     " UNION ALL SELECT r.owner, length(e.frame) FROM background_runs r JOIN background_events e"
