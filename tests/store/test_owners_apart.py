@@ -225,3 +225,37 @@ async def test_each_keys_cap_and_stored_bytes_hold_through_puts_growth_deletes_a
     async with make(2, profile="") as reopened:  # the counts are the database's, not this object's
         await reopened.put(owned("resp_b2", "/bob"))
         assert await ids(reopened, "resp_b0", "resp_b1", "resp_b2") == {"resp_b1", "resp_b2"}
+
+
+async def test_a_profiles_keys_version_moves_with_each_key_change_and_only_its_own(make: Make, tmp_path: Path) -> None:
+    from gateway.keys.ring import KeyRing
+    from gateway.store.keys import ApiKey, key_hash
+
+    async with make(profile="alpha") as store:
+        def key_store(profile: str) -> KeyStore:
+            if isinstance(store, PostgresResponseStore):
+                return PostgresKeyStore(store.database, profile)
+            return SQLiteKeyStore(tmp_path / "responses.db", profile)
+
+        alpha, beta = key_store("alpha"), key_store("beta")
+        await alpha.open()
+        await beta.open()
+        try:
+            ring = KeyRing("alpha", None, alpha)
+            await ring.refresh()
+            seen = [await alpha.keys_version()]
+            await alpha.create(ApiKey("ci", key_hash("sk-ci-secret"), 1))
+            seen.append(await alpha.keys_version())
+            beta_before = await beta.keys_version()
+            await ring.refresh()  # the version moved: the new key is read
+            assert ring.find("sk-ci-secret") is not None
+            await ring.refresh()  # nothing moved: the ring keeps what it read
+            assert ring.find("sk-ci-secret") is not None
+            assert await alpha.revoke("ci", 2)
+            seen.append(await alpha.keys_version())
+            await ring.refresh()
+            assert ring.find("sk-ci-secret") is None
+            assert len(set(seen)) == 3 and await beta.keys_version() == beta_before
+        finally:
+            await alpha.close()
+            await beta.close()

@@ -220,6 +220,16 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE INDEX IF NOT EXISTS conversation_objects_by_owner_access"
         " ON conversation_objects (owner, last_access, id)",
         "DROP INDEX IF EXISTS responses_by_owner",
+        # a profile's keys' version, as SQLite's: the key ring reads its keys only when it moved
+        "CREATE TABLE IF NOT EXISTS key_changes (profile TEXT PRIMARY KEY, version BIGINT NOT NULL)",
+        """CREATE OR REPLACE FUNCTION agent_gateway_key_changes() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO key_changes VALUES (CASE WHEN TG_OP = 'DELETE' THEN OLD.profile ELSE NEW.profile END, 1)
+            ON CONFLICT (profile) DO UPDATE SET version = key_changes.version + 1;
+            RETURN NULL;
+        END $$""",
+        "CREATE TRIGGER api_keys_changed AFTER INSERT OR UPDATE OR DELETE ON api_keys"
+        " FOR EACH ROW EXECUTE FUNCTION agent_gateway_key_changes()",
     ),
 }
 #: pg_advisory_xact_lock keys: schema migration, and the writes that must see each other

@@ -58,6 +58,11 @@ class PostgresKeyStore(KeyStore):
             f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE profile = $1 ORDER BY name", self.profile))
         return [ApiKey(*row) for row in rows]
 
+    async def keys_version(self) -> int:
+        version = await self.database.run(lambda conn: conn.fetchval(
+            "SELECT version FROM key_changes WHERE profile = $1", self.profile))
+        return int(version) if version is not None else 0
+
     async def revoke(self, name: str, at: int) -> bool:
         status = await self.database.run(lambda conn: conn.execute(
             "UPDATE api_keys SET revoked_at = $1 WHERE profile = $2 AND name = $3 AND revoked_at IS NULL",

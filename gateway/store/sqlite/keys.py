@@ -104,6 +104,10 @@ class SQLiteKeyStore(KeyStore):
                                (self.profile,))
         return [ApiKey(*row) for row in rows]
 
+    async def keys_version(self) -> int:
+        rows = await self._run("SELECT version FROM key_changes WHERE profile = ?", (self.profile,))
+        return int(rows[0][0]) if rows else 0
+
     async def revoke(self, name: str, at: int) -> bool:
         await self._run("UPDATE api_keys SET revoked_at = ? WHERE profile = ? AND name = ? AND revoked_at IS NULL",
                         (at, self.profile, name))

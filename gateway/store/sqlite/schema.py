@@ -27,7 +27,9 @@ put and the byte bound's per-owner sizes read one row per owner instead of count
 owner's rows; an (owner, last_access, id) index on responses and conversation objects hands the
 byte bound an owner's least recently used in order, without sorting all of its rows (bench/scale.py
 measured a put at 100k stored responses 5x, and an evicting put 40x, slower than at 1k before it).
-It replaces the (owner, bytes) index, whose sums `owner_usage` now keeps. Versions 7 to 9 are other
+It replaces the (owner, bytes) index, whose sums `owner_usage` now keeps. `key_changes` holds a
+version per profile that the key table's triggers bump, so the key ring's refresh every 2 s reads
+one row, not every key, when none changed. Versions 7 to 9 are other
 branches' steps (placeholders here).
 
 Space: the file uses `auto_vacuum = INCREMENTAL` (a new file from its first page; an older one is
@@ -197,6 +199,15 @@ STEPS: dict[int, tuple[str, ...]] = {
         "CREATE INDEX IF NOT EXISTS conversation_objects_by_owner_access"
         " ON conversation_objects (owner, last_access, id)",
         "DROP INDEX IF EXISTS responses_by_owner",
+        # a profile's keys' version: the key ring reads its keys only when it moved (keys/ring.py)
+        """CREATE TABLE IF NOT EXISTS key_changes (
+            profile TEXT PRIMARY KEY,
+            version INTEGER NOT NULL
+        ) WITHOUT ROWID""",
+        *(f"""CREATE TRIGGER IF NOT EXISTS api_keys_changed_{event.lower()} AFTER {event} ON api_keys
+        BEGIN INSERT INTO key_changes VALUES ({row}.profile, 1) ON CONFLICT (profile)
+        DO UPDATE SET version = version + 1; END"""
+          for event, row in (("INSERT", "new"), ("UPDATE", "new"), ("DELETE", "old"))),
     ),
 }
 
