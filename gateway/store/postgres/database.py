@@ -189,11 +189,9 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
     7: (),  # placeholder: another branch's step
     8: (),  # placeholder: another branch's step
     9: (),  # placeholder: another branch's step
-    # As SQLite's version 10 (store/sqlite/schema.py): each owner's responses and their bytes, so a
-    # put's count bound and the byte bound's per-owner sizes never count or sum an owner's rows, and
-    # an (owner, last_access, id) index for an owner's least recently used in order. As
-    # `store_usage`, `owner_usage` holds changes, one row each (inserts only: no writer waits on an
-    # owner's row), folded to one row per owner by the writer holding WRITE_LOCK.
+    # As SQLite's version 10 (store/sqlite/schema.py: owner_usage, the (owner, last_access, id) index,
+    # key_changes). As `store_usage`, `owner_usage` holds changes, one row each (inserts only: no
+    # writer waits on an owner's row), folded to one row per owner by the writer holding WRITE_LOCK.
     10: (
         """CREATE TABLE IF NOT EXISTS owner_usage (
             owner TEXT NOT NULL,
@@ -220,7 +218,6 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE INDEX IF NOT EXISTS conversation_objects_by_owner_access"
         " ON conversation_objects (owner, last_access, id)",
         "DROP INDEX IF EXISTS responses_by_owner",
-        # a profile's keys' version, as SQLite's: the key ring reads its keys only when it moved
         "CREATE TABLE IF NOT EXISTS key_changes (profile TEXT PRIMARY KEY, version BIGINT NOT NULL)",
         """CREATE OR REPLACE FUNCTION agent_gateway_key_changes() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
