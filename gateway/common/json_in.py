@@ -34,7 +34,7 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 def _may_hold_surrogate(data: bytes | str) -> bool:
     if isinstance(data, bytes):
-        return b"\\ud" in data or b"\\uD" in data
+        return data.find(b"\\ud") != -1 or data.find(b"\\uD") != -1  # find: see has_long_integer
     return "\\ud" in data or "\\uD" in data
 
 
@@ -51,7 +51,9 @@ def scrub_surrogates(value: Any) -> Any:
 
 def has_long_integer(data: bytes) -> bool:
     """Whether `data` holds 19 or more digits in a row (a translated copy lives for the check)."""
-    return _LONG_DIGIT_RUN in data.translate(_DIGITS_AS_ONES)
+    # find, not `in`: `bytes in bytes` first tries the needle as an integer (a byte value), so each
+    # test raises and clears a formatted TypeError inside CPython before it searches
+    return data.translate(_DIGITS_AS_ONES).find(_LONG_DIGIT_RUN) != -1
 
 
 def loads(data: bytes | str) -> Any:

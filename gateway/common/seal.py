@@ -13,12 +13,12 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-from typing import Any
-
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from typing import TYPE_CHECKING, Any
 
 from gateway.common import json_in, json_out
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 #: What a sealed value starts with: its format, so that a later one can change it.
 PREFIX = "agw1."
@@ -31,17 +31,28 @@ MAX_SEALED_CHARS = 8 * 1024 * 1024
 class Sealer:
     """Seals and opens JSON objects for one `purpose` of one profile (`scope`)."""
 
-    __slots__ = ("_aead", "_aad")
+    __slots__ = ("_key", "_aead", "_aad")
 
     def __init__(self, key: bytes, purpose: str, scope: str) -> None:
         if len(key) != KEY_BYTES:
             raise ValueError(f"a seal key is {KEY_BYTES} bytes")
-        self._aead = AESGCM(key)
+        self._key = key
+        self._aead: AESGCM | None = None
         self._aad = f"agent-gateway\0{purpose}\0{scope}".encode()
+
+    def _cipher(self) -> AESGCM:
+        # `cryptography` is imported on the first value sealed or opened, not when the app is built:
+        # most gateways never seal anything, and it is the largest part of an idle gateway's
+        # imports (bench/README.md, idle RSS)
+        if self._aead is None:
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+            self._aead = AESGCM(self._key)
+        return self._aead
 
     def seal(self, value: dict[str, Any]) -> str:
         nonce = os.urandom(NONCE_BYTES)
-        sealed = self._aead.encrypt(nonce, json_out.dumps(value), self._aad)
+        sealed = self._cipher().encrypt(nonce, json_out.dumps(value), self._aad)
         return PREFIX + base64.urlsafe_b64encode(nonce + sealed).decode("ascii").rstrip("=")
 
     def open(self, token: object) -> dict[str, Any] | None:
@@ -49,9 +60,12 @@ class Sealer:
         if not isinstance(token, str) or not token.startswith(PREFIX) or len(token) > MAX_SEALED_CHARS:
             return None
         body = token[len(PREFIX):]
+        cipher = self._cipher()
+        from cryptography.exceptions import InvalidTag  # imported by _cipher: a lookup in sys.modules
+
         try:
             raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
-            plain = self._aead.decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], self._aad)
+            plain = cipher.decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], self._aad)
             value = json_in.loads(plain)
         except (binascii.Error, ValueError, InvalidTag):
             return None

@@ -13,9 +13,6 @@ import logging
 import os
 from pathlib import Path
 
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-
 from gateway.common.seal import KEY_BYTES
 from gateway.config.settings import Settings
 
@@ -25,6 +22,11 @@ KEY_FILE = "seal.key"
 
 def seal_key(settings: Settings) -> bytes:
     if settings.seal_key:
+        # imported here: a gateway with a key file loads `cryptography` only when it first seals
+        # or opens a value (gateway/common/seal.py)
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
         return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None,
                     info=b"agent-gateway seal key").derive(settings.seal_key.encode())
     if settings.database_url:

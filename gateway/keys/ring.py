@@ -2,8 +2,9 @@
 
 Auth is one SHA-256 of the presented key and one dict lookup (`KeyRing.find`): no database round
 trip per request. Every `REFRESH_SECONDS` a background task (`run`) reads the profile's keys again
-(so a key revoked or created by `agent-gateway keys` on any machine is seen by every replica within
-that time, no restart), writes the usage this replica counted since the last refresh in one
+when their version moved (one row otherwise: a ring of 10k keys rebuilt every 2 s cost ~0.2-0.5 s of
+a core, bench/README.md), so a key revoked or created by `agent-gateway keys` on any machine is seen
+by every replica within that time, no restart; writes the usage this replica counted since the last refresh in one
 transaction (so replicas add up and no request waits on a usage write), and reads each key's stored
 bytes (what the stored-bytes quota is checked against). An expired key is refused at once: its
 expiry is checked on each lookup. A refresh that fails keeps the ring it had and tries again.
@@ -103,6 +104,7 @@ class KeyRing:
         self._read = store is None  # the store's keys were read once (nothing to read without a store)
         self._quotas = False  # a live key has a stored-bytes quota
         self._refreshes = 0
+        self._keys_version = -1  # the store's keys_version at the last read of its keys
         if self._api_key_hash is not None:
             self._by_hash[self._api_key_hash] = self.default
         self._counters: dict[str, _Counters] = {}
@@ -227,7 +229,10 @@ class KeyRing:
         if self.on_counted is not None and pending:
             self.on_counted(pending)
         await self._write(pending)
-        self._load(await self.store.keys())
+        version = await self.store.keys_version()
+        if version < 0 or version != self._keys_version or not self._read:
+            self._load(await self.store.keys())
+            self._keys_version = version
         self._refreshes += 1
         # The stored bytes are a sum over every stored object: read at each refresh only while a
         # live key has a quota to check; otherwise every STORED_BYTES_EVERY refreshes (the gauge).

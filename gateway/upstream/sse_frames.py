@@ -147,7 +147,8 @@ class UsualFrames:
             return
         close = frame.find(b'"', at + 1)
         head, middle, tail = frame[:at + 1], frame[at + 1:close], frame[close:]
-        if close < 0 or b"\\" in head or b"\\" in tail or _NOT_PLAIN(middle) is not None:
+        # find, not `in`: a bytes needle costs `in` a raised and cleared TypeError (common/json_in.py)
+        if close < 0 or head.find(b"\\") != -1 or tail.find(b"\\") != -1 or _NOT_PLAIN(middle) is not None:
             return
         if middle.decode("utf-8", "replace") != text:
             return
@@ -183,7 +184,7 @@ async def sse_batches(next_piece: Callable[[], Awaitable[bytes]]) -> AsyncGenera
     pending: list[bytes] = []  # a line's start, joined once its end arrives (never re-copied)
     size = 0
     while piece := await next_piece():
-        if b"\n" not in piece:
+        if piece.find(b"\n") == -1:  # not `in`: see above
             pending.append(piece)
             size += len(piece)
             if size > MAX_SSE_LINE:

@@ -194,3 +194,68 @@ async def test_a_keys_stored_bytes_count_its_background_events_once_per_owner(ma
             assert (await keys.usage())["alice"].stored_bytes == before + 5_000
         finally:
             await keys.close()
+
+
+# ---- Issue 49: each owner's count and bytes kept as they change (schema version 10) -----------
+
+async def test_each_keys_cap_and_stored_bytes_hold_through_puts_growth_deletes_and_evictions(
+        make: Make, tmp_path: Path) -> None:
+    async with make(3, profile="") as store:
+        for n in range(80):  # past PostgreSQL's fold of size changes (64), more than once the cap
+            await store.put(owned(f"resp_a{n}", "/alice", text="a" * n))
+        await store.put(owned("resp_b0", "/bob"))
+        await store.put(owned("resp_b1", "/bob"))
+        await store.put(owned("resp_a79", "/alice", text="grown " * 100))  # an upsert that grows
+        assert await store.delete("resp_a78")
+        await store.put(owned("resp_a80", "/alice"))
+        assert await ids(store, *(f"resp_a{n}" for n in range(81))) == {"resp_a77", "resp_a79", "resp_a80"}
+        assert await ids(store, "resp_b0", "resp_b1") == {"resp_b0", "resp_b1"}
+        keys: KeyStore
+        if isinstance(store, PostgresResponseStore):
+            keys = PostgresKeyStore(store.database, "")
+        else:
+            keys = SQLiteKeyStore(tmp_path / "responses.db", "")
+        await keys.open()
+        try:
+            usage = await keys.usage()
+            assert usage["alice"].stored_bytes + usage["bob"].stored_bytes == await store.size()
+            assert usage["alice"].stored_bytes > usage["bob"].stored_bytes > 0
+        finally:
+            await keys.close()
+    async with make(2, profile="") as reopened:  # the counts are the database's, not this object's
+        await reopened.put(owned("resp_b2", "/bob"))
+        assert await ids(reopened, "resp_b0", "resp_b1", "resp_b2") == {"resp_b1", "resp_b2"}
+
+
+async def test_a_profiles_keys_version_moves_with_each_key_change_and_only_its_own(make: Make, tmp_path: Path) -> None:
+    from gateway.keys.ring import KeyRing
+    from gateway.store.keys import ApiKey, key_hash
+
+    async with make(profile="alpha") as store:
+        def key_store(profile: str) -> KeyStore:
+            if isinstance(store, PostgresResponseStore):
+                return PostgresKeyStore(store.database, profile)
+            return SQLiteKeyStore(tmp_path / "responses.db", profile)
+
+        alpha, beta = key_store("alpha"), key_store("beta")
+        await alpha.open()
+        await beta.open()
+        try:
+            ring = KeyRing("alpha", None, alpha)
+            await ring.refresh()
+            seen = [await alpha.keys_version()]
+            await alpha.create(ApiKey("ci", key_hash("sk-ci-secret"), 1))
+            seen.append(await alpha.keys_version())
+            beta_before = await beta.keys_version()
+            await ring.refresh()  # the version moved: the new key is read
+            assert ring.find("sk-ci-secret") is not None
+            await ring.refresh()  # nothing moved: the ring keeps what it read
+            assert ring.find("sk-ci-secret") is not None
+            assert await alpha.revoke("ci", 2)
+            seen.append(await alpha.keys_version())
+            await ring.refresh()
+            assert ring.find("sk-ci-secret") is None
+            assert len(set(seen)) == 3 and await beta.keys_version() == beta_before
+        finally:
+            await alpha.close()
+            await beta.close()

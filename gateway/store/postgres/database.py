@@ -36,7 +36,7 @@ log = logging.getLogger("agent_gateway.store")
 
 #: The schema this gateway writes. Each step migrates from the version before it; a database at a
 #: higher version than this was written by a newer gateway, which this one refuses to run against.
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 10
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
         # last_access: a cluster-wide sequence, so replicas agree on "least recently used"
@@ -196,6 +196,46 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE key_usage ADD COLUMN IF NOT EXISTS requests BIGINT NOT NULL DEFAULT 0",
         "ALTER TABLE key_usage ADD COLUMN IF NOT EXISTS mcp_calls BIGINT NOT NULL DEFAULT 0",
         *KEY_USAGE_DAYS,
+    ),
+    9: (),  # placeholder: another branch's step
+    # As SQLite's version 10 (store/sqlite/schema.py: owner_usage, the (owner, last_access, id) index,
+    # key_changes). As `store_usage`, `owner_usage` holds changes, one row each (inserts only: no
+    # writer waits on an owner's row), folded to one row per owner by the writer holding WRITE_LOCK.
+    10: (
+        """CREATE TABLE IF NOT EXISTS owner_usage (
+            owner TEXT NOT NULL,
+            responses BIGINT NOT NULL,
+            bytes BIGINT NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS owner_usage_by_owner ON owner_usage (owner)",
+        "INSERT INTO owner_usage SELECT owner, count(*), coalesce(sum(bytes), 0) FROM responses GROUP BY owner",
+        """CREATE OR REPLACE FUNCTION agent_gateway_owner_usage() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'INSERT' THEN
+                INSERT INTO owner_usage VALUES (NEW.owner, 1, NEW.bytes);
+            ELSIF TG_OP = 'DELETE' THEN
+                INSERT INTO owner_usage VALUES (OLD.owner, -1, -OLD.bytes);
+            ELSIF NEW.bytes <> OLD.bytes THEN
+                INSERT INTO owner_usage VALUES (NEW.owner, 0, NEW.bytes - OLD.bytes);
+            END IF;
+            RETURN NULL;
+        END $$""",
+        # a record keeps its owner (the upsert's WHERE), so only its size can change
+        "CREATE TRIGGER responses_owner_usage AFTER INSERT OR DELETE OR UPDATE OF bytes ON responses"
+        " FOR EACH ROW EXECUTE FUNCTION agent_gateway_owner_usage()",
+        "CREATE INDEX IF NOT EXISTS responses_by_owner_access ON responses (owner, last_access, id)",
+        "CREATE INDEX IF NOT EXISTS conversation_objects_by_owner_access"
+        " ON conversation_objects (owner, last_access, id)",
+        "DROP INDEX IF EXISTS responses_by_owner",
+        "CREATE TABLE IF NOT EXISTS key_changes (profile TEXT PRIMARY KEY, version BIGINT NOT NULL)",
+        """CREATE OR REPLACE FUNCTION agent_gateway_key_changes() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO key_changes VALUES (CASE WHEN TG_OP = 'DELETE' THEN OLD.profile ELSE NEW.profile END, 1)
+            ON CONFLICT (profile) DO UPDATE SET version = key_changes.version + 1;
+            RETURN NULL;
+        END $$""",
+        "CREATE TRIGGER api_keys_changed AFTER INSERT OR UPDATE OR DELETE ON api_keys"
+        " FOR EACH ROW EXECUTE FUNCTION agent_gateway_key_changes()",
     ),
 }
 #: pg_advisory_xact_lock keys: schema migration, and the writes that must see each other

@@ -50,7 +50,7 @@ _SET_STORED = (
 )
 # one row per owner (a conversation object's row is summed into its owner's, not returned alone)
 _STORED = (
-    "SELECT owner, sum(bytes) FROM (SELECT owner, bytes FROM responses WHERE owner >= $1 AND owner < $2"
+    "SELECT owner, sum(bytes) FROM (SELECT owner, bytes FROM owner_usage WHERE owner >= $1 AND owner < $2"
     " UNION ALL SELECT o.owner, o.bytes + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i"
     " WHERE i.conversation_id = o.id) FROM conversation_objects o WHERE o.owner >= $1 AND o.owner < $2"
     " UNION ALL SELECT r.owner, e.bytes FROM background_runs r JOIN background_events e"
@@ -86,6 +86,11 @@ class PostgresKeyStore(KeyStore):
         rows = await self.database.run(lambda conn: conn.fetch(
             f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE profile = $1 ORDER BY name", self.profile))
         return [key_from_row(row) for row in rows]
+
+    async def keys_version(self) -> int:
+        version = await self.database.run(lambda conn: conn.fetchval(
+            "SELECT version FROM key_changes WHERE profile = $1", self.profile))
+        return int(version) if version is not None else 0
 
     async def revoke(self, name: str, at: int) -> bool:
         status = await self.database.run(lambda conn: conn.execute(

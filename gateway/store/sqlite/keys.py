@@ -50,7 +50,7 @@ _SET_STORED = (
 )
 # one row per owner (a conversation object's row is summed into its owner's, not returned alone)
 _STORED = (
-    "SELECT owner, sum(bytes) FROM (SELECT owner, bytes FROM responses WHERE owner >= ? AND owner < ?"
+    "SELECT owner, sum(bytes) FROM (SELECT owner, bytes FROM owner_usage WHERE owner >= ? AND owner < ?"
     " UNION ALL SELECT o.owner, o.bytes + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i"
     " WHERE i.conversation_id = o.id) FROM conversation_objects o WHERE o.owner >= ? AND o.owner < ?"
     " UNION ALL SELECT r.owner, length(e.frame) FROM background_runs r JOIN background_events e"
@@ -118,6 +118,10 @@ class SQLiteKeyStore(KeyStore):
         rows = await self._run(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE profile = ? ORDER BY name",
                                (self.profile,))
         return [key_from_row(row) for row in rows]
+
+    async def keys_version(self) -> int:
+        rows = await self._run("SELECT version FROM key_changes WHERE profile = ?", (self.profile,))
+        return int(rows[0][0]) if rows else 0
 
     async def revoke(self, name: str, at: int) -> bool:
         await self._run("UPDATE api_keys SET revoked_at = ? WHERE profile = ? AND name = ? AND revoked_at IS NULL",

@@ -26,6 +26,16 @@ Version 7: another branch's step (a placeholder until the merge renumbers).
 Version 8 (issue 46): each key's access (`models`, `mcp`: JSON lists, null for all; `web`) and
 `admin` flag, the `requests` and `mcp_calls` counters, and `key_usage_days` (store/keys.py).
 
+Version 10 (issue 49, flat as the data grows): `owner_usage` keeps each owner's stored responses
+and their bytes (triggers on `responses`, as `store_usage` keeps the total), so the count bound of a
+put and the byte bound's per-owner sizes read one row per owner instead of counting or summing the
+owner's rows; an (owner, last_access, id) index on responses and conversation objects hands the
+byte bound an owner's least recently used in order, without sorting all of its rows (bench/scale.py
+measured a put at 100k stored responses 5x, and an evicting put 40x, slower than at 1k before it).
+It replaces the (owner, bytes) index, whose sums `owner_usage` now keeps. `key_changes` holds a
+version per profile that the key table's triggers bump, so the key ring's refresh every 2 s reads
+one row, not every key, when none changed.
+
 Space: the file uses `auto_vacuum = INCREMENTAL` (a new file from its first page; an older one is
 switched by a VACUUM once, when it is opened by this version), so the store can hand freed pages
 back to the file system (`PRAGMA incremental_vacuum`, sqlite.py) and the file shrinks.
@@ -43,7 +53,7 @@ from gateway.store.keys import KEY_TABLES, KEY_USAGE_DAYS
 
 log = logging.getLogger("agent_gateway.store")
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 10
 
 _USAGE_TRIGGERS = tuple(
     f"""CREATE TRIGGER IF NOT EXISTS {table}_usage_{event.split()[0].lower()} AFTER {event} ON {table}
@@ -178,6 +188,39 @@ STEPS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE key_usage ADD COLUMN requests BIGINT NOT NULL DEFAULT 0",
         "ALTER TABLE key_usage ADD COLUMN mcp_calls BIGINT NOT NULL DEFAULT 0",
         *KEY_USAGE_DAYS,
+    ),
+    9: (),  # placeholder: another branch's step
+    # Each owner's responses and bytes in one row, and owners' least recently used in index order
+    # (the module docstring): what a put's bounds read stays the same size however many rows are stored.
+    10: (
+        """CREATE TABLE IF NOT EXISTS owner_usage (
+            owner TEXT PRIMARY KEY,
+            responses INTEGER NOT NULL,
+            bytes INTEGER NOT NULL
+        ) WITHOUT ROWID""",
+        "INSERT INTO owner_usage SELECT owner, count(*), coalesce(sum(bytes), 0) FROM responses GROUP BY owner",
+        """CREATE TRIGGER IF NOT EXISTS responses_owner_usage_insert AFTER INSERT ON responses
+        BEGIN INSERT INTO owner_usage VALUES (new.owner, 1, new.bytes) ON CONFLICT (owner)
+        DO UPDATE SET responses = responses + 1, bytes = bytes + excluded.bytes; END""",
+        """CREATE TRIGGER IF NOT EXISTS responses_owner_usage_delete AFTER DELETE ON responses
+        BEGIN UPDATE owner_usage SET responses = responses - 1, bytes = bytes - old.bytes
+        WHERE owner = old.owner; END""",
+        # a record keeps its owner (the upsert's WHERE), so only its size can change
+        """CREATE TRIGGER IF NOT EXISTS responses_owner_usage_update AFTER UPDATE OF bytes ON responses
+        BEGIN UPDATE owner_usage SET bytes = bytes - old.bytes + new.bytes WHERE owner = new.owner; END""",
+        "CREATE INDEX IF NOT EXISTS responses_by_owner_access ON responses (owner, last_access, id)",
+        "CREATE INDEX IF NOT EXISTS conversation_objects_by_owner_access"
+        " ON conversation_objects (owner, last_access, id)",
+        "DROP INDEX IF EXISTS responses_by_owner",
+        # a profile's keys' version: the key ring reads its keys only when it moved (keys/ring.py)
+        """CREATE TABLE IF NOT EXISTS key_changes (
+            profile TEXT PRIMARY KEY,
+            version INTEGER NOT NULL
+        ) WITHOUT ROWID""",
+        *(f"""CREATE TRIGGER IF NOT EXISTS api_keys_changed_{event.lower()} AFTER {event} ON api_keys
+        BEGIN INSERT INTO key_changes VALUES ({row}.profile, 1) ON CONFLICT (profile)
+        DO UPDATE SET version = version + 1; END"""
+          for event, row in (("INSERT", "new"), ("UPDATE", "new"), ("DELETE", "old"))),
     ),
 }
 

@@ -26,9 +26,10 @@ _OLDEST = (
     " ORDER BY last_access, id LIMIT ?2) o ORDER BY 3, 2"
 )
 #: The stored bytes of each owner (of the profile ?1 starts, None: every owner): read only when the
-#: total is over the bound.
+#: total is over the bound. The responses' bytes are owner_usage's (one row per owner, schema
+#: version 10): a store at its bound reads this on every write.
 _OWNER_SIZES = (
-    "SELECT owner, sum(bytes) FROM (SELECT owner, bytes FROM responses"
+    "SELECT owner, sum(bytes) FROM (SELECT owner, bytes FROM owner_usage"
     " WHERE ?1 IS NULL OR substr(owner, 1, length(?1)) = ?1"
     " UNION ALL SELECT o.owner, o.bytes"
     " + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i WHERE i.conversation_id = o.id)"
