@@ -253,6 +253,10 @@ class KeyRing:
             self._stored_written = {}
         stored = {name: size for name, size in self.stored_bytes.items()
                   if self._stored_written.get(name) != size} if self._stored_fresh else {}  # changed ones only
+        if not pending and not stored:
+            # Nothing counted: no write, so a store that can only be read still hands out its keys
+            # (the keys are read after this). The day's pruning waits for the next write.
+            return
         write = UsageWrite(pending, day, stored, utc_day(now - (self.usage_days - 1) * DAY) if new_day else None)
         try:
             await self.store.add_usage(write)
