@@ -17,7 +17,7 @@ from gateway.http.model_routes import context_window, route_turn
 from gateway.http.routes.responses_reply import Continuation as _Continuation
 from gateway.store.api import ResponseStore, UnknownConversationError
 from gateway.upstream.routes import RouteTurn
-from gateway.wire import context_budget, mcp_tool
+from gateway.wire import context_budget, mcp_approvals, mcp_tool, responses_request_tools
 from gateway.wire.conversations import is_conversation_id, transcript
 from gateway.wire.responses_request import ResponsesRequest
 
@@ -51,8 +51,12 @@ async def prepare_turn(app: web.Application, store: ResponseStore, parsed: Respo
         # a background run streams from upstream even unstreamed: a resumed stream gets every delta
         params=parsed.upstream_params(), stream=parsed.stream or parsed.background, instructions=parsed.instructions,
         web=parsed.web, replayed=parsed.replayed, own_calls_beside_client_calls=True,
-        mcp=parsed.mcp, max_tool_calls=parsed.max_tool_calls,
+        mcp=parsed.mcp, max_tool_calls=parsed.max_tool_calls, approvals_possible=True,
+        mcp_choice=responses_request_tools.mcp_choice(parsed.tool_choice, parsed.mcp),
     )
+    if any(item["type"] == mcp_approvals.RESPONSE for item in parsed.input_items):
+        labels = [server.label for server in parsed.mcp] + [spec.label for spec in settings.mcp_servers]
+        agent_request.approvals = mcp_approvals.resolve(parsed.input_items, parsed.earlier_items, labels)
     if turn is None:
         model, reasoning = parsed.model or settings.model_name, settings.reasoning
     else:
@@ -74,8 +78,11 @@ async def _continuation(store: ResponseStore, parsed: ResponsesRequest, budget: 
             # a background response still running has no turn to continue from yet
             raise InvalidRequestError(f"Response '{echo(parsed.previous_response_id)}' is still in progress; "
                                       "continue from it once it has ended.", param="previous_response_id")
-        if parsed.mcp:  # the chain's mcp_list_tools items stand for the lists: no second tools/list
+        answers = any(item["type"] == mcp_approvals.RESPONSE for item in parsed.input_items)
+        if parsed.mcp or answers:
             output = [item for record in reversed(previous.records) for item in record.response.get("output") or ()]
+            parsed.earlier_items = output  # its approval requests are what the input may answer
+            # the chain's mcp_list_tools items stand for the lists: no second tools/list
             parsed.mcp = mcp_tool.with_known(parsed.mcp, mcp_tool.listed_tools([*output, *parsed.input_items]))
         return _Continuation(previous.transcript(), previous.complete, parent_id=parsed.previous_response_id)
     if parsed.conversation is None:
