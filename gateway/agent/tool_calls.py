@@ -60,7 +60,9 @@ class ToolRunner:
         # a name the model made up is not a label: metric labels stay a bounded set
         tool = self.toolbox.get(call.name)
         # an MCP tool counts as "mcp" (its server is the provider label): a request's own server names its tools
-        observed = self.observer.tool_call("unknown" if tool is None else "mcp" if hasattr(tool, "mcp") else call.name)
+        mcp = getattr(tool, "mcp", None)
+        observed = self.observer.tool_call("unknown" if tool is None else "mcp" if mcp is not None else call.name,
+                                           None if mcp is None else (getattr(tool, "metric_server", "request"), *mcp))
         report = ToolReport()
         # in this call's own task context when gather made one; reset after, for a call run in the turn's
         token = CURRENT_TOOL_REPORT.set(report)
@@ -70,6 +72,8 @@ class ToolRunner:
             output, ok, outcome = await self._run_tool(call, arguments, allowed, context)
         except ToolFailed as failed:
             output, ok, outcome, error = failed.output, False, "failed", failed.error
+            if mcp is not None:  # how the MCP call failed: its typed error says
+                outcome = _mcp_outcome(error)
         finally:
             CURRENT_TOOL_REPORT.reset(token)
             observed.finish(report.provider, report.outcome if outcome == "ok" else outcome)
@@ -94,6 +98,15 @@ class ToolRunner:
         except Exception as exc:  # noqa: BLE001 - a tool's bug must cost the call, not the turn
             return tool_error(f"{call.name} failed: {exc or type(exc).__name__}"), False, "error"
         return output, True, "ok"
+
+
+def _mcp_outcome(error: dict[str, Any] | None) -> str:
+    kind = (error or {}).get("type")
+    if kind == "mcp_tool_execution_error":
+        return "tool_error"
+    if kind == "http_error" and (error or {}).get("code") == 504:
+        return "timeout"
+    return "error"
 
 
 def merge_call_part(partial: dict[int, ToolCall], part: ToolCallPart) -> None:

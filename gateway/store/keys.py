@@ -86,6 +86,8 @@ class UsageDelta:
     #: how much of the tokens above is the agent's estimate (rounds the upstream reported no usage
     #: for); not a stored column (COUNTERS): the metrics show it
     estimated_tokens: int = 0
+    #: MCP tool calls; not a stored column (COUNTERS) yet: the key's usage of MCP is counted here
+    mcp_calls: int = 0
 
     def add(self, other: UsageDelta) -> None:
         for f in fields(self):
