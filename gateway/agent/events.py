@@ -82,6 +82,8 @@ class ToolCallFinished:
     #: How a failed call failed, as a typed object (an MCP call's OpenAI `mcp_call.error`); None when
     #: the tool gave none.
     error: dict[str, Any] | None = None
+    #: Images the result held (an MCP tool's), as chat `image_url` parts with data URLs.
+    images: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

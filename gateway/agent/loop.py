@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from gateway.agent import mcp_turn, replay, sources
+from gateway.agent import approvals, replay, sources
 from gateway.agent.events import (
     AgentEvent,
     ClientToolCall,
@@ -159,7 +159,7 @@ class Agent:
                 yield finished
         calls_left = request.max_tool_calls  # None: no cap but the rounds
         if request.approvals:  # the client answered approval requests: act on them first
-            async for answered in mcp_turn.act_on_answers(runner, request.approvals, context, numbers,
+            async for answered in approvals.act_on_answers(runner, request.approvals, context, numbers,
                                                           conversation, turn._add):
                 yield answered
             if calls_left is not None:
@@ -177,7 +177,7 @@ class Agent:
             payload: dict[str, Any] = {**request.params, "messages": conversation}
             if tools and not final_round:
                 payload["tools"] = tools
-                forced = mcp_turn.forced_choice(request.mcp_choice, toolbox) \
+                forced = approvals.forced_choice(request.mcp_choice, toolbox) \
                     if request.mcp_choice is not None and rounds == 0 and use_agent_tools else None
                 if forced is not None:  # tool_choice {"type": "mcp"}
                     payload["tools"] = forced[0] if forced[0] is not None else tools
@@ -263,7 +263,7 @@ class Agent:
                 break
 
             client_calls = [c for c in calls if c.name in client_names]
-            held = mcp_turn.waiting_for_approval(calls, toolbox) if use_agent_tools else []
+            held = approvals.waiting_for_approval(calls, toolbox) if use_agent_tools else []
             if client_calls or held:
                 # The turn ends here, with the client's calls. Calls to our own tools in the same
                 # round (Codex always allows parallel calls) run first, kept as a round of their
@@ -271,7 +271,7 @@ class Agent:
                 # from them (a stored response's transcript; a replayed web_search_call, run again).
                 # Where it cannot (AgentRequest.own_calls_beside_client_calls), they are dropped.
                 # Calls waiting for the client's approval end the turn the same way: not run, asked
-                # for (mcp_approval_request items); the next request's answers run them (mcp_turn.py).
+                # for (mcp_approval_request items); the next request's answers run them (approvals.py).
                 own_calls = [c for c in calls if c.name not in client_names and c not in held and c.name in toolbox]
                 if own_calls and use_agent_tools and request.own_calls_beside_client_calls:
                     turn._add(assistant_with_calls(text, own_calls))
@@ -286,7 +286,7 @@ class Agent:
                     turn._add({"role": "assistant", "content": text})
                 for call in client_calls:
                     yield ClientToolCall(call.id, call.name, call.arguments)
-                for asked in mcp_turn.approval_requests(held, toolbox):
+                for asked in approvals.approval_requests(held, toolbox):
                     yield asked
                 finish = "tool_calls" if client_calls else "stop"
                 break
@@ -302,12 +302,17 @@ class Agent:
             conversation.append({**assistant, parts.reasoning_field: "".join(parts.reasoning)} if parts.reasoning
                                 else assistant)
             turn._add(assistant)
+            images: list[dict[str, Any]] = []
             async for event in runner.run(calls, use_agent_tools, context, numbers):
                 if isinstance(event, ToolCallFinished):
                     tool_message = {"role": "tool", "tool_call_id": event.call_id, "content": event.output}
                     conversation.append(tool_message)
                     turn._add(tool_message)
+                    images.extend(event.images)
                 yield event
+            if images and request.vision:  # after the round's tool messages, as a tool output's images go
+                conversation.append({"role": "user", "content": [
+                    {"type": "text", "text": "The images the tools returned:"}, *images]})
             for call in over:
                 refused = {"role": "tool", "tool_call_id": call.id,
                            "content": tool_error("not run: this response's max_tool_calls is used up")}

@@ -12,7 +12,7 @@ from typing import Any
 from gateway.agent import sources
 from gateway.agent.events import AgentEvent, ToolCallFinished, ToolCallStarted
 from gateway.agent.observer import CURRENT_TOOL_REPORT, AgentObserver, ToolReport
-from gateway.agent.toolbox import Toolbox, ToolContext, ToolFailed
+from gateway.agent.toolbox import Toolbox, ToolContext, ToolFailed, ToolOutput
 from gateway.upstream.deltas import ToolCallPart
 
 
@@ -51,11 +51,21 @@ class ToolRunner:
             outputs = await asyncio.gather(
                 *(self._run_one(c, a, allowed, context) for c, a in zip(calls, parsed, strict=True)))
         for call, (output, ok, error) in zip(calls, outputs, strict=True):
+            if isinstance(output, ToolOutput):  # an MCP result: its resource links are sources, numbered
+                found = tuple(sources.Source(url, title or url, numbers.number(url), text[:sources.MAX_SOURCE_TEXT])
+                              for url, title, text in output.links[:sources.MAX_SOURCES])
+                text = output.text
+                if found:
+                    text += "\nCite the resources by number: " + ", ".join(f"[{s.number}] {s.url}" for s in found)
+                images = tuple({"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
+                               for mime, data in output.images)
+                yield ToolCallFinished(call.id, call.name, text, ok, found, error, images)
+                continue
             worked, output, found = numbers.outcome(call.name, output) if ok else (False, output, ())
             yield ToolCallFinished(call.id, call.name, output, worked, found, error)
 
     async def _run_one(self, call: ToolCall, arguments: dict[str, Any] | str, allowed: bool,
-                       context: ToolContext) -> tuple[str, bool, dict[str, Any] | None]:
+                       context: ToolContext) -> tuple[str | ToolOutput, bool, dict[str, Any] | None]:
         """One call, observed: the tool reports its provider into `report` (gateway/agent/observer.py)."""
         # a name the model made up is not a label: metric labels stay a bounded set
         tool = self.toolbox.get(call.name)
@@ -80,7 +90,7 @@ class ToolRunner:
         return output, ok, error
 
     async def _run_tool(self, call: ToolCall, arguments: dict[str, Any] | str,
-                        allowed: bool, context: ToolContext) -> tuple[str, bool, str]:
+                        allowed: bool, context: ToolContext) -> tuple[str | ToolOutput, bool, str]:
         tool = self.toolbox.get(call.name) if allowed else None
         if tool is None:
             return (tool_error(f"unknown tool {call.name!r}; available: {', '.join(self.toolbox.names())}"),

@@ -55,6 +55,8 @@ class AgentRequest:
     #: The client's answers to earlier approval requests: run (approved) or told to the model
     #: (denied) before the first round.
     approvals: tuple[McpApproval, ...] = ()
+    #: The model reads images: those an MCP tool's result holds go to it (else it reads a note of each).
+    vision: bool = False
     #: `tool_choice: {"type": "mcp"}`: (server label, tool name or None) the first round must call.
     mcp_choice: tuple[str, str | None] | None = None
 

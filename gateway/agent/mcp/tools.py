@@ -28,7 +28,7 @@ from gateway.agent.mcp.results import McpError, ToolList, ToolSpec
 from gateway.agent.mcp.server import McpServer
 from gateway.agent.observer import report_provider
 from gateway.agent.tool_servers import ALWAYS, NEVER, ApprovalPolicy, McpServerRequest
-from gateway.agent.toolbox import AgentTool, Toolbox, ToolContext, ToolFailed
+from gateway.agent.toolbox import AgentTool, Toolbox, ToolContext, ToolFailed, ToolOutput
 from gateway.config.mcp_servers import McpServerSpec
 from gateway.errors import InvalidRequestError
 
@@ -79,7 +79,7 @@ class McpTool:
     def marker(self, arguments: Mapping[str, Any]) -> str | None:
         return f"🔧 {self._server.label}: {self._spec.name}"
 
-    async def run(self, arguments: Mapping[str, Any], context: ToolContext | None = None) -> str:
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext | None = None) -> str | ToolOutput:
         # the server is the call's "provider" in agent_gateway_tool_calls{tool, provider, outcome}
         try:
             result = await self._server.call_tool(self._spec.name, arguments)
@@ -92,7 +92,11 @@ class McpTool:
             report_provider(self.metric_server, "failed")
             raise ToolFailed(result.output, result.error_object())
         report_provider(self.metric_server, "ok")
-        return result.output
+        if not result.resource_links and not result.images:
+            return result.output
+        links = tuple((link.uri, link.title or link.name or link.uri, link.description or "")
+                      for link in result.resource_links)
+        return ToolOutput(result.output, links, tuple((image.mime_type, image.data) for image in result.images))
 
 
 @dataclass(frozen=True)

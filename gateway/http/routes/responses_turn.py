@@ -61,6 +61,7 @@ async def prepare_turn(app: web.Application, store: ResponseStore, parsed: Respo
         model, reasoning = parsed.model or settings.model_name, settings.reasoning
     else:
         agent_request.opener, agent_request.web_tools = turn.open, turn.route.web_tools
+        agent_request.vision = turn.route.vision
         model, reasoning = turn.route.id, turn.route.reasoning
     return PreparedTurn(agent_request, continuation, turn, model, reasoning == "show")
 

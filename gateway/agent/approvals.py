@@ -1,6 +1,7 @@
-"""What the agent loop does for MCP tools beyond running calls: the client's answers to approval
-requests (run the approved calls, tell the model of the denied ones, before the first round), the
-calls that must wait for approval (they end the turn), and `tool_choice: {"type": "mcp"}`.
+"""MCP approvals in the agent loop, and `tool_choice: {"type": "mcp"}`: the client's answers to
+approval requests (run the approved calls, tell the model of the denied ones, before the first
+round), the calls that must wait for approval (they end the turn), and the first round's forced
+MCP tool.
 
 Works on the turn's Toolbox through the attributes an MCP tool has (`mcp`, `needs_approval`:
 gateway/agent/mcp/tools.py), so nothing here loads the MCP client code.
