@@ -57,6 +57,8 @@ class McpItems:
         item: dict[str, Any] = {"id": new_id("mcp"), "type": "mcp_call", "status": "in_progress",
                                 "server_label": label, "name": name, "arguments": "", "output": None,
                                 "error": None}
+        if call.approval_request_id is not None:  # run on the client's approval
+            item["approval_request_id"] = call.approval_request_id
         index = len(self._output)
         self._output.append(item)
         self._open[call.call_id] = index
@@ -67,8 +69,6 @@ class McpItems:
                   self._event("response.mcp_call_arguments.delta", **ids, delta=arguments),
                   self._event("response.mcp_call_arguments.done", **ids, arguments=arguments)]
         item["arguments"] = arguments
-        if call.approval_request_id is not None:  # run on the client's approval
-            item["approval_request_id"] = call.approval_request_id
         return events
 
     def approval_requested(self, asked: McpApprovalRequested) -> list[dict[str, Any]]:
