@@ -200,3 +200,15 @@ async def test_a_streamed_approval_request_is_an_item_added_and_done_before_comp
     assert kinds[-3:] == [("response.output_item.added", "mcp_approval_request"),
                           ("response.output_item.done", "mcp_approval_request"), ("response.completed", None)]
     assert events[-1].response.output[-1].type == "mcp_approval_request"
+
+
+async def test_an_approval_in_a_conversation_answers_the_request_kept_in_it(sdk, upstream, sdk_url):
+    conversation = await sdk.conversations.create()
+    upstream.queue(tool_call(("sdk__echo", {"text": "conv"})), text("Said conv."))
+    asked = await sdk.responses.create(model="m", input="echo conv", tools=[mcp_tool(sdk_url)],
+                                       conversation=conversation.id)
+    assert asked.output[-1].type == "mcp_approval_request"
+    done = await sdk.responses.create(model="m", conversation=conversation.id, tools=[mcp_tool(sdk_url)], input=[
+        {"type": "mcp_approval_response", "approval_request_id": asked.output[-1].id, "approve": True}])
+    assert [item.type for item in done.output][-2:] == ["mcp_call", "message"]
+    assert done.output[-2].output == "conv"

@@ -104,6 +104,8 @@ async def _conversation_object(store: ResponseStore, parsed: ResponsesRequest, c
                                              check_ids=[given["id"] for given in parsed.input_items])
     except UnknownConversationError:
         raise UnknownConversationError.on(conversation_id, param="conversation") from None
+    if any(item["type"] == mcp_approvals.RESPONSE for item in parsed.input_items):
+        parsed.earlier_items = [item.item for item in tail.items]  # the approval requests answered
     for index, given in enumerate(parsed.input_items):
         if given["id"] in tail.taken:  # refused now, not after the model ran: the append would be
             raise InvalidRequestError(f"An item with id '{echo(given['id'])}' is already in conversation "
