@@ -1,6 +1,6 @@
 """What one MCP `tools/call` costs the client: the gateway's own (aiohttp + JSON) against the `mcp` SDK.
 
-    python -m bench.mcp_call calls [--calls 200] [--era modern|legacy] [--json]   # callgrind, both clients
+    python -m bench.mcp_call calls [--calls 200] [--era modern|legacy] [--json] [--only ours|sdk]   # callgrind
     python -m bench.mcp_call rss                                                   # import cost, both clients
 
 `calls` starts the SDK's own server (tests/fakes/mcp_sdk_server.py) outside valgrind, then runs each
@@ -71,7 +71,7 @@ def calls_main(args: argparse.Namespace) -> None:
 
     with sdk_server(json_response=args.json) as url:
         print(f"server: mcp SDK, {'JSON' if args.json else 'SSE'} replies; era {args.era}; {args.calls} calls")
-        for impl in ("ours", "sdk"):
+        for impl in (args.only,) if args.only else ("ours", "sdk"):
             base = _instructions(impl, url, args.era, 0)
             total = _instructions(impl, url, args.era, args.calls)
             print(f"{impl:5} {(total - base) / args.calls:>12,.0f} instructions per tools/call "
@@ -111,6 +111,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--era", choices=["modern", "legacy"], default="modern")
     parser.add_argument("--json", action="store_true", help="the server replies with JSON bodies, not SSE")
+    parser.add_argument("--only", choices=["ours", "sdk"], help="measure one client (ours: the gateway's side)")
     args = parser.parse_args()
     if args.what == "rss":
         rss_main()

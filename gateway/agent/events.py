@@ -4,7 +4,8 @@ Order within one run: for each round, `ReasoningDelta`s and `TextDelta`s (or `Te
 at once) as the model writes, then for each call to one of the agent's own tools a
 `ToolCallStarted` and later its `ToolCallFinished` (calls within a round run in parallel; finished
 events come in call order). Calls to tools the *client* supplied come as
-`ClientToolCall`s and end the run (the agent's own calls of that round run first, as above).
+`ClientToolCall`s and end the run (the agent's own calls of that round run first, as above); so do
+calls to MCP tools that need the client's approval, as `McpApprovalRequested`s (Responses API only).
 Before everything, one `McpToolsListed` per MCP server whose tools are offered. Before the first
 round, calls a client replayed without their results and the agent ran again
 (gateway/agent/replay.py) come as `ToolCallFinished`s with no `ToolCallStarted`: their pages, for
@@ -66,6 +67,8 @@ class ToolCallStarted:
     urls: tuple[str, ...] = ()
     #: (server label, tool name as the server knows it) for a tool of an MCP server; None otherwise.
     mcp: tuple[str, str] | None = None
+    #: The approval request this call was approved by (an MCP call that needed approval).
+    approval_request_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,8 @@ class ToolCallFinished:
     #: How a failed call failed, as a typed object (an MCP call's OpenAI `mcp_call.error`); None when
     #: the tool gave none.
     error: dict[str, Any] | None = None
+    #: Images the result held (an MCP tool's), as chat `image_url` parts with data URLs.
+    images: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +94,16 @@ class McpToolsListed:
     server_label: str
     tools: tuple[dict[str, Any], ...] = ()
     error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class McpApprovalRequested:
+    """A call to an MCP tool that needs the client's approval: not run; the turn ends with it."""
+
+    call_id: str
+    server_label: str
+    name: str
+    arguments: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,4 +137,4 @@ class Finished:
 
 
 AgentEvent = (TextDelta | TextDeltas | ReasoningDelta | ToolCallStarted | ToolCallFinished | ClientToolCall | Usage
-              | Finished | McpToolsListed)
+              | Finished | McpToolsListed | McpApprovalRequested)

@@ -14,27 +14,24 @@ from collections.abc import AsyncGenerator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from gateway.agent import replay, sources
+from gateway.agent import approvals, replay, sources
 from gateway.agent.events import (
     AgentEvent,
     ClientToolCall,
     Finished,
     McpToolsListed,
-    ReasoningDelta,
-    TextDelta,
-    TextDeltas,
     ToolCallFinished,
     Usage,
 )
 from gateway.agent.history import SYSTEM_BREAK, upstream_conversation
 from gateway.agent.observer import AgentObserver, UpstreamCall, upstream_outcome
-from gateway.agent.tool_calls import ToolCall, ToolRunner, assistant_with_calls, merge_call_part, tool_error
+from gateway.agent.round_parts import CONTENT, RoundParts
+from gateway.agent.tool_calls import ToolCall, ToolRunner, assistant_with_calls, tool_error
 from gateway.agent.toolbox import Toolbox, offer_tools
 from gateway.agent.turn import AgentRequest, AgentRun
 from gateway.common import json_out
 from gateway.errors import EmptyStreamError, GatewayError
 from gateway.upstream.client import UpstreamClient
-from gateway.upstream.deltas import Finish, Reasoning, Text, Texts, TokenUsage, ToolCallPart, UpstreamDelta
 
 if TYPE_CHECKING:  # the MCP code loads only when a server is configured (tests/providers/test_idle_imports.py)
     from gateway.agent.mcp.tools import Listing, McpFamily
@@ -145,7 +142,7 @@ class Agent:
                 listings = [listing for listing in listings if listing.label in request.mcp_labels]
             if named:
                 listings.extend(named)
-            toolbox = self.mcp.toolbox(toolbox, listings, cache=not named)
+            toolbox = self.mcp.toolbox(toolbox, listings, cache=not named, approvals=request.approvals_possible)
             runner = ToolRunner(toolbox, self.observer, self.tool_timeout)
             listed = [McpToolsListed(listing.label, listing.item_tools, listing.error) for listing in listings
                       if not listing.reused]
@@ -165,6 +162,13 @@ class Agent:
             replayed = [call for call in request.replayed if call[1] not in client_names]
             for finished in await replay.run_again(runner, replayed, conversation, context, numbers):
                 yield finished
+        calls_left = request.max_tool_calls  # None: no cap but the rounds
+        if request.approvals:  # the client answered approval requests: act on them first
+            async for answered in approvals.act_on_answers(runner, request.approvals, context, numbers,
+                                                          conversation, turn._add):
+                yield answered
+            if calls_left is not None:
+                calls_left = max(0, calls_left - sum(approval.approve for approval in request.approvals))
 
         prompt_tokens = completion_tokens = 0
         usage_known = True  # until a round's upstream reply has no usage (some servers send none)
@@ -172,14 +176,18 @@ class Agent:
         cached_tokens: int | None = None
         finish = "stop"
         rounds = 0
-        calls_left = request.max_tool_calls  # None: no cap but the rounds
         while True:
             # max_tool_calls used up: no more tools, unless the client's own are on offer (not counted)
             final_round = (rounds >= self.max_rounds or (calls_left == 0 and not client_names)) and use_agent_tools
             payload: dict[str, Any] = {**request.params, "messages": conversation}
             if tools and not final_round:
                 payload["tools"] = tools
-                if offer.first_choice is not None and rounds == 0:
+                forced = approvals.forced_choice(request.mcp_choice, toolbox) \
+                    if request.mcp_choice is not None and rounds == 0 and use_agent_tools else None
+                if forced is not None:  # tool_choice {"type": "mcp"}
+                    payload["tools"] = forced[0] if forced[0] is not None else tools
+                    payload["tool_choice"] = forced[1]
+                elif offer.first_choice is not None and rounds == 0:
                     payload["tool_choice"] = offer.first_choice
                 elif "tool_choice" not in payload:
                     # said, not left to the server: llama-cpp-python's function-calling formats read
@@ -192,7 +200,7 @@ class Agent:
                     system = {"role": "system", "content": conversation[0]["content"] + SYSTEM_BREAK + FINAL_ROUND_NOTE}
                     payload["messages"] = [system, *conversation[1:]]
 
-            parts = _RoundParts()
+            parts = RoundParts()
             turn._write(parts.text)
             try:
                 model_call = self.observer.upstream_call(request.stream)
@@ -204,7 +212,7 @@ class Agent:
                     try:
                         async with _observed(model_call, deltas):
                             async for delta in deltas:
-                                if waiting and type(delta) in _CONTENT:  # the first text, reasoning or call part
+                                if waiting and type(delta) in CONTENT:  # the first text, reasoning or call part
                                     waiting = False
                                     model_call.first_token()
                                 event = parts.take(delta)
@@ -260,13 +268,16 @@ class Agent:
                 break
 
             client_calls = [c for c in calls if c.name in client_names]
-            if client_calls:
+            held = approvals.waiting_for_approval(calls, toolbox) if use_agent_tools else []
+            if client_calls or held:
                 # The turn ends here, with the client's calls. Calls to our own tools in the same
                 # round (Codex always allows parallel calls) run first, kept as a round of their
                 # own before the client's: the next request, with the client's results, continues
                 # from them (a stored response's transcript; a replayed web_search_call, run again).
                 # Where it cannot (AgentRequest.own_calls_beside_client_calls), they are dropped.
-                own_calls = [c for c in calls if c.name not in client_names and c.name in toolbox]
+                # Calls waiting for the client's approval end the turn the same way: not run, asked
+                # for (mcp_approval_request items); the next request's answers run them (approvals.py).
+                own_calls = [c for c in calls if c.name not in client_names and c not in held and c.name in toolbox]
                 if own_calls and use_agent_tools and request.own_calls_beside_client_calls:
                     turn._add(assistant_with_calls(text, own_calls))
                     text = ""
@@ -274,10 +285,15 @@ class Agent:
                         if isinstance(event, ToolCallFinished):
                             turn._add({"role": "tool", "tool_call_id": event.call_id, "content": event.output})
                         yield event
-                turn._add(assistant_with_calls(text, client_calls))
+                if client_calls:
+                    turn._add(assistant_with_calls(text, client_calls))
+                elif text:
+                    turn._add({"role": "assistant", "content": text})
                 for call in client_calls:
                     yield ClientToolCall(call.id, call.name, call.arguments)
-                finish = "tool_calls"
+                for asked in approvals.approval_requests(held, toolbox):
+                    yield asked
+                finish = "tool_calls" if client_calls else "stop"
                 break
 
             over: list[ToolCall] = []
@@ -291,12 +307,17 @@ class Agent:
             conversation.append({**assistant, parts.reasoning_field: "".join(parts.reasoning)} if parts.reasoning
                                 else assistant)
             turn._add(assistant)
+            images: list[dict[str, Any]] = []
             async for event in runner.run(calls, use_agent_tools, context, numbers):
                 if isinstance(event, ToolCallFinished):
                     tool_message = {"role": "tool", "tool_call_id": event.call_id, "content": event.output}
                     conversation.append(tool_message)
                     turn._add(tool_message)
+                    images.extend(event.images)
                 yield event
+            if images and request.vision:  # after the round's tool messages, as a tool output's images go
+                conversation.append({"role": "user", "content": [
+                    {"type": "text", "text": "The images the tools returned:"}, *images]})
             for call in over:
                 refused = {"role": "tool", "tool_call_id": call.id,
                            "content": tool_error("not run: this response's max_tool_calls is used up")}
@@ -309,7 +330,7 @@ class Agent:
             yield Usage(prompt_tokens, completion_tokens, reasoning_tokens, cached_tokens)
         yield Finished(finish, tuple(turn._messages))
 
-    def _count_cut_round(self, parts: _RoundParts, payload: dict[str, Any], exc: BaseException) -> None:
+    def _count_cut_round(self, parts: RoundParts, payload: dict[str, Any], exc: BaseException) -> None:
         if parts.usage is not None:
             self.observer.round_usage(parts.usage.prompt_tokens, parts.usage.completion_tokens, estimated=False)
         elif not isinstance(exc, GatewayError) or parts.started():
@@ -317,55 +338,13 @@ class Agent:
             self.observer.round_usage(*_estimate(parts, payload), estimated=True)
 
 
-def _estimate(parts: _RoundParts, payload: dict[str, Any]) -> tuple[int, int]:
+def _estimate(parts: RoundParts, payload: dict[str, Any]) -> tuple[int, int]:
     """A round's (prompt, completion) tokens when the upstream reported none: OpenAI's rule of
     thumb of 4 characters a token, on the messages and tools sent and on what came back."""
     sent = len(json_out.dumps(payload.get("messages", []))) + len(json_out.dumps(payload.get("tools", [])))
     came = sum(map(len, parts.text)) + sum(map(len, parts.reasoning)) + sum(
         len(call.arguments) + len(call.name or "") for call in parts.calls.values())
     return -(-sent // CHARS_PER_TOKEN), -(-came // CHARS_PER_TOKEN)
-
-
-#: The deltas that start a reply's content (a stream's time to first token); Finish and usage do not
-_CONTENT = frozenset({Texts, Text, ToolCallPart, Reasoning})
-
-
-class _RoundParts:
-    """What one model call brought, delta by delta: its text, reasoning (and the field the model
-    used for it), tool-call parts, finish reason and usage. `take` keeps a delta and returns the
-    event the client sees for it, if any; streamed and whole replies go through the same one."""
-
-    __slots__ = ("text", "reasoning", "reasoning_field", "calls", "finish", "usage")
-
-    def __init__(self) -> None:
-        self.text: list[str] = []
-        self.reasoning: list[str] = []
-        self.reasoning_field = ""
-        self.calls: dict[int, ToolCall] = {}
-        self.finish: str | None = None
-        self.usage: TokenUsage | None = None
-
-    def take(self, delta: UpstreamDelta) -> AgentEvent | None:
-        if type(delta) is Texts:  # a stream's burst, nearly every item: checked first
-            self.text.extend(delta.texts)
-            return TextDeltas(delta.texts)  # the client's list, passed on as it is
-        if type(delta) is Text:
-            self.text.append(delta.text)
-            return TextDelta(delta.text)
-        if type(delta) is Reasoning:
-            self.reasoning.append(delta.text)
-            self.reasoning_field = delta.field
-            return ReasoningDelta(delta.text, delta.field)
-        if type(delta) is ToolCallPart:
-            merge_call_part(self.calls, delta)
-        elif type(delta) is Finish:
-            self.finish = delta.reason
-        elif type(delta) is TokenUsage:
-            self.usage = delta
-        return None
-
-    def started(self) -> bool:
-        return bool(self.text or self.reasoning or self.calls)
 
 
 class _observed:  # noqa: N801 - used like the context-manager function it replaces

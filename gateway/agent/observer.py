@@ -8,7 +8,9 @@ nothing. gateway/observe/agent_calls.py has the one that feeds Prometheus and Op
 
 Outcomes are a closed set (bounded metric labels): upstream `ok`, `timeout`, `rate_limited`,
 `rejected`, `error`, `cancelled`; tools `ok`, `failed` (a failure envelope), `timeout`, `error`,
-`unknown_tool`, `bad_arguments`, `unavailable` (no provider), `cancelled`.
+`unknown_tool`, `bad_arguments`, `unavailable` (no provider), `cancelled`; an MCP call `ok`,
+`tool_error` (the tool reported failure: `isError`), `timeout`, `error` (protocol or HTTP), or the
+agent's `bad_arguments`, `cancelled`.
 
 A web tool knows which provider served a call and how that went; the agent knows neither. The agent
 puts a `ToolReport` in a context variable for the call (as OpenTelemetry keeps its current span),
@@ -22,6 +24,10 @@ import contextvars
 from collections.abc import Mapping
 
 from gateway.errors import GatewayError, InvalidRequestError, RateLimitError, UpstreamTimeoutError
+
+#: An MCP call's names: (the server's metric label: its configured label, or `request` for a server a
+#: request named, keeping label values bounded; the server's label; the tool's name on the server).
+McpCallNames = tuple[str, str, str]
 
 
 class UpstreamCall:
@@ -53,7 +59,8 @@ class AgentObserver:
     def upstream_call(self, stream: bool) -> UpstreamCall:
         return self._UPSTREAM
 
-    def tool_call(self, tool: str) -> ToolCall:
+    def tool_call(self, tool: str, mcp: McpCallNames | None = None) -> ToolCall:
+        """`mcp`, for a call to an MCP server's tool: (the server's metric label, its label, the tool)."""
         return self._TOOL
 
     def turn_finished(self, tool_rounds: int, prompt_tokens: int, completion_tokens: int) -> None:

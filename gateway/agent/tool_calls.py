@@ -12,7 +12,7 @@ from typing import Any
 from gateway.agent import sources
 from gateway.agent.events import AgentEvent, ToolCallFinished, ToolCallStarted
 from gateway.agent.observer import CURRENT_TOOL_REPORT, AgentObserver, ToolReport
-from gateway.agent.toolbox import Toolbox, ToolContext, ToolFailed
+from gateway.agent.toolbox import Toolbox, ToolContext, ToolFailed, ToolOutput
 from gateway.upstream.deltas import ToolCallPart
 
 
@@ -51,16 +51,28 @@ class ToolRunner:
             outputs = await asyncio.gather(
                 *(self._run_one(c, a, allowed, context) for c, a in zip(calls, parsed, strict=True)))
         for call, (output, ok, error) in zip(calls, outputs, strict=True):
+            if isinstance(output, ToolOutput):  # an MCP result: its resource links are sources, numbered
+                found = tuple(sources.Source(url, title or url, numbers.number(url), text[:sources.MAX_SOURCE_TEXT])
+                              for url, title, text in output.links[:sources.MAX_SOURCES])
+                text = output.text
+                if found:
+                    text += "\nCite the resources by number: " + ", ".join(f"[{s.number}] {s.url}" for s in found)
+                images = tuple({"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
+                               for mime, data in output.images)
+                yield ToolCallFinished(call.id, call.name, text, ok, found, error, images)
+                continue
             worked, output, found = numbers.outcome(call.name, output) if ok else (False, output, ())
             yield ToolCallFinished(call.id, call.name, output, worked, found, error)
 
     async def _run_one(self, call: ToolCall, arguments: dict[str, Any] | str, allowed: bool,
-                       context: ToolContext) -> tuple[str, bool, dict[str, Any] | None]:
+                       context: ToolContext) -> tuple[str | ToolOutput, bool, dict[str, Any] | None]:
         """One call, observed: the tool reports its provider into `report` (gateway/agent/observer.py)."""
         # a name the model made up is not a label: metric labels stay a bounded set
         tool = self.toolbox.get(call.name)
         # an MCP tool counts as "mcp" (its server is the provider label): a request's own server names its tools
-        observed = self.observer.tool_call("unknown" if tool is None else "mcp" if hasattr(tool, "mcp") else call.name)
+        mcp = getattr(tool, "mcp", None)
+        observed = self.observer.tool_call("unknown" if tool is None else "mcp" if mcp is not None else call.name,
+                                           None if mcp is None else (getattr(tool, "metric_server", "request"), *mcp))
         report = ToolReport()
         # in this call's own task context when gather made one; reset after, for a call run in the turn's
         token = CURRENT_TOOL_REPORT.set(report)
@@ -70,13 +82,15 @@ class ToolRunner:
             output, ok, outcome = await self._run_tool(call, arguments, allowed, context)
         except ToolFailed as failed:
             output, ok, outcome, error = failed.output, False, "failed", failed.error
+            if mcp is not None:  # how the MCP call failed: its typed error says
+                outcome = _mcp_outcome(error)
         finally:
             CURRENT_TOOL_REPORT.reset(token)
             observed.finish(report.provider, report.outcome if outcome == "ok" else outcome)
         return output, ok, error
 
     async def _run_tool(self, call: ToolCall, arguments: dict[str, Any] | str,
-                        allowed: bool, context: ToolContext) -> tuple[str, bool, str]:
+                        allowed: bool, context: ToolContext) -> tuple[str | ToolOutput, bool, str]:
         tool = self.toolbox.get(call.name) if allowed else None
         if tool is None:
             return (tool_error(f"unknown tool {call.name!r}; available: {', '.join(self.toolbox.names())}"),
@@ -94,6 +108,15 @@ class ToolRunner:
         except Exception as exc:  # noqa: BLE001 - a tool's bug must cost the call, not the turn
             return tool_error(f"{call.name} failed: {exc or type(exc).__name__}"), False, "error"
         return output, True, "ok"
+
+
+def _mcp_outcome(error: dict[str, Any] | None) -> str:
+    kind = (error or {}).get("type")
+    if kind == "mcp_tool_execution_error":
+        return "tool_error"
+    if kind == "http_error" and (error or {}).get("code") == 504:
+        return "timeout"
+    return "error"
 
 
 def merge_call_part(partial: dict[int, ToolCall], part: ToolCallPart) -> None:

@@ -25,6 +25,17 @@ class ToolContext:
     web: WebSearchOptions = field(default_factory=WebSearchOptions)
 
 
+@dataclass(frozen=True)
+class ToolOutput:
+    """What a tool may return instead of plain text: the text the model reads, and what else the
+    result held. `links`: (url, title, description) of resources the result points to, numbered
+    and cited like web pages; `images`: (mime type, base64 data), shown to a model that reads images."""
+
+    text: str
+    links: tuple[tuple[str, str, str], ...] = ()
+    images: tuple[tuple[str, str], ...] = ()
+
+
 class ToolFailed(AgentGatewayError):
     """Raised by a tool's `run` for a call that failed in a way a client sees: `output` is what the
     model reads, `error` the typed failure for the wire (an MCP call's `mcp_call.error`)."""
@@ -47,7 +58,7 @@ class AgentTool(Protocol):
         """Short progress text for chat streams, e.g. "🔍 weather in Oslo"; None shows nothing."""
         ...
 
-    async def run(self, arguments: Mapping[str, Any], context: ToolContext | None = None) -> str:
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext | None = None) -> str | ToolOutput:
         """`context` None: a request without options (`ToolContext()`)."""
         ...
 

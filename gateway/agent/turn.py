@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.agent.events import AgentEvent
-from gateway.agent.tool_servers import McpServerRequest
+from gateway.agent.tool_servers import McpApproval, McpServerRequest
 from gateway.agent.web.options import WebSearchOptions
 from gateway.upstream.client import Opener
 
@@ -53,6 +53,16 @@ class AgentRequest:
     no_web: bool = False
     #: The configured MCP servers (labels) the request's key may use; None: every one.
     mcp_labels: frozenset[str] | None = None
+    #: Whether a call to an MCP tool that needs approval can end the turn with an approval request
+    #: (the Responses API); where not (Chat Completions), such tools are not offered at all.
+    approvals_possible: bool = False
+    #: The client's answers to earlier approval requests: run (approved) or told to the model
+    #: (denied) before the first round.
+    approvals: tuple[McpApproval, ...] = ()
+    #: The model reads images: those an MCP tool's result holds go to it (else it reads a note of each).
+    vision: bool = False
+    #: `tool_choice: {"type": "mcp"}`: (server label, tool name or None) the first round must call.
+    mcp_choice: tuple[str, str | None] | None = None
 
 
 class AgentRun:

@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "profile": ("gateway.cli.profile", "create, list and delete profiles (separate gateways)"),
     "config": ("gateway.cli.config", "read and change the profile's settings (.env and config.yaml)"),
     "keys": ("gateway.cli.keys", "API keys with owners, limits and usage (in the profile's store)"),
+    "mcp": ("gateway.cli.mcp", "list and check the profile's MCP servers (mcp_servers: in config.yaml)"),
 }
 _PROFILE_OPTIONS = ("-p", "--profile")
 

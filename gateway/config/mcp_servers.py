@@ -9,7 +9,9 @@ agent's MCP family (gateway/agent/mcp/) runs them, and is imported only when thi
         allowed_tools: [get_current_time] # default: every tool the server lists
         timeout: 30                       # seconds per request to the server
         offer: all                        # all (every request, both APIs) | on_request
-        require_approval: never           # the operator trusts the server (the default)
+        require_approval: never           # the operator trusts the server (the default); always:
+                                          # each call waits for the client's approval (Responses
+                                          # API only: Chat Completions is not offered its tools)
       github:
         url: https://api.githubcopilot.com/mcp/
         headers: {Authorization: "Bearer ${GITHUB_TOKEN}"}   # ${NAME}: from the profile's environment
@@ -90,9 +92,6 @@ def _server(label: str, value: Any, env: Mapping[str, str]) -> McpServerSpec:
         "offer": _choice(value, "offer", OFFER_CHOICES, "all", where),
         "require_approval": _choice(value, "require_approval", APPROVAL_CHOICES, "never", where),
     }
-    if spec["require_approval"] != "never":
-        # approvals of configured servers come with the per-request approval flow (issue 44)
-        raise ValueError(f"{where}: require_approval 'always' is not supported yet; use never")
     if url is not None:
         if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
             raise ValueError(f"{where}: url is an http(s) URL")

@@ -227,6 +227,14 @@ def check(settings: Settings, files: ProfileFiles) -> CheckReport:
         lines, warnings = ["web providers: unknown"], [f"web providers could not be loaded: {exc}"]
     report.lines.extend(lines)
     report.warnings.extend(warnings)
+    if settings.mcp_servers:
+        from gateway.cli.mcp_check import probe  # connects as serve would: the MCP code loads only here
+
+        report.lines.append("mcp servers (tools listed live):")
+        for found in asyncio.run(probe(settings.mcp_servers)):
+            report.lines.extend(line.removeprefix("  ") for line in found.lines(with_tools=False))
+            if not found.ok:  # serve still starts: the server is left out of turns until it answers
+                report.warnings.append(f"the MCP server {found.label} did not answer: {found.error}")
 
     if not settings.enabled:
         report.warnings.append("API_SERVER_ENABLED is false: serve would exit without starting")

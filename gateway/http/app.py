@@ -271,7 +271,9 @@ def _mcp_family(settings: Settings) -> McpFamily | None:
     from gateway.agent.mcp.registry import McpRegistry
     from gateway.agent.mcp.tools import McpFamily, registry_configs
 
-    return McpFamily(McpRegistry(registry_configs(settings.mcp_servers)), settings.mcp_servers)
+    # the allowed hosts hold for the servers requests name beside the configured ones
+    registry = McpRegistry(registry_configs(settings.mcp_servers), allowed_hosts=settings.mcp_allowed_hosts)
+    return McpFamily(registry, settings.mcp_servers)
 
 
 def _store_ctx(database: PostgresDatabase | None) -> Callable[[web.Application], AsyncIterator[None]]:

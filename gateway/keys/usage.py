@@ -13,7 +13,7 @@ a stream's producer task with the context).
 
 from __future__ import annotations
 
-from gateway.agent.observer import AgentObserver, ToolCall, UpstreamCall
+from gateway.agent.observer import AgentObserver, McpCallNames, ToolCall, UpstreamCall
 from gateway.keys.ring import CURRENT_CALLER, KeyRing
 
 #: No turn has a trillion tokens; a figure past that is an upstream's nonsense, kept bounded.
@@ -39,11 +39,11 @@ class KeyUsageObserver(AgentObserver):
         self._count("model_calls", 1)
         return self.inner.upstream_call(stream)
 
-    def tool_call(self, tool: str) -> ToolCall:
+    def tool_call(self, tool: str, mcp: McpCallNames | None = None) -> ToolCall:
         kind = _TOOL_COUNTERS.get(tool)
         if kind is not None:
             self._count(kind, 1)
-        return self.inner.tool_call(tool)
+        return self.inner.tool_call(tool, mcp)
 
     def round_usage(self, prompt_tokens: int, completion_tokens: int, *, estimated: bool) -> None:
         """Counted per round as it ends, not per turn: a client that leaves, or cancels, before the

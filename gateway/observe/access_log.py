@@ -54,6 +54,19 @@ def choose_request_id(presented: str | None) -> str:
 MODEL_ROUTE: contextvars.ContextVar[RouteTurn | None] = contextvars.ContextVar("model_route", default=None)
 
 
+#: The MCP calls made for the request, for its access line: a cell set when the request begins, so
+#: the agent's task (a stream's producer runs in a copy of the request's context) counts into the
+#: same one.
+_MCP_CALLS: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("agent_gateway_mcp_calls",
+                                                                              default=None)
+
+
+def count_mcp_call() -> None:
+    cell = _MCP_CALLS.get()
+    if cell is not None:
+        cell[0] += 1
+
+
 def current_request_id() -> str | None:
     return _CURRENT.get()
 
@@ -66,6 +79,7 @@ def begin_request(request: web.Request) -> str:
     vanishes with the task."""
     request_id = choose_request_id(request.headers.get(HEADER))
     _CURRENT.set(request_id)
+    _MCP_CALLS.set([0])
     return request_id
 
 
@@ -80,19 +94,23 @@ def log_access(method: str, path: str, request_id: str, status: int | str, start
     caller = CURRENT_CALLER.get()  # the key's name, never the key (this runs in the request's context)
     key_name = caller.name if caller is not None else "-"
     turn = MODEL_ROUTE.get()  # with model routes: the one that served (a configured id, not the client's text)
+    cell = _MCP_CALLS.get()
+    mcp = f" mcp={cell[0]}" if cell is not None and cell[0] else ""  # only on lines of requests that made some
     handler = _serve_handler()
     if handler is not None:
         # serve's own handler is the only one: the line as LogFormatter would write the record's.
         # Every part is printable (the id is a sane one), so the message needs no second escape.
         model = "" if turn is None else f" model={printable(turn.served.id)}"
         _keep_line(handler, f"{method} {path} {status} {(ended - started) * 1000:.0f}ms id={request_id} "
-                            f"key={printable(key_name)}{model}")
-    elif turn is None:
-        _log_info("%s %s %s %.0fms id=%s key=%s", (method, path, status, (ended - started) * 1000,
-                                                  request_id, key_name))
+                            f"key={printable(key_name)}{model}{mcp}")
     else:
-        _log_info("%s %s %s %.0fms id=%s key=%s model=%s", (method, path, status, (ended - started) * 1000,
-                                                           request_id, key_name, turn.served.id))
+        msg = "%s %s %s %.0fms id=%s key=%s"
+        args: tuple[object, ...] = (method, path, status, (ended - started) * 1000, request_id, key_name)
+        if turn is not None:
+            msg, args = msg + " model=%s", (*args, turn.served.id)
+        if mcp:  # a template of its own: the usual line keeps the usual one
+            msg, args = msg + "%s", (*args, mcp)
+        _log_info(msg, args)
 
 
 def _log_info(msg: str, args: tuple[object, ...]) -> None:

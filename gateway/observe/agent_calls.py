@@ -12,7 +12,8 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from gateway.agent.observer import AgentObserver, ToolCall, UpstreamCall
+from gateway.agent.observer import AgentObserver, McpCallNames, ToolCall, UpstreamCall
+from gateway.observe.access_log import count_mcp_call
 from gateway.observe.after_reply import AfterReply
 from gateway.observe.metrics import Metrics
 
@@ -54,21 +55,31 @@ class _Upstream(UpstreamCall):
 
 
 class _Tool(ToolCall):
-    __slots__ = ("_observer", "_tool", "_started", "_span")
+    __slots__ = ("_observer", "_tool", "_started", "_span", "_mcp_server")
 
-    def __init__(self, observer: GatewayObserver, tool: str) -> None:
+    def __init__(self, observer: GatewayObserver, tool: str, mcp: McpCallNames | None = None) -> None:
         self._observer = observer
         self._tool = tool
         self._started = time.perf_counter()
         self._span: Any = None
+        self._mcp_server = None if mcp is None else mcp[0]
         tracing = observer.tracing
         if tracing is not None:
-            self._span = tracing[2].start_span(f"tool {tool}", attributes={"gateway.tool": tool})
+            if mcp is None:
+                self._span = tracing[2].start_span(f"tool {tool}", attributes={"gateway.tool": tool})
+            else:  # the span names the server and the tool (a span name is no metric label)
+                self._span = tracing[2].start_span(
+                    f"mcp {mcp[1]}.{mcp[2]}", kind=tracing[0].SpanKind.CLIENT,
+                    attributes={"gateway.tool": tool, "gateway.mcp.server": mcp[1], "gateway.mcp.tool": mcp[2],
+                                "gen_ai.tool.name": mcp[2], "rpc.method": "tools/call"})
 
     def finish(self, provider: str, outcome: str) -> None:
         metrics = self._observer.metrics
+        seconds = time.perf_counter() - self._started
         if metrics is not None:
-            metrics.tool_done(self._tool, provider, outcome, time.perf_counter() - self._started)
+            metrics.tool_done(self._tool, provider, outcome, seconds)
+            if self._mcp_server is not None:
+                metrics.mcp_done(self._mcp_server, outcome, seconds)
         if self._span is not None:
             self._span.set_attribute("gateway.provider", provider)
             _end(self._span, outcome)
@@ -97,8 +108,10 @@ class GatewayObserver(AgentObserver):
         self.after_reply.model_call_starts()  # earlier replies' bookkeeping: while the model works
         return _Upstream(self, stream)
 
-    def tool_call(self, tool: str) -> ToolCall:
-        return _Tool(self, tool)
+    def tool_call(self, tool: str, mcp: McpCallNames | None = None) -> ToolCall:
+        if mcp is not None:
+            count_mcp_call()  # the request's access line says how many
+        return _Tool(self, tool, mcp)
 
     def turn_finished(self, tool_rounds: int, prompt_tokens: int, completion_tokens: int) -> None:
         if self.metrics is not None:

@@ -102,6 +102,12 @@ class Metrics:
                                                 ("tool", "provider", "outcome")))
         self.tool_seconds = self._add(LoopHistogram(f"{PREFIX}_tool_call_duration_seconds",
                                                     "Agent tool calls: duration", SECONDS, ("tool", "provider")))
+        # server: a configured server's label (the operator's, bounded) or `request` for one a request named
+        self.mcp_calls = self._add(LoopCounter(f"{PREFIX}_mcp_calls", "MCP tool calls by server and outcome (ok, "
+                                               "tool_error, timeout, error, bad_arguments, cancelled)",
+                                               ("server", "outcome")))
+        self.mcp_seconds = self._add(LoopHistogram(f"{PREFIX}_mcp_call_seconds", "MCP tool calls: duration",
+                                                   SECONDS, ("server",)))
         self.store_operations = self._add(LoopCounter(f"{PREFIX}_store_operations",
                                                       "Response store operations by kind and outcome",
                                                       ("operation", "outcome")))
@@ -191,6 +197,10 @@ class Metrics:
     def tool_done(self, tool: str, provider: str, outcome: str, seconds: float) -> None:
         self.tool_calls.inc((tool, provider, outcome))
         self.tool_seconds.observe((tool, provider), seconds)
+
+    def mcp_done(self, server: str, outcome: str, seconds: float) -> None:
+        self.mcp_calls.inc((server, outcome))
+        self.mcp_seconds.observe((server,), seconds)
 
     def turn_done(self, tool_rounds: int, prompt_tokens: int, completion_tokens: int) -> None:
         self.tool_rounds.observe((), tool_rounds)

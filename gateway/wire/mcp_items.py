@@ -9,6 +9,8 @@ a client would try to run. Events in OpenAI's order:
     call:  output_item.added (status in_progress, arguments "") -> mcp_call.in_progress
            -> mcp_call_arguments.delta -> mcp_call_arguments.done -> mcp_call.completed | .failed
            -> output_item.done (output, or the typed `error`)
+    approval request:  output_item.added -> output_item.done (the `mcp_approval_request`; the
+           response then ends `completed`: gateway/wire/mcp_approvals.py)
 
 The upstream name (`<label>__<tool>`) never shows: the item has the server's label and its tool name.
 """
@@ -18,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gateway.agent.events import McpToolsListed, ToolCallFinished, ToolCallStarted
+from gateway.agent.events import McpApprovalRequested, McpToolsListed, ToolCallFinished, ToolCallStarted
 from gateway.wire.responses_input import new_id
 
 Event = Callable[..., dict[str, Any]]
@@ -55,6 +57,8 @@ class McpItems:
         item: dict[str, Any] = {"id": new_id("mcp"), "type": "mcp_call", "status": "in_progress",
                                 "server_label": label, "name": name, "arguments": "", "output": None,
                                 "error": None}
+        if call.approval_request_id is not None:  # run on the client's approval
+            item["approval_request_id"] = call.approval_request_id
         index = len(self._output)
         self._output.append(item)
         self._open[call.call_id] = index
@@ -66,6 +70,15 @@ class McpItems:
                   self._event("response.mcp_call_arguments.done", **ids, arguments=arguments)]
         item["arguments"] = arguments
         return events
+
+    def approval_requested(self, asked: McpApprovalRequested) -> list[dict[str, Any]]:
+        """A call waiting for the client's approval: an `mcp_approval_request` item, added and done."""
+        item = {"id": new_id("mcpr"), "type": "mcp_approval_request", "server_label": asked.server_label,
+                "name": asked.name, "arguments": asked.arguments}
+        index = len(self._output)
+        self._output.append(item)
+        return [self._event("response.output_item.added", output_index=index, item=self._snapshot(item)),
+                self._event("response.output_item.done", output_index=index, item=self._snapshot(item))]
 
     def owns(self, call_id: str) -> bool:
         return call_id in self._open

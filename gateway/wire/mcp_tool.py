@@ -4,9 +4,10 @@
      "headers": {...}, "authorization": "...", "server_description": "...",
      "allowed_tools": ["ask"] | {"tool_names": [...], "read_only": true}, "require_approval": "never"}
 
-`server_url` absent: a configured server of that label (`offer: on_request`). Approvals are not
-run yet, so `require_approval` must be `"never"` (absent means `"always"`, as with OpenAI): anything
-else is a 400 saying so rather than a call made without the approval the client expects.
+`server_url` absent: a configured server of that label (`offer: on_request`). `require_approval`:
+`"always"` (OpenAI's default when absent), `"never"`, or `{"always": FILTER, "never": FILTER}` with
+FILTER `{"tool_names": [...], "read_only": bool}` (gateway/agent/tool_servers.py ApprovalPolicy;
+the approval items are gateway/wire/mcp_approvals.py).
 What is echoed (`tools` of the response, stored) has no `headers` or `authorization` and the URL
 without its path, as OpenAI returns it.
 """
@@ -18,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from gateway.agent.tool_servers import McpServerRequest
+from gateway.agent.tool_servers import ALWAYS, NEVER, ApprovalPolicy, McpServerRequest, ToolFilter
 from gateway.errors import InvalidRequestError
 
 _LABEL = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
@@ -37,10 +38,10 @@ def parse_mcp_tool(tool: dict[str, Any], param: str) -> McpServerRequest:
                    f"{param}.server_label")
     if tool.get("connector_id") is not None:
         raise _bad("connectors are OpenAI's own; give the MCP server's 'server_url' instead.", f"{param}.connector_id")
-    approval = tool.get("require_approval", "always")
-    if approval != "never":
-        raise _bad("this gateway does not run MCP approvals yet: set 'require_approval' to \"never\" "
-                   "(absent means \"always\", as with OpenAI).", f"{param}.require_approval")
+    approval = _approval(tool.get("require_approval"), f"{param}.require_approval")
+    description = tool.get("server_description")
+    if description is not None and not isinstance(description, str):
+        raise _bad("'server_description' must be a string.", f"{param}.server_description")
     url = tool.get("server_url")
     if url is not None:
         parts = urlsplit(url) if isinstance(url, str) else None
@@ -57,7 +58,36 @@ def parse_mcp_tool(tool: dict[str, Any], param: str) -> McpServerRequest:
         # OpenAI's field holds the token (an OAuth access token): sent as a bearer token
         headers["Authorization"] = authorization if " " in authorization.strip() else f"Bearer {authorization}"
     names, read_only = _allowed(tool.get("allowed_tools"), f"{param}.allowed_tools")
-    return McpServerRequest(label, url, headers, names, read_only, param)
+    return McpServerRequest(label, url, headers, names, read_only, param, approval=approval,
+                            description=description or None)
+
+
+def _approval(value: Any, param: str) -> ApprovalPolicy | None:
+    if value is None:
+        return None
+    if value in ("always", "never"):
+        return ALWAYS if value == "always" else NEVER
+    if not isinstance(value, dict) or not value or set(value) - {"always", "never"}:
+        raise _bad("'require_approval' is \"always\", \"never\" or {\"always\": {...}, \"never\": {...}} "
+                   "with {\"tool_names\": [...], \"read_only\": true|false} filters.", param)
+    always, never = (_filter(value.get(key), f"{param}.{key}") for key in ("always", "never"))
+    # only an `always` filter: the tools it names need approval and the others do not; otherwise
+    # a tool no filter matches needs it (OpenAI's default)
+    return ApprovalPolicy(never is not None or always is None, always, never)
+
+
+def _filter(value: Any, param: str) -> ToolFilter | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) - {"tool_names", "read_only"}:
+        raise _bad("an approval filter is {\"tool_names\": [...], \"read_only\": true|false}.", param)
+    names = value.get("tool_names")
+    if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
+        raise _bad("'tool_names' is a list of tool names.", f"{param}.tool_names")
+    read_only = value.get("read_only")
+    if read_only is not None and not isinstance(read_only, bool):
+        raise _bad("'read_only' is true or false.", f"{param}.read_only")
+    return ToolFilter(frozenset(names) if names is not None else None, read_only)
 
 
 def _allowed(value: Any, param: str) -> tuple[tuple[str, ...] | None, bool]:
@@ -129,6 +159,8 @@ def replayed_call(item: dict[str, Any], item_id: str, param: str) -> dict[str, A
     status = item.get("status")
     if isinstance(status, str):
         call["status"] = status
+    if isinstance(item.get("approval_request_id"), str):  # a call the client approved
+        call["approval_request_id"] = item["approval_request_id"]
     return call
 
 

@@ -13,7 +13,7 @@ import secrets
 from typing import Any
 
 from gateway.errors import InvalidRequestError, echo
-from gateway.wire import ids, mcp_tool, reasoning_replay, responses_tool_items, web_search_replay
+from gateway.wire import ids, mcp_approvals, mcp_tool, reasoning_replay, responses_tool_items, web_search_replay
 from gateway.wire.file_inputs import responses_file_part
 from gateway.wire.images import image_part
 from gateway.wire.responses_tool_items import TOOL_OUTPUTS, FlatName
@@ -132,10 +132,14 @@ def _normalize_item(item: Any, param: str) -> dict[str, Any]:
         return mcp_tool.replayed_list(item, given_id or new_id("mcpl"), param)
     if kind == "mcp_call":
         return mcp_tool.replayed_call(item, given_id or new_id("mcp"), param)
+    if kind == mcp_approvals.REQUEST:
+        return mcp_approvals.request_item(item, given_id or new_id("mcpr"), param)
+    if kind == mcp_approvals.RESPONSE:
+        return mcp_approvals.response_item(item, given_id or new_id("mcpa"), param)
     raise _bad(
         f"unsupported input item type {echo(repr(kind))}: use messages, function_call, function_call_output, "
         "custom_tool_call, custom_tool_call_output, tool_search_call, tool_search_output, additional_tools, "
-        "reasoning, web_search_call, mcp_list_tools or mcp_call.",
+        "reasoning, web_search_call, mcp_list_tools, mcp_call, mcp_approval_request or mcp_approval_response.",
         f"{param}.type",
     )
 
@@ -222,6 +226,7 @@ def input_to_messages(items: list[dict[str, Any]], flat_name: FlatName | None = 
     images: list[dict[str, Any]] = []  # tool outputs' image parts, shown once their run of tool messages ends
     open_turn = web_search_replay.open_turn_start(items) if replay_searches else len(items)
     thought: tuple[str, str] | None = None  # (field, text) of the open turn's reasoning, until its calls
+    denials = mcp_approvals.closed_denials(items)
     for index, item in enumerate(items):
         kind = item["type"]
         if images and kind not in TOOL_OUTPUTS and kind != "tool_search_output":
@@ -262,6 +267,8 @@ def input_to_messages(items: list[dict[str, Any]], flat_name: FlatName | None = 
                 last[thought[0]], thought = thought[1], None
         elif kind == "mcp_call":
             messages.extend(mcp_tool.call_messages(item))
+        elif index in denials:  # an earlier turn's denied approval, replayed
+            messages.extend(denials[index])
         elif kind in TOOL_OUTPUTS:
             message, shown = responses_tool_items.tool_messages(item, vision)
             messages.append(message)

@@ -29,6 +29,7 @@ from gateway.agent.events import (
     AgentEvent,
     ClientToolCall,
     Finished,
+    McpApprovalRequested,
     McpToolsListed,
     ReasoningDelta,
     Source,
@@ -138,6 +139,8 @@ class ResponseBuilder:
             produced = self._mcp.finished(event) if self._mcp.owns(event.call_id) else self._web.finished(event)
         elif isinstance(event, McpToolsListed):
             produced = self._mcp.listed(event)
+        elif isinstance(event, McpApprovalRequested):
+            produced = [*self._close_open("completed"), *self._mcp.approval_requested(event)]
         else:
             self._note(event)
             return []

@@ -87,6 +87,9 @@ class ResponsesRequest:
     web: WebSearchOptions | None = None
     #: The MCP servers the request names (`mcp` tools; gateway/wire/mcp_tool.py).
     mcp: tuple[McpServerRequest, ...] = ()
+    #: The output items of the responses `previous_response_id` continues, for the approval requests
+    #: the input answers (gateway/wire/mcp_approvals.py); set where the chain is read.
+    earlier_items: list[dict[str, Any]] = field(default_factory=list)
     #: What the client asked to have added to the output (`include`), e.g. the search sources.
     include: tuple[str, ...] = ()
     #: `reasoning` as asked (`effort`, `summary`: gateway/wire/responses_reasoning.py).
@@ -279,7 +282,7 @@ def parse_responses_request(body: Any, unseal: Unseal | None = None) -> Response
     if not items and previous is None and conversation is None:
         raise _bad("'input' is required: a string or a non-empty list of input items.", "input")
     tools, client_tools, web, mcp = responses_request_tools.parse_tools(body, items)
-    tool_choice = responses_request_tools.tool_choice(body, client_tools, web)
+    tool_choice = responses_request_tools.tool_choice(body, client_tools, web, mcp)
     if web is not None and responses_request_tools.forces_search(tool_choice, client_tools, web):
         web = replace(web, force_search=True)
     return ResponsesRequest(

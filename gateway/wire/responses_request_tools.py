@@ -35,7 +35,7 @@ def parse_tools(body: dict[str, Any], items: list[dict[str, Any]],
     echoed: list[dict[str, Any]] = list(value or [])
     entries = [(tool, f"tools[{index}]") for index, tool in enumerate(echoed)]
     entries += [(tool, f"input[{index}].tools[{inner}]") for index, item in enumerate(items)
-                if item["type"] in LOADING_ITEMS for inner, tool in enumerate(item["tools"])]
+                if item["type"] in LOADING_ITEMS for inner, tool in enumerate(_sent_tools(body, index, item))]
     client: list[tuple[dict[str, Any], str]] = []
     web: WebSearchOptions | None = None
     servers: dict[str, McpServerRequest] = {}
@@ -60,6 +60,24 @@ def parse_tools(body: dict[str, Any], items: list[dict[str, Any]],
     return echoed, client_tools, web, tuple(servers.values())
 
 
+def _sent_tools(body: dict[str, Any], index: int, item: dict[str, Any]) -> list[Any]:
+    """An input item's tools as sent: an `additional_tools` item is kept with its `mcp` tools'
+    secrets taken out (responses_tool_items.py), which the call to the server needs."""
+    raw = body.get("input")
+    if item["type"] == "additional_tools" and isinstance(raw, list) and index < len(raw):
+        sent = raw[index].get("tools") if isinstance(raw[index], dict) else None
+        if isinstance(sent, list) and len(sent) == len(item["tools"]):
+            return sent
+    return list(item["tools"])
+
+
+def mcp_choice(choice: str | dict[str, Any], servers: tuple[McpServerRequest, ...]) -> tuple[str, str | None] | None:
+    """`tool_choice: {"type": "mcp", "server_label", "name"?}` as (label, tool name or None)."""
+    if not isinstance(choice, dict) or choice.get("type") != "mcp":
+        return None
+    return choice["server_label"], choice.get("name")
+
+
 def forces_search(choice: str | dict[str, Any], chat_tools: ClientTools, web: WebSearchOptions | None,
                    ) -> bool:
     """Whether tool_choice makes the first round call web_search."""
@@ -70,8 +88,8 @@ def forces_search(choice: str | dict[str, Any], chat_tools: ClientTools, web: We
     return choice == "required" and not chat_tools
 
 
-def tool_choice(body: dict[str, Any], client_tools: ClientTools,
-                 web: WebSearchOptions | None) -> str | dict[str, Any]:
+def tool_choice(body: dict[str, Any], client_tools: ClientTools, web: WebSearchOptions | None,
+                servers: tuple[McpServerRequest, ...] = ()) -> str | dict[str, Any]:
     value = body.get("tool_choice")
     if value is None:
         return "auto"
@@ -86,13 +104,31 @@ def tool_choice(body: dict[str, Any], client_tools: ClientTools,
             if isinstance(value.get("name"), str) else None
         if chosen is None or chosen.custom != (value["type"] == "custom"):
             raise _bad(f"'tool_choice' names a {value['type']} tool that is not in 'tools'.", "tool_choice")
+    elif value["type"] == "mcp":
+        _check_mcp_choice(value, servers)
     elif value["type"] not in web_search.HOSTED_WEB_SEARCH:  # file_search, mcp, ...: tools this gateway lacks
         known = ", ".join(sorted(web_search.HOSTED_WEB_SEARCH))
-        raise _bad(f"'tool_choice' type must be function, custom or a web search type ({known}); "
+        raise _bad(f"'tool_choice' type must be function, custom, mcp or a web search type ({known}); "
                    f"got {echo(repr(value['type']))}.", "tool_choice")
     elif web is None:
         raise _bad(f"'tool_choice' asks for {echo(value['type'])}, but 'tools' has no web search tool.", "tool_choice")
     return value
+
+
+def _check_mcp_choice(value: dict[str, Any], servers: tuple[McpServerRequest, ...]) -> None:
+    label, name = value.get("server_label"), value.get("name")
+    if not isinstance(label, str) or not label:
+        raise _bad("an mcp 'tool_choice' needs the 'server_label' of an mcp tool in 'tools'.",
+                   "tool_choice.server_label")
+    if label not in {server.label for server in servers}:
+        raise _bad(f"'tool_choice' names the MCP server '{echo(label)}', which 'tools' has no mcp tool for.",
+                   "tool_choice.server_label")
+    if name is not None and (not isinstance(name, str) or not name):
+        raise _bad("an mcp 'tool_choice' 'name' is the name of one of the server's tools.", "tool_choice.name")
+    if set(value) - {"type", "server_label", "name"}:
+        extra = sorted(set(value) - {"type", "server_label", "name"})[0]
+        raise _bad(f"an mcp 'tool_choice' has type, server_label and name; not {echo(repr(extra))}.",
+                   f"tool_choice.{extra}")
 
 
 def chat_tool_choice(choice: str | dict[str, Any], client_tools: ClientTools) -> str | dict[str, Any] | None:

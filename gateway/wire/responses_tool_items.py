@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gateway.errors import InvalidRequestError
-from gateway.wire import web_search
+from gateway.wire import mcp_tool, web_search
 from gateway.wire.images import image_part
 from gateway.wire.responses_tools import LOADED_TYPES, TOOL_SEARCH, ClientTools, collect, custom_arguments
 
@@ -81,10 +81,15 @@ def additional_tools(item: dict[str, Any], item_id: str, param: str) -> dict[str
             raise _bad("each tool must be an object with a 'type'.", where)
         if tool["type"] in web_search.HOSTED_WEB_SEARCH:
             web_search.hosted_tool(tool, where)
+        elif tool["type"] == "mcp":
+            mcp_tool.parse_mcp_tool(tool, where)
         else:
             client.append((tool, where))
     collect(ClientTools(), client)
-    return {"id": item_id, "type": "additional_tools", "role": "developer", "tools": tools}
+    # kept (and stored) as the top-level tools are echoed: an mcp tool without its secrets; the
+    # request's own parse reads them from the body it was sent (responses_request_tools.py)
+    shown = [mcp_tool.echoed(tool) if tool["type"] == "mcp" else tool for tool in tools]
+    return {"id": item_id, "type": "additional_tools", "role": "developer", "tools": shown}
 
 
 def _client_execution(item: dict[str, Any], kind: str, param: str) -> None:

@@ -194,8 +194,8 @@ async def test_chat_web_search_options_set_context_size_and_location(
     ({"type": "computer_use_preview"}, "tools[0].type"),
     ({"type": "code_interpreter"}, "tools[0].type"),
     ({"type": "image_generation"}, "tools[0].type"),
-    # an mcp tool is run only without approvals so far: absent require_approval means "always"
-    ({"type": "mcp", "server_label": "x"}, "tools[0].require_approval"),
+    # an mcp tool without server_url names a configured server; there is none
+    ({"type": "mcp", "server_label": "x"}, "tools[0].server_url"),
     ({"type": "web_search", "filters": "python.org"}, "tools[0].filters"),
     ({"type": "web_search", "filters": {"allowed_domains": "python.org"}}, "tools[0].filters.allowed_domains"),
     ({"type": "web_search", "filters": {"allowed_domains": ["ok.org", "not a domain"]}},

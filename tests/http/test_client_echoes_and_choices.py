@@ -24,13 +24,18 @@ async def client(make_client: Any) -> Any:
     return await make_client(tools=[])
 
 
-@pytest.mark.parametrize("choice", [{"type": "file_search"}, {"type": "mcp", "server_label": "x"}, {"type": HUGE},
-                                    {"type": "code_interpreter"}, "sometimes", HUGE])
-async def test_an_unknown_tool_choice_is_a_400_in_the_responses_api(client: Any, upstream: Any, choice: Any) -> None:
+@pytest.mark.parametrize(("choice", "param"), [
+    ({"type": "file_search"}, "tool_choice"), ({"type": HUGE}, "tool_choice"),
+    ({"type": "code_interpreter"}, "tool_choice"),
+    ("sometimes", "tool_choice"), (HUGE, "tool_choice"),
+    # an mcp choice must name an mcp tool of the request (tests/http/test_mcp_tool_choice.py)
+    ({"type": "mcp", "server_label": "x"}, "tool_choice.server_label"), ({"type": "mcp"}, "tool_choice.server_label")])
+async def test_an_unknown_tool_choice_is_a_400_in_the_responses_api(client: Any, upstream: Any, choice: Any,
+                                                                    param: str) -> None:
     reply = await client.post("/v1/responses", json={"input": "hi", "tools": [FUNCTION_TOOL], "tool_choice": choice})
     assert reply.status == 400, await reply.text()
     body = await reply.json()
-    assert_error_envelope(body, param="tool_choice")
+    assert_error_envelope(body, param=param)
     assert len(body["error"]["message"]) < 400
     assert upstream.requests == []  # never stored, never sent upstream
 

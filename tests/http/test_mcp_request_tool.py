@@ -86,7 +86,8 @@ async def test_a_private_server_url_is_a_clear_400(make_client, lookup_tool, ups
 
 
 @pytest.mark.parametrize(("change", "param"), [
-    ({"require_approval": "always"}, "tools[0].require_approval"),
+    ({"require_approval": "sometimes"}, "tools[0].require_approval"),
+    ({"require_approval": {"always": {"tool_names": "echo"}}}, "tools[0].require_approval.always.tool_names"),
     ({"server_label": "a__b"}, "tools[0].server_label"),
     ({"server_url": "ftp://example.com/mcp"}, "tools[0].server_url"),
     ({"allowed_tools": "echo"}, "tools[0].allowed_tools"),

@@ -27,8 +27,8 @@ from gateway.agent.mcp.registry import HttpServerConfig, McpRegistry, ServerConf
 from gateway.agent.mcp.results import McpError, ToolList, ToolSpec
 from gateway.agent.mcp.server import McpServer
 from gateway.agent.observer import report_provider
-from gateway.agent.tool_servers import McpServerRequest
-from gateway.agent.toolbox import AgentTool, Toolbox, ToolContext, ToolFailed
+from gateway.agent.tool_servers import ALWAYS, NEVER, ApprovalPolicy, McpServerRequest
+from gateway.agent.toolbox import AgentTool, Toolbox, ToolContext, ToolFailed, ToolOutput
 from gateway.config.mcp_servers import McpServerSpec
 from gateway.errors import InvalidRequestError
 
@@ -54,9 +54,13 @@ def registry_configs(specs: Sequence[McpServerSpec]) -> list[ServerConfig]:
 class McpTool:
     """One tool of one server, as the agent offers it. `mcp` is (server label, tool name)."""
 
-    def __init__(self, server: McpServer, spec: ToolSpec, *, configured: bool = True) -> None:
+    def __init__(self, server: McpServer, spec: ToolSpec, *, configured: bool = True, needs_approval: bool = False,
+                 server_description: str | None = None) -> None:
         self._server = server
         self._spec = spec
+        #: A call must be approved by the client first (gateway/wire/mcp_approvals.py).
+        self.needs_approval = needs_approval
+        self._server_description = server_description
         # metric labels stay a bounded set: a request's own server (its label the client's) counts as "request"
         self.metric_server = server.label if configured else "request"
         self.name = f"{server.label}{SEPARATOR}{spec.name}"[:MAX_NAME]
@@ -67,13 +71,15 @@ class McpTool:
         # untrusted text from the server: it goes to the model as a tool description, never as
         # system instructions
         description = self._spec.description or f"The {self._spec.name} tool of the {self._server.label} MCP server."
+        if self._server_description:  # the client's `server_description`: context for the model, as OpenAI uses it
+            description = f"{description}\n\n(MCP server {self._server.label}: {self._server_description})"
         return {"type": "function", "function": {"name": self.name, "description": description,
                                                  "parameters": parameters}}
 
     def marker(self, arguments: Mapping[str, Any]) -> str | None:
         return f"🔧 {self._server.label}: {self._spec.name}"
 
-    async def run(self, arguments: Mapping[str, Any], context: ToolContext | None = None) -> str:
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext | None = None) -> str | ToolOutput:
         # the server is the call's "provider" in agent_gateway_tool_calls{tool, provider, outcome}
         try:
             result = await self._server.call_tool(self._spec.name, arguments)
@@ -86,7 +92,11 @@ class McpTool:
             report_provider(self.metric_server, "failed")
             raise ToolFailed(result.output, result.error_object())
         report_provider(self.metric_server, "ok")
-        return result.output
+        if not result.resource_links and not result.images:
+            return result.output
+        links = tuple((link.uri, link.title or link.name or link.uri, link.description or "")
+                      for link in result.resource_links)
+        return ToolOutput(result.output, links, tuple((image.mime_type, image.data) for image in result.images))
 
 
 @dataclass(frozen=True)
@@ -110,7 +120,7 @@ class McpFamily:
         self._offered = [spec.label for spec in specs if spec.offer == "all"]
         self._listings: dict[str, Listing] = {}  # label -> the last good listing
         self._failed_at: dict[str, float] = {}
-        self._toolboxes: dict[tuple[int, ...], Toolbox] = {}
+        self._toolboxes: dict[tuple[bool | int, ...], Toolbox] = {}
 
     async def list_offered(self) -> list[Listing]:
         """The offered servers' tools, listed in parallel (each bounded by its server's timeout)."""
@@ -129,7 +139,9 @@ class McpFamily:
         except McpError as exc:
             self._failed_at[label] = time.monotonic()
             return Listing(label, error=exc.message)
-        listing = _listing(server, listed, self._specs[label].allowed_tools, read_only=False, configured=True)
+        spec = self._specs[label]
+        listing = _listing(server, listed, spec.allowed_tools, read_only=False, configured=True,
+                           approval=_configured_policy(spec))
         self._listings[label] = listing
         self._failed_at.pop(label, None)
         return listing
@@ -163,11 +175,21 @@ class McpFamily:
             raise
         return listings, opened
 
+    def _policy(self, request: McpServerRequest) -> ApprovalPolicy | tuple[ApprovalPolicy, ...]:
+        """A URL's: the request's (absent: OpenAI's "always"). A configured server's named by label:
+        its own, and the request's too when given (a client may ask for more approvals, not fewer)."""
+        if request.url is not None:
+            return request.approval or ALWAYS
+        own = _configured_policy(self._specs[request.label])
+        return own if request.approval is None else (own, request.approval)
+
     async def _list_named(self, request: McpServerRequest, server: McpServer) -> Listing:
+        policy = self._policy(request)
         if request.known_tools is not None:
             known = ToolList(tuple(_known_spec(tool) for tool in request.known_tools))
             return replace(_listing(server, known, request.allowed_tools, read_only=request.read_only,
-                                    configured=request.url is None), reused=True)
+                                    configured=request.url is None, approval=policy,
+                                    description=request.description), reused=True)
         try:
             listed = await server.list_tools()
         except McpBlockedUrlError as exc:  # a host name that resolved to a private address
@@ -175,16 +197,18 @@ class McpFamily:
         except McpError as exc:
             return Listing(request.label, error=exc.message)
         return _listing(server, listed, request.allowed_tools, read_only=request.read_only,
-                        configured=request.url is None)
+                        configured=request.url is None, approval=policy, description=request.description)
 
     @staticmethod
     async def close_request(opened: Sequence[McpServer]) -> None:
         await asyncio.gather(*(server.close() for server in opened), return_exceptions=True)
 
-    def toolbox(self, base: Toolbox, listings: Sequence[Listing], *, cache: bool = True) -> Toolbox:
+    def toolbox(self, base: Toolbox, listings: Sequence[Listing], *, cache: bool = True,
+                approvals: bool = True) -> Toolbox:
         """`base`'s tools and the listed servers' tools; one Toolbox per set of configured
-        servers' listings (`cache`), a new one for a request's own servers."""
-        key = (id(base), *(id(listing) for listing in listings if listing.error is None))
+        servers' listings (`cache`), a new one for a request's own servers. Without `approvals`
+        (an API with no approval items), the tools that need approval are left out."""
+        key = (id(base), approvals, *(id(listing) for listing in listings if listing.error is None))
         box = self._toolboxes.get(key) if cache else None
         if box is None:
             tools: list[AgentTool] = [tool for name in base.names() if (tool := base.get(name)) is not None]
@@ -192,6 +216,8 @@ class McpFamily:
             ours: list[str] = []
             for listing in listings:
                 for tool in listing.tools:
+                    if tool.needs_approval and not approvals:
+                        continue
                     if tool.name not in names:  # a name cut at 64 characters may repeat: first one wins
                         names.add(tool.name)
                         ours.append(tool.name)
@@ -207,13 +233,22 @@ class McpFamily:
         await self.registry.close()
 
 
+def _configured_policy(spec: McpServerSpec) -> ApprovalPolicy:
+    return ALWAYS if spec.require_approval == "always" else NEVER
+
+
 def _listing(server: McpServer, listed: ToolList, allowed: tuple[str, ...] | None, *, read_only: bool,
-             configured: bool) -> Listing:
-    """The tools of `listed` that `allowed` names (all when None), only read-only ones if `read_only`."""
+             configured: bool, approval: ApprovalPolicy | tuple[ApprovalPolicy, ...] = NEVER,
+             description: str | None = None) -> Listing:
+    """The tools of `listed` that `allowed` names (all when None), only read-only ones if `read_only`;
+    each needing approval when any of the `approval` policies says so."""
     specs = [spec for spec in listed.tools
              if (allowed is None or spec.name in allowed) and (not read_only or spec.read_only)]
-    return Listing(server.label, tuple(McpTool(server, spec, configured=configured) for spec in specs),
-                   tuple(spec.as_item_tool() for spec in specs))
+    policies = approval if isinstance(approval, tuple) else (approval,)
+    tools = tuple(McpTool(server, spec, configured=configured, server_description=description,
+                          needs_approval=any(policy.needed(spec.name, spec.read_only) for policy in policies))
+                  for spec in specs)
+    return Listing(server.label, tools, tuple(spec.as_item_tool() for spec in specs))
 
 
 def _blocked(request: McpServerRequest, exc: McpBlockedUrlError) -> InvalidRequestError:

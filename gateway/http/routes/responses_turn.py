@@ -17,7 +17,7 @@ from gateway.http.model_routes import context_window, route_turn
 from gateway.http.routes.responses_reply import Continuation as _Continuation
 from gateway.store.api import ResponseStore, UnknownConversationError
 from gateway.upstream.routes import RouteTurn
-from gateway.wire import context_budget, mcp_tool
+from gateway.wire import context_budget, mcp_approvals, mcp_tool, responses_request_tools
 from gateway.wire.conversations import is_conversation_id, transcript
 from gateway.wire.responses_request import ResponsesRequest
 
@@ -52,13 +52,18 @@ async def prepare_turn(app: web.Application, store: ResponseStore, parsed: Respo
         # a background run streams from upstream even unstreamed: a resumed stream gets every delta
         params=parsed.upstream_params(), stream=parsed.stream or parsed.background, instructions=parsed.instructions,
         web=parsed.web, replayed=parsed.replayed, own_calls_beside_client_calls=True,
-        mcp=parsed.mcp, max_tool_calls=parsed.max_tool_calls,
+        mcp=parsed.mcp, max_tool_calls=parsed.max_tool_calls, approvals_possible=True,
+        mcp_choice=responses_request_tools.mcp_choice(parsed.tool_choice, parsed.mcp),
     )
     access.limit_tools(agent_request, "tools")
+    if any(item["type"] == mcp_approvals.RESPONSE for item in parsed.input_items):
+        labels = [server.label for server in parsed.mcp] + [spec.label for spec in settings.mcp_servers]
+        agent_request.approvals = mcp_approvals.resolve(parsed.input_items, parsed.earlier_items, labels)
     if turn is None:
         model, reasoning = parsed.model or settings.model_name, settings.reasoning
     else:
         agent_request.opener, agent_request.web_tools = turn.open, turn.route.web_tools
+        agent_request.vision = turn.route.vision
         model, reasoning = turn.route.id, turn.route.reasoning
     return PreparedTurn(agent_request, continuation, turn, model, reasoning == "show")
 
@@ -76,8 +81,11 @@ async def _continuation(store: ResponseStore, parsed: ResponsesRequest, budget: 
             # a background response still running has no turn to continue from yet
             raise InvalidRequestError(f"Response '{echo(parsed.previous_response_id)}' is still in progress; "
                                       "continue from it once it has ended.", param="previous_response_id")
-        if parsed.mcp:  # the chain's mcp_list_tools items stand for the lists: no second tools/list
+        answers = any(item["type"] == mcp_approvals.RESPONSE for item in parsed.input_items)
+        if parsed.mcp or answers:
             output = [item for record in reversed(previous.records) for item in record.response.get("output") or ()]
+            parsed.earlier_items = output  # its approval requests are what the input may answer
+            # the chain's mcp_list_tools items stand for the lists: no second tools/list
             parsed.mcp = mcp_tool.with_known(parsed.mcp, mcp_tool.listed_tools([*output, *parsed.input_items]))
         return _Continuation(previous.transcript(), previous.complete, parent_id=parsed.previous_response_id)
     if parsed.conversation is None:
@@ -98,6 +106,8 @@ async def _conversation_object(store: ResponseStore, parsed: ResponsesRequest, c
                                              check_ids=[given["id"] for given in parsed.input_items])
     except UnknownConversationError:
         raise UnknownConversationError.on(conversation_id, param="conversation") from None
+    if any(item["type"] == mcp_approvals.RESPONSE for item in parsed.input_items):
+        parsed.earlier_items = [item.item for item in tail.items]  # the approval requests answered
     for index, given in enumerate(parsed.input_items):
         if given["id"] in tail.taken:  # refused now, not after the model ran: the append would be
             raise InvalidRequestError(f"An item with id '{echo(given['id'])}' is already in conversation "
