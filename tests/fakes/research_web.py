@@ -11,6 +11,7 @@ search is timed on the fake's own clock (`time.monotonic()` in this process) int
 test can assert that searches overlapped and how many were in flight at once (`max_in_flight`);
 `delay` (seconds, or a function of the query) holds each answer, and a client that goes away during
 the delay is noticed (`SearchSpan.abandoned`), which is how a test sees cancel close connections.
+`page_padding` makes every page that many characters longer (context-window tests).
 
 Import the fixture explicitly: `from tests.fakes.research_web import research_web  # noqa: F401`.
 With the gateway: `env={"SEARXNG_URL": web.base_url}` and `allow_private_urls=True` (the pages are
@@ -123,8 +124,17 @@ MULTI_HOP = Corpus(
 )
 
 
-def page_html(page: Page) -> str:
-    paragraphs = "".join(f"<p>{escape(text)}</p>" for text in (page.snippet, *page.facts, page.body) if text)
+def page_html(page: Page, padding: int = 0) -> str:
+    """The page as HTML; `padding` characters of distinct filler paragraphs after its text (a long
+    page, for context-window tests)."""
+    texts = [page.snippet, *page.facts, page.body]
+    n = 0
+    while padding > 0:
+        n += 1
+        extra = f"Logbook entry {n} of {page.title}: the keeper noted wind, tide and {n * 7 % 31} passing boats. "
+        texts.append(extra * 4)
+        padding -= len(extra) * 4
+    paragraphs = "".join(f"<p>{escape(text)}</p>" for text in texts if text)
     return (f"<!doctype html><html><head><title>{escape(page.title)}</title></head><body>"
             f"<nav><a href=\"/\">Home</a></nav><article><h1>{escape(page.title)}</h1>{paragraphs}</article>"
             f"<footer>Island Notes Collective</footer></body></html>")
@@ -152,6 +162,7 @@ class ResearchWeb(FakeSearxng):
         self.corpus = corpus
         self.delay: float | Callable[[str], float] = 0.0
         self.page_delay = 0.0
+        self.page_padding = 0  # characters of filler added to every page
         self.searches: list[SearchSpan] = []
         self.pages_read: list[PageRead] = []
         self.in_flight = 0
@@ -219,7 +230,7 @@ class ResearchWeb(FakeSearxng):
             return web.Response(status=404, text="no such page")
         self.pages_read.append(PageRead(page.slug, time.monotonic()))
         await _hold(request, self.page_delay)
-        return web.Response(text=page_html(page), content_type="text/html")
+        return web.Response(text=page_html(page, self.page_padding), content_type="text/html")
 
 
 async def _hold(request: web.Request, seconds: float) -> bool:
