@@ -14,7 +14,8 @@ change without breaking it:
   one is not, else "none";
 - anything else with notes is the **report**: sections, every fact found in the prompt cited as
   `[n]` by the number the prompt gave its page (or by order of first appearance), a sources list,
-  plus one citation `[k]` of an invented URL that no search returned (`INVENTED_URL`).
+  plus one invented source that no search returned (`INVENTED_URL`), cited both as `[k]` (k past
+  the prompt's numbers, listed under Sources) and as a markdown link in the text.
 
 Replies are plain lines, or JSON when the prompt asks for JSON (`{"brief", "questions"}`,
 `{"questions", "done"}`, `{"notes"}`). Usage is counted as characters / 4 (what `tokens` budgets
@@ -157,7 +158,8 @@ class ResearchModel:
         if self.invent:
             invented = max([*numbers.values(), 0]) + 1
             cited[invented] = INVENTED_URL
-            lines.append(f"Some say the lighthouse was moved inland in 1990 [{invented}].")
+            lines.append(f"Some say the lighthouse was moved inland in 1990 [{invented}], as "
+                         f"[a page of rumours]({INVENTED_URL}) claims.")
         lines += ["", "## Sources", ""]
         lines += [f"[{n}] {url}" for n, url in sorted(cited.items())]
         return "\n".join(lines)

@@ -114,7 +114,7 @@ def test_the_report_cites_the_prompts_numbers_and_one_invented_url() -> None:
     prompt = f"{sources}\nNotes: {SANCTUARY_A} {LIGHTHOUSE_B}"
     report = model(_body("Write the final report with [n] citations.", prompt)).text
     assert f"{SANCTUARY_A} [1]" in report and f"{LIGHTHOUSE_B} [2]" in report
-    assert f"[3] {INVENTED_URL}" in report and "[3]." in report
+    assert f"[3] {INVENTED_URL}" in report and f"1990 [3], as [a page of rumours]({INVENTED_URL})" in report
     assert model.stages() == ["report"]
 
 
