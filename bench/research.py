@@ -5,7 +5,8 @@
 One gateway of this checkout (`serve`, SQLite, a temporary home) on the tests' research corpus and
 scripted model (tests/fakes/research_web.py, research_model.py) served from this process, so the
 gateway's process does nothing but the gateway's work. Each run is one Responses API research run
-(`agent-gateway-deep-research`, unstreamed, `background: false`).
+(`agent-gateway-deep-research`, unstreamed, `background: false`) of the corpus's multi-hop question;
+the web cache is off (`WEB_CACHE_TTL=0`), so every run searches and reads for itself.
 
 - parallelism: each run's wall time against the sum of its searches' times (on the fake's clock,
   every search held `--search-delay` s); a ratio under 1 is searches overlapping;
@@ -96,9 +97,12 @@ async def peak_rss(fakes: FakeResearch, gateway: processes.Process, session: aio
 
 async def main_async(args: argparse.Namespace) -> None:
     async with fake_services(args.search_delay, args.model_latency) as fakes:
+        fakes.web.page_padding = args.page_chars
         with tempfile.TemporaryDirectory(prefix="agent-gateway-bench-research-") as home:
             env = processes.clean_env({"AGENT_GATEWAY_HOME": home, "API_SERVER_KEY": FAKE_KEY,
                                        "API_SERVER_MAX_CONCURRENT_RUNS": "64", **fakes.env,
+                                       # every run searches and reads for itself (the same question each time)
+                                       "WEB_CACHE_TTL": "0",
                                        **dict(kv.split("=", 1) for kv in args.env)})
             gateway = await processes.start("gateway", ["-m", "gateway", "serve", "--port", "0"], env)
             try:
@@ -115,6 +119,8 @@ def main() -> None:
     parser.add_argument("--search-delay", type=float, default=0.5, help="seconds each search takes")
     parser.add_argument("--model-latency", type=float, default=0.05, help="seconds each model call takes")
     parser.add_argument("--at-once", type=int, default=8)
+    parser.add_argument("--page-chars", type=int, default=20_000,
+                        help="characters of filler on every page (a read page's text is capped at WEB_MAX_EXTRACT_CHARS)")
     parser.add_argument("--env", action="append", default=[], metavar="K=V", help="more gateway settings")
     asyncio.run(main_async(parser.parse_args()))
 

@@ -153,7 +153,8 @@ class Gateway:
     async def run(self, model: str, question: Question, extra: dict[str, Any], poll: float,
                   timeout: float) -> tuple[dict[str, Any], float]:
         started = time.perf_counter()
-        body = {"model": model, "input": question.question, "background": True, **extra}
+        body = {"model": model, "input": question.question, "background": True,
+                "include": ["web_search_call.action.sources"], **extra}
         async with self.session.post(self.base_url + "/v1/responses", json=body, headers=self.headers) as reply:
             response = await reply.json()
             if reply.status != 200:
@@ -163,7 +164,7 @@ class Gateway:
                 await self.session.post(f"{self.base_url}/v1/responses/{response['id']}/cancel", headers=self.headers)
                 return {**response, "status": "timeout"}, time.perf_counter() - started
             await asyncio.sleep(poll)
-            url = f"{self.base_url}/v1/responses/{response['id']}"
+            url = f"{self.base_url}/v1/responses/{response['id']}?include=web_search_call.action.sources"
             async with self.session.get(url, headers=self.headers) as reply:
                 response = await reply.json()
         return response, time.perf_counter() - started
