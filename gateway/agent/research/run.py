@@ -24,6 +24,7 @@ from gateway.agent.research.notes import MARGIN_TOKENS, Note, condense, rendered
 from gateway.agent.research.options import ResearchOptions
 from gateway.agent.research.report import (
     MAX_SNIPPETS,
+    MIN_REPORT_TOKENS,
     REPORT_SYSTEM,
     fit_notes,
     report_prompt,
@@ -189,8 +190,10 @@ class ResearchRun:
         self.emit(ReasoningDelta(said + f"Writing the report from {len(gatherer.notes)} notes "
                                  f"({len(gatherer.read)} pages read, {len(gatherer.seen)} sources seen).\n"))
         self.emit(Progress(f"Writing the report; {gatherer.status()}"))
-        answer = report_tokens(options.context_window, options.max_output_tokens)
+        # the prompt and the answer within the window, and within the tokens the budget has left
         window = min(options.context_window, budgets.tokens_left)
+        answer = min(report_tokens(options.context_window, options.max_output_tokens),
+                     max(MIN_REPORT_TOKENS, window // 3))
         text = ""
         if window >= answer + MARGIN_TOKENS * 2:
             notes_text = fit_notes(self.question, brief, notes, stopped, window, answer)

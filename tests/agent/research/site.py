@@ -79,8 +79,13 @@ class MiniWeb(FakeSearxng):
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            if self.delay:
-                await asyncio.sleep(self.delay)
+            waited = 0.0
+            while waited < self.delay:  # watching the connection: a client that leaves is noticed at once
+                if request.transport is None or request.transport.is_closing():
+                    self.abandoned += 1
+                    return web.Response(status=499)
+                await asyncio.sleep(0.02)
+                waited += 0.02
             return await self.reply(request)
         except asyncio.CancelledError:
             self.abandoned += 1
@@ -109,6 +114,13 @@ class MiniWeb(FakeSearxng):
         html = f"<!doctype html><html><head><title>{escape(page.title)}</title></head><body><article>" \
                f"<h1>{escape(page.title)}</h1>{body}</article></body></html>"
         return web.Response(text=html, content_type="text/html")
+
+    async def all_abandoned_within(self, seconds: float) -> bool:
+        """Whether every search started is abandoned (its connection closed) within `seconds`."""
+        async with asyncio.timeout(seconds):
+            while self.abandoned < len(self.spans):
+                await asyncio.sleep(0.01)
+        return True
 
     def overlapping(self) -> bool:
         """Whether two searches were under way at the same moment."""
