@@ -28,6 +28,7 @@ from gateway.agent.events import (
 )
 from gateway.agent.history import SYSTEM_BREAK, upstream_conversation
 from gateway.agent.observer import AgentObserver, UpstreamCall, upstream_outcome
+from gateway.agent.research.run import research_events
 from gateway.agent.tool_calls import ToolCall, ToolRunner, assistant_with_calls, merge_call_part, tool_error
 from gateway.agent.toolbox import Toolbox, offer_tools
 from gateway.agent.turn import AgentRequest, AgentRun
@@ -106,6 +107,9 @@ class Agent:
     def run(self, request: AgentRequest) -> AgentRun:
         """Start one turn: its events and the transcript it adds (see AgentRun)."""
         turn = AgentRun()
+        if request.research is not None:  # a research model id: the research loop, over the same tools
+            turn.events = research_events(self.upstream, self._tools, self.observer, request, turn)
+            return turn
         # a request's own MCP servers wrap the turn; the common turn has no wrapper to pass events through
         turn.events = self._with_mcp(request, turn) if request.mcp else self._events(request, turn)
         return turn

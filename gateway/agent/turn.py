@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.agent.events import AgentEvent
+from gateway.agent.research.options import ResearchOptions
 from gateway.agent.tool_servers import McpServerRequest
 from gateway.agent.web.options import WebSearchOptions
 from gateway.upstream.client import Opener
@@ -49,6 +50,8 @@ class AgentRequest:
     mcp: tuple[McpServerRequest, ...] = ()
     #: The most calls the agent's own tools (web and MCP) may make this turn; None: only max_rounds bounds them.
     max_tool_calls: int | None = None
+    #: A deep-research turn (gateway/agent/research/) and its bounds; None: the tool-calling loop.
+    research: ResearchOptions | None = None
 
 
 class AgentRun:

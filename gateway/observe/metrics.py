@@ -102,6 +102,10 @@ class Metrics:
                                                 ("tool", "provider", "outcome")))
         self.tool_seconds = self._add(LoopHistogram(f"{PREFIX}_tool_call_duration_seconds",
                                                     "Agent tool calls: duration", SECONDS, ("tool", "provider")))
+        self.research_citations_removed = self._add(LoopCounter(
+            f"{PREFIX}_research_citations_removed",
+            "Citations a deep-research report made to pages the run never read nor saw, removed before the "
+            "client saw them"))
         self.store_operations = self._add(LoopCounter(f"{PREFIX}_store_operations",
                                                       "Response store operations by kind and outcome",
                                                       ("operation", "outcome")))

@@ -9,6 +9,7 @@ from aiohttp import web
 from gateway.errors import NotFoundError, echo
 from gateway.http import appkeys
 from gateway.http.model_routes import model_not_found
+from gateway.http.research import RESEARCH_SUFFIX, research_card, research_route
 
 routes = web.RouteTableDef()
 
@@ -25,7 +26,11 @@ async def list_models(request: web.Request) -> web.Response:
     if table.configured:
         data = await table.listing_now(request.app[appkeys.STARTED_AT])
         return web.json_response({"object": "list", "data": data})
-    return web.json_response({"object": "list", "data": [_model_object(request)]})
+    data = [_model_object(request)]
+    settings = request.app[appkeys.SETTINGS]
+    if settings.research:
+        data.append(research_card(settings, request.app[appkeys.STARTED_AT]))
+    return web.json_response({"object": "list", "data": data})
 
 
 @routes.get("/v1/models/{model_id:.+}")
@@ -34,9 +39,15 @@ async def get_model(request: web.Request) -> web.Response:
     table = request.app[appkeys.ROUTES]
     if table.configured:
         route = table.resolve(model_id) or await table.find(model_id)
-        if route is None:
+        if route is not None:
+            return web.json_response(route.card(request.app[appkeys.STARTED_AT]))
+        research = await research_route(table, model_id) if request.app[appkeys.SETTINGS].research else None
+        if research is None:
             raise model_not_found(model_id)
-        return web.json_response(route.card(request.app[appkeys.STARTED_AT]))
+        return web.json_response(research.card(request.app[appkeys.STARTED_AT], research=True))
+    settings = request.app[appkeys.SETTINGS]
+    if settings.research and model_id == settings.model_name + RESEARCH_SUFFIX:
+        return web.json_response(research_card(settings, request.app[appkeys.STARTED_AT]))
     model = _model_object(request)
     if model_id != model["id"]:
         raise NotFoundError(
