@@ -76,8 +76,8 @@ class Gatherer:
                 f"{len(self.read)} sources read")
 
     async def search(self, questions: list[str]) -> None:
-        """Search every question, at once within the bounds, each followed by its page reads."""
-        self.questions_total += len(questions)
+        """Search every question (counted in `questions_total` by the caller), at once within the
+        bounds, each followed by its page reads."""
         async with asyncio.TaskGroup() as group:
             for question in questions:
                 group.create_task(self._question(question))

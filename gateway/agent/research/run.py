@@ -132,7 +132,8 @@ class ResearchRun:
     async def _search(self, questions: list[str]) -> None:
         """Search `questions` until they are done or a budget ends the searching."""
         budgets = self.budgets
-        self.emit(Progress(f"Searching {len(questions)} questions; {self.gatherer.status()}"))
+        self.gatherer.questions_total += len(questions)
+        self.emit(Progress(f"Searching: {self.gatherer.status()}"))
         searching = asyncio.ensure_future(self.gatherer.search(questions))
         stop = asyncio.ensure_future(budgets.ended.wait())
         try:
