@@ -38,3 +38,15 @@ async def test_a_task_request_to_a_research_id_gets_a_plain_answer_without_resea
     assert resp.status == 200
     assert (await resp.json())["choices"][0]["message"]["content"] == "OK."
     assert model.stages() == ["other"] and web.spans == []
+
+
+async def test_a_task_request_to_a_routes_research_id_gets_a_plain_answer_on_that_route(research_client,
+                                                                                       model: StageModel):
+    from gateway.config.routes import parse_models
+
+    client = await research_client(llm_models=parse_models({"qwen": {"model": "fake-model"}}, url=str))
+    resp = await client.post("/v1/chat/completions", json={
+        "model": "qwen-deep-research", "messages": [{"role": "user", "content": "### Task:\nSuggest tags."}]})
+    assert resp.status == 200
+    body = await resp.json()
+    assert body["model"] == "qwen-deep-research" and model.stages() == ["other"]
