@@ -83,3 +83,11 @@ async def test_a_route_with_research_false_has_no_research_id(research_client, m
         "model": "qwen-deep-research", "messages": [{"role": "user", "content": QUESTION}]})
     assert resp.status == 200 and (await resp.json())["model"] == "qwen-deep-research"
     assert model.stages()[0] == "plan"
+
+
+async def test_a_plain_relay_route_has_no_research_id_unless_it_asks_for_one(research_client, model: StageModel):
+    routes = parse_models({"relay": {"model": "fake-model", "web_tools": "off"},
+                           "relay-r": {"model": "fake-model", "web_tools": "off", "research": True}}, url=str)
+    client = await research_client(llm_models=routes, web_tools="off")
+    ids = [m["id"] for m in (await (await client.get("/v1/models")).json())["data"]]
+    assert ids == ["agent-gateway", "relay", "relay-r", "relay-r-deep-research"]
