@@ -108,7 +108,7 @@ class Agent:
         """Start one turn: its events and the transcript it adds (see AgentRun)."""
         turn = AgentRun()
         if request.research is not None:  # a research model id: the research loop, over the same tools
-            turn.events = research_events(self.upstream, self._tools, self.observer, request, turn)
+            turn.events = research_events(self.upstream, self._tools, self.observer, request, turn, self.mcp)
             return turn
         # a request's own MCP servers wrap the turn; the common turn has no wrapper to pass events through
         turn.events = self._with_mcp(request, turn) if request.mcp else self._events(request, turn)

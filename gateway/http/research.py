@@ -2,9 +2,11 @@
 
 `<model>-deep-research` names the research loop on a model: the default model's id plus the suffix
 (without `models:`, where ids are cosmetic, any id with the suffix), or a route's. AGENT_RESEARCH=off
-removes them all, `research: false` on a route its own; a removed id is then an unknown model (with
-routes) or a cosmetic one (without). A frontend's housekeeping request (Open WebUI's `### Task:`
-title and tags, sent to the model the chat uses) never runs research: it gets a plain answer.
+removes them all, `research: false` on a route its own, and a model without web tools
+(API_SERVER_WEB_TOOLS=off, `web_tools: off` on a route) has none unless its route says `research:
+true`; a removed id is then an unknown model (with routes) or a cosmetic one (without). A frontend's
+housekeeping request (Open WebUI's `### Task:` title and tags, sent to the model the chat uses) never
+runs research: it gets a plain answer.
 """
 
 from __future__ import annotations
@@ -49,9 +51,14 @@ async def research_base(of: web.Request | web.Application, model: str | None) ->
         return None
     table = app[appkeys.ROUTES]
     if not table.configured:
-        return model[:-len(RESEARCH_SUFFIX)] or settings.model_name
+        return (model[:-len(RESEARCH_SUFFIX)] or settings.model_name) if researches(settings) else None
     route = await research_route(table, model)
     return route.id if route is not None else None
+
+
+def researches(settings: Settings) -> bool:
+    """Whether the default model has a research id: AGENT_RESEARCH, and web tools to research with."""
+    return settings.research and settings.web_tools != "off"
 
 
 def research_card(settings: Settings, created: int) -> dict[str, Any]:

@@ -161,7 +161,7 @@ class RouteTable:
         configured_default = self.routes.get(settings.model_name)
         self.default = configured_default or self._labelled(Route(
             settings.model_name, settings.llm_model, default_client, settings.reasoning, settings.web_tools,
-            research=settings.research))
+            research=settings.research and settings.web_tools != "off"))
 
     # -- building -------------------------------------------------------------------------------
 
@@ -184,7 +184,9 @@ class RouteTable:
         return Route(spec.id, spec.model, self._client(spec), spec.reasoning or settings.reasoning,
                      spec.web_tools or settings.web_tools, spec.context_window, vision=bool(spec.vision),
                      drop_params=frozenset(spec.drop_params),
-                     research=settings.research if spec.research is None else spec.research)
+                     # a plain relay (web_tools: off) has nothing to research with, unless it says so
+                     research=(settings.research and (spec.web_tools or settings.web_tools) != "off"
+                               if spec.research is None else spec.research))
 
     def _labelled(self, route: Route) -> Route:
         if route.id in self._labels or len(self._labels) < MAX_ROUTE_LABELS:
@@ -247,7 +249,7 @@ class RouteTable:
             for model_id in state.entries:
                 if model_id not in self.routes:
                     self._add(Route(model_id, model_id, self._default_client, settings.reasoning, settings.web_tools,
-                                    research=settings.research))
+                                    research=settings.research and settings.web_tools != "off"))
         for route in [*self.routes.values(), self.default]:
             entry = self.upstreams[route.client].entries.get(route.model or "")
             if entry is None:

@@ -15,9 +15,11 @@ import asyncio
 import itertools
 import json
 import logging
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
+from urllib.parse import quote
 
 from gateway.agent.events import AgentEvent, Progress, Source, ToolCallFinished, ToolCallStarted
 from gateway.agent.research.budgets import Budgets
@@ -33,7 +35,7 @@ from gateway.agent.research.notes import (
 )
 from gateway.agent.sources import EXTRACT_TOOL, SEARCH_TOOL, SourceNumbers
 from gateway.agent.tool_calls import ToolCall, ToolRunner, tool_error
-from gateway.agent.toolbox import ToolContext
+from gateway.agent.toolbox import AgentTool, ToolContext
 from gateway.agent.web.tools import cut_middle
 from gateway.errors import GatewayError
 
@@ -43,6 +45,8 @@ log = logging.getLogger("agent_gateway.research")
 SEARCH_RESULTS = 6
 PAGES_PER_QUESTION = 3
 NOTES_SYSTEM = system_line("a careful research assistant taking notes from web pages")
+#: An MCP tool whose name says it searches or queries is a data source: asked every sub-question.
+DATA_SOURCE_NAME = re.compile(r"search|query", re.IGNORECASE)
 
 Emit = Callable[[AgentEvent], None]
 
@@ -70,33 +74,63 @@ class Gatherer:
         self._ids = itertools.count(1)
         self.questions_total = 0
         self.questions_done = 0
+        #: MCP tools used as data sources (`use_data_sources`), asked beside the web search.
+        self.data_sources: tuple[AgentTool, ...] = ()
+
+    def use_data_sources(self, runner: ToolRunner, tools: Sequence[AgentTool]) -> None:
+        """Ask these MCP tools too (`runner` knows them beside the web tools)."""
+        self.runner = runner
+        self.data_sources = tuple(tools)
 
     def status(self) -> str:
         return (f"{self.questions_done} of {self.questions_total} questions, "
                 f"{len(self.read)} sources read")
 
     async def search(self, questions: list[str]) -> None:
-        """Search every question, at once within the bounds, each followed by its page reads."""
-        self.questions_total += len(questions)
+        """Search every question (counted in `questions_total` by the caller), at once within the
+        bounds, each followed by its page reads."""
         async with asyncio.TaskGroup() as group:
             for question in questions:
                 group.create_task(self._question(question))
 
     async def _question(self, question: str) -> None:
         try:
-            if not self.budgets.take_call():
-                return
-            finished = await self._call(SEARCH_TOOL, {"query": question, "limit": SEARCH_RESULTS})
-            if finished is None or not finished.ok:
-                return
-            fresh = [s for s in finished.sources if s.url not in self._claimed][:PAGES_PER_QUESTION]
-            self._claimed.update(source.url for source in fresh)
             async with asyncio.TaskGroup() as group:
-                for source in fresh:
-                    group.create_task(self._read(question, source))
+                group.create_task(self._web(question))
+                for tool in self.data_sources:
+                    group.create_task(self._data_source(question, tool))
         finally:
             self.questions_done += 1
             self.emit(Progress(self.status()))
+
+    async def _web(self, question: str) -> None:
+        if not self.budgets.take_call():
+            return
+        finished = await self._call(SEARCH_TOOL, {"query": question, "limit": SEARCH_RESULTS})
+        if finished is None or not finished.ok:
+            return
+        fresh = [s for s in finished.sources if s.url not in self._claimed][:PAGES_PER_QUESTION]
+        self._claimed.update(source.url for source in fresh)
+        async with asyncio.TaskGroup() as group:
+            for source in fresh:
+                group.create_task(self._read(question, source))
+
+    async def _data_source(self, question: str, tool: AgentTool) -> None:
+        """One MCP data source asked the question; its answer is noted as a source of its own,
+        `mcp://server/tool?query=...` (MCP results carry no page address)."""
+        if not self.budgets.take_call():
+            return
+        label, name = getattr(tool, "mcp", ("mcp", tool.name))
+        address = f"mcp://{label}/{name}?query={quote(question)}"
+        found = Source(address, f"{name} on {label}: {question}"[:200])
+        finished = await self._call(tool.name, {_query_parameter(tool): question}, source=found)
+        if finished is None or not finished.ok or not finished.output.strip():
+            return
+        source = finished.sources[0]
+        self.read.add(source.number)
+        note = await self._note(question, source, finished.output)
+        if note:
+            self.notes.append(Note(source.number, source.url, source.title, note))
 
     async def _read(self, question: str, hit: Source) -> None:
         if not self.budgets.take_call():
@@ -131,8 +165,11 @@ class Gatherer:
                 return fallback_note(page)
         return read_note(answer)
 
-    async def _call(self, name: str, arguments: dict[str, Any]) -> ToolCallFinished | None:
-        """One tool call through the agent's runner, within the concurrency bound, its events emitted."""
+    async def _call(self, name: str, arguments: dict[str, Any],
+                    source: Source | None = None) -> ToolCallFinished | None:
+        """One tool call through the agent's runner, within the concurrency bound, its events
+        emitted; `source`: what a call that worked found (numbered as it is emitted), for a tool
+        that names no page itself."""
         call = ToolCall(f"call_research_{next(self._ids)}", name, json.dumps(arguments))
         started = False
         finished: ToolCallFinished | None = None
@@ -144,6 +181,9 @@ class Gatherer:
                         # progress is the reasoning's and the status line's: no marker in the report's text
                         self.emit(replace(event, marker=None))
                     elif isinstance(event, ToolCallFinished):
+                        if source is not None and event.ok:
+                            number = self.numbers.number(source.url)
+                            event = replace(event, sources=(replace(source, number=number, text=event.output[:2000]),))
                         finished = event
                         for source in event.sources:
                             self.seen.setdefault(source.number, source)
@@ -168,3 +208,15 @@ def _page_text(output: str) -> str:
         if isinstance(page, dict) and not page.get("error") and isinstance(page.get("content"), str):
             return str(page["content"])
     return ""
+
+
+def _query_parameter(tool: AgentTool) -> str:
+    """The argument a data source takes the question in: its first required string, else its first
+    string, else `query`."""
+    parameters = tool.schema().get("function", {}).get("parameters") or {}
+    properties = parameters.get("properties") if isinstance(parameters, dict) else None
+    if not isinstance(properties, dict):
+        return "query"
+    strings = [key for key, value in properties.items() if isinstance(value, dict) and value.get("type") == "string"]
+    required = [key for key in parameters.get("required") or () if key in strings]
+    return (required or strings or ["query"])[0]

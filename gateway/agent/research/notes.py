@@ -78,6 +78,7 @@ def shorten(text: str, limit: int) -> str:
     """`text` cut to `limit` characters at the last sentence or line end before it (else a word)."""
     if len(text) <= limit:
         return text
+    limit = max(1, limit - 2)  # room for the " …" that says so
     head = text[:limit]
     ends = [m.start() for m in _BREAK.finditer(head)]
     cut = ends[-1] if ends and ends[-1] >= limit // 3 else head.rfind(" ")

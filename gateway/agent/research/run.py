@@ -13,12 +13,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING
 
-from gateway.agent.events import AgentEvent, Finished, Progress, ReasoningDelta, TextDeltas, Usage
+from gateway.agent.events import AgentEvent, Finished, McpToolsListed, Progress, ReasoningDelta, TextDeltas, Usage
 from gateway.agent.observer import AgentObserver
 from gateway.agent.research import checks, plan
 from gateway.agent.research.budgets import TIME, Budgets
-from gateway.agent.research.gather import Gatherer
+from gateway.agent.research.gather import DATA_SOURCE_NAME, Gatherer
 from gateway.agent.research.model import StageModel, system_line
 from gateway.agent.research.notes import MARGIN_TOKENS, Note, condense, rendered, shorten
 from gateway.agent.research.options import ResearchOptions
@@ -39,6 +40,9 @@ from gateway.common.message_text import text_of
 from gateway.errors import GatewayError
 from gateway.upstream.client import UpstreamClient
 
+if TYPE_CHECKING:  # the MCP code loads only when a server is configured
+    from gateway.agent.mcp.tools import McpFamily
+
 log = logging.getLogger("agent_gateway.research")
 
 #: Seconds without an event before a `Progress` goes out anyway.
@@ -52,8 +56,10 @@ CONTEXT_CHARS = 800
 
 class ResearchRun:
     def __init__(self, upstream: UpstreamClient, runner: ToolRunner, observer: AgentObserver,
-                 request: AgentRequest, options: ResearchOptions) -> None:
+                 request: AgentRequest, options: ResearchOptions, mcp: McpFamily | None = None) -> None:
         self.options = options
+        self.runner = runner
+        self.mcp = mcp
         self.observer = observer
         self.budgets = Budgets(options)
         self.model = StageModel(upstream, observer, self.budgets, request.opener, request.params)
@@ -94,6 +100,8 @@ class ResearchRun:
 
     async def _work(self, turn: AgentRun) -> None:
         self.emit(Progress("Planning the research"))
+        if self.mcp is not None:
+            await self._data_sources(self.mcp)
         brief, questions = await self._plan()
         listed = "\n".join(f"{i}. {q}" for i, q in enumerate(questions, 1))
         self.emit(ReasoningDelta((f"Research brief: {brief}\n\n" if brief else "") + f"Sub-questions:\n{listed}\n"))
@@ -118,6 +126,19 @@ class ResearchRun:
 
     # -- stages --------------------------------------------------------------------------------
 
+    async def _data_sources(self, mcp: McpFamily) -> None:
+        """The configured MCP servers offered to every request (`offer: all`): their tools whose name
+        says they search or query are asked each sub-question, beside the web search."""
+        listings = await mcp.list_offered()
+        for listing in listings:
+            if not listing.reused:
+                self.emit(McpToolsListed(listing.label, listing.item_tools, listing.error))
+        tools = [tool for listing in listings for tool in listing.tools if DATA_SOURCE_NAME.search(tool.mcp[1])]
+        if tools:
+            runner = self.runner
+            self.gatherer.use_data_sources(ToolRunner(mcp.toolbox(runner.toolbox, listings), self.observer,
+                                                      runner.tool_timeout), tools)
+
     async def _plan(self) -> tuple[str, list[str]]:
         prompt = plan.plan_prompt(self.question, self.context)
         try:
@@ -132,7 +153,8 @@ class ResearchRun:
     async def _search(self, questions: list[str]) -> None:
         """Search `questions` until they are done or a budget ends the searching."""
         budgets = self.budgets
-        self.emit(Progress(f"Searching {len(questions)} questions; {self.gatherer.status()}"))
+        self.gatherer.questions_total += len(questions)
+        self.emit(Progress(f"Searching: {self.gatherer.status()}"))
         searching = asyncio.ensure_future(self.gatherer.search(questions))
         stop = asyncio.ensure_future(budgets.ended.wait())
         try:
@@ -252,9 +274,10 @@ def _question(request: AgentRequest, window: int) -> tuple[str, str]:
 
 
 async def research_events(upstream: UpstreamClient, runner: ToolRunner, observer: AgentObserver,
-                          request: AgentRequest, turn: AgentRun) -> AsyncGenerator[AgentEvent, None]:
-    """The events of one research turn (`request.research` set)."""
+                          request: AgentRequest, turn: AgentRun,
+                          mcp: McpFamily | None = None) -> AsyncGenerator[AgentEvent, None]:
+    """The events of one research turn (`request.research` set); `mcp`: the configured MCP servers."""
     assert request.research is not None
-    run = ResearchRun(upstream, runner, observer, request, request.research)
+    run = ResearchRun(upstream, runner, observer, request, request.research, mcp)
     async for event in run.events(turn):
         yield event

@@ -36,8 +36,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     chat = parse_chat_request(await read_json_object(request))
     app = request.app  # a property over the match info: read once
     settings = app[appkeys.SETTINGS]
-    # a frontend's housekeeping (a title, tags) asked of a research id gets a plain answer
-    base = await research_base(request, chat.model) if settings.research and not chat.background else None
+    base = await research_base(request, chat.model) if settings.research else None
     # None without `models:` (checked here on the settings: no lookup, no coroutine per request for it)
     turn = await route_turn(request, base or chat.model) if settings.llm_models is not None else None
     if has_files(chat.messages):  # read into text before the estimate: a document costs its text
@@ -49,8 +48,9 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         messages=chat.messages, client_tools=chat.client_tools, params=chat.params, stream=chat.stream,
         web=chat.web, background=chat.background, first_source=chat.first_source,
     )
-    if base is not None:
-        agent_request.research = await research_options(request, turn, max_output_tokens=_max_tokens(chat.params))
+    if base is not None:  # a frontend's housekeeping (a title, tags) asked of a research id: a plain answer
+        research = await research_options(request, turn, max_output_tokens=_max_tokens(chat.params))
+        agent_request.research = None if chat.background else research
     if turn is None:
         model, reasoning = chat.model or settings.model_name, settings.reasoning == "show"
     else:

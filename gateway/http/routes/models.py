@@ -9,7 +9,7 @@ from aiohttp import web
 from gateway.errors import NotFoundError, echo
 from gateway.http import appkeys
 from gateway.http.model_routes import model_not_found
-from gateway.http.research import RESEARCH_SUFFIX, research_card, research_route
+from gateway.http.research import RESEARCH_SUFFIX, research_card, research_route, researches
 
 routes = web.RouteTableDef()
 
@@ -28,7 +28,7 @@ async def list_models(request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": data})
     data = [_model_object(request)]
     settings = request.app[appkeys.SETTINGS]
-    if settings.research:
+    if researches(settings):
         data.append(research_card(settings, request.app[appkeys.STARTED_AT]))
     return web.json_response({"object": "list", "data": data})
 
@@ -46,7 +46,7 @@ async def get_model(request: web.Request) -> web.Response:
             raise model_not_found(model_id)
         return web.json_response(research.card(request.app[appkeys.STARTED_AT], research=True))
     settings = request.app[appkeys.SETTINGS]
-    if settings.research and model_id == settings.model_name + RESEARCH_SUFFIX:
+    if researches(settings) and model_id == settings.model_name + RESEARCH_SUFFIX:
         return web.json_response(research_card(settings, request.app[appkeys.STARTED_AT]))
     model = _model_object(request)
     if model_id != model["id"]:

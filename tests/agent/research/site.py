@@ -152,11 +152,23 @@ class StageModel:
     delay: dict[str, float] = field(default_factory=dict)
     overrides: dict[str, Callable[[str], str]] = field(default_factory=dict)
     prompts: list[tuple[str, str, int]] = field(default_factory=list)  # (stage, prompt, max_tokens)
+    #: the server's context in tokens (4 characters each): a longer prompt + max_tokens is vLLM's 400
+    window: int | None = None
+    #: stage -> an HTTP status the server answers that stage with (a model server failing)
+    errors: dict[str, int] = field(default_factory=dict)
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         prompt = "\n".join(str(m.get("content") or "") for m in body["messages"])
         stage = _stage(prompt)
         self.prompts.append((stage, prompt, body.get("max_tokens", 0)))
+        if stage in self.errors:
+            return Reply(status=self.errors[stage], error_body={"error": {"message": "model server down",
+                                                                          "type": "server_error"}})
+        if self.window is not None and len(prompt) // 4 + body.get("max_tokens", 0) > self.window:
+            message = (f"This model's maximum context length is {self.window} tokens. However, you requested "
+                       f"{len(prompt) // 4 + body.get('max_tokens', 0)} tokens. Please reduce the length.")
+            return Reply(status=400, error_body={"object": "error", "message": message, "type": "BadRequestError",
+                                                 "param": None, "code": 400})
         answer = self.overrides[stage](prompt) if stage in self.overrides else self.answer(stage, prompt)
         return Reply(text=answer, usage=(len(prompt) // 4, max(1, len(answer) // 4)),
                      delay=self.delay.get(stage, 0.0))
