@@ -23,7 +23,7 @@ from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
 
-from gateway.agent.events import AgentEvent, Finished, ToolCallStarted
+from gateway.agent.events import AgentEvent, Finished, Progress, ToolCallStarted
 from gateway.agent.loop import AgentRequest
 from gateway.errors import GatewayError, UpstreamTimeoutError
 from gateway.http import appkeys
@@ -170,6 +170,8 @@ async def run_streamed(request: web.Request, agent_request: AgentRequest, reply:
                 if isinstance(batch[-1], Finished):  # always the run's last event
                     finished = batch[-1]
                 body = opening() + reply.encode(batch)
+                if not body and any(type(event) is Progress for event in batch):
+                    body = KEEPALIVE_FRAME  # progress the wire format has no event for: a sign of life all the same
                 if isinstance(batch, LastBatch):
                     tail = body
                 else:

@@ -50,3 +50,17 @@ async def test_a_task_request_to_a_routes_research_id_gets_a_plain_answer_on_tha
     assert resp.status == 200
     body = await resp.json()
     assert body["model"] == "qwen-deep-research" and model.stages() == ["other"]
+
+
+async def test_a_long_report_keeps_the_stream_alive_with_status_and_keepalives(research_client, model: StageModel):
+    model.delay["report"] = 5.5  # the model writes for a while: nothing else would reach the client
+    client = await research_client()
+    resp = await client.post("/v1/chat/completions", headers=OPEN_WEBUI, json={
+        "model": RESEARCH_ID, "stream": True, "messages": [{"role": "user", "content": QUESTION}]})
+    body = await resp.text()
+    statuses = [c["event"]["data"]["description"] for c in chat_chunks(body)
+                if c.get("event", {}).get("type") == "status"]
+    writing = [s for s in statuses if s.startswith("Writing the report")]
+    assert len(writing) >= 2  # said again while the model wrote (a status every 3 s of silence)
+    plain = await client.post("/v1/responses", json={"model": RESEARCH_ID, "input": QUESTION, "stream": True})
+    assert ": keepalive" in await plain.text()  # no Responses event for progress: an SSE comment instead
