@@ -120,7 +120,7 @@ def main() -> None:
     parser.add_argument("--model-latency", type=float, default=0.05, help="seconds each model call takes")
     parser.add_argument("--at-once", type=int, default=8)
     parser.add_argument("--page-chars", type=int, default=20_000,
-                        help="characters of filler on every page (a read page's text is capped at WEB_MAX_EXTRACT_CHARS)")
+                        help="characters of filler on every page (a page read keeps WEB_MAX_EXTRACT_CHARS)")
     parser.add_argument("--env", action="append", default=[], metavar="K=V", help="more gateway settings")
     asyncio.run(main_async(parser.parse_args()))
 

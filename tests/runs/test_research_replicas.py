@@ -44,7 +44,7 @@ SOURCES: list[Any] = ["web_search_call.action.sources"]
 EVENTS: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
 
 
-def _event_classes() -> dict[str, type]:
+def _event_classes() -> dict[str, type[Any]]:
     """Each stream event type -> the SDK class that must parse it."""
     union = typing.get_args(typing.get_args(ResponseStreamEvent)[0])
     return {typing.get_args(cls.model_fields["type"].annotation)[0]: cls for cls in union}
@@ -131,7 +131,7 @@ async def test_a_research_run_streamed_on_a_resumes_on_b_and_every_event_and_ite
     try:
         stream = await sdk_a.responses.create(model=MODEL, input=research_web.corpus.question, background=True,
                                               stream=True, include=SOURCES)
-        seen = []
+        seen: list[Any] = []
         async for event in stream:
             seen.append(event)
             if len(seen) == 4:
