@@ -99,7 +99,8 @@ class ResearchRun:
                     await worker
 
     async def _work(self, turn: AgentRun) -> None:
-        self.emit(Progress("Planning the research"))
+        # nothing goes out before the plan (a heartbeat at most): a model that fails at once is
+        # still the client's real HTTP status, not an error inside a started stream
         if self.mcp is not None:
             await self._data_sources(self.mcp)
         brief, questions = await self._plan()
