@@ -68,6 +68,10 @@ class ResearchRun:
         context = ToolContext(request.web) if request.web is not None else ToolContext()
         self.gatherer = Gatherer(runner, context, self.model, self.budgets, self._queue.put_nowait, self.question,
                                  options.concurrency, options.context_window, request.first_source)
+        # what the request's API key may use (AgentRequest.no_web / mcp_labels, issue 44's key access,
+        # read so that a research turn keeps to it wherever those fields exist)
+        self.gatherer.web = not getattr(request, "no_web", False)
+        self.mcp_labels: frozenset[str] | None = getattr(request, "mcp_labels", None)
         self.status = "Planning the research"
 
     def emit(self, event: AgentEvent) -> None:
@@ -131,6 +135,8 @@ class ResearchRun:
         """The configured MCP servers offered to every request (`offer: all`): their tools whose name
         says they search or query are asked each sub-question, beside the web search."""
         listings = await mcp.list_offered()
+        if self.mcp_labels is not None:  # the configured servers the key may use
+            listings = [listing for listing in listings if listing.label in self.mcp_labels]
         for listing in listings:
             if not listing.reused:
                 self.emit(McpToolsListed(listing.label, listing.item_tools, listing.error))
