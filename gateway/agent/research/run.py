@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gateway.agent.events import AgentEvent, Finished, McpToolsListed, Progress, ReasoningDelta, TextDeltas, Usage
 from gateway.agent.observer import AgentObserver
@@ -41,7 +41,7 @@ from gateway.errors import GatewayError
 from gateway.upstream.client import UpstreamClient
 
 if TYPE_CHECKING:  # the MCP code loads only when a server is configured
-    from gateway.agent.mcp.tools import McpFamily
+    from gateway.agent.mcp.tools import Listing, McpFamily
 
 log = logging.getLogger("agent_gateway.research")
 
@@ -56,10 +56,12 @@ CONTEXT_CHARS = 800
 
 class ResearchRun:
     def __init__(self, upstream: UpstreamClient, runner: ToolRunner, observer: AgentObserver,
-                 request: AgentRequest, options: ResearchOptions, mcp: McpFamily | None = None) -> None:
+                 request: AgentRequest, options: ResearchOptions, mcp: McpFamily | None = None,
+                 named: list[Listing] | None = None) -> None:
         self.options = options
         self.runner = runner
         self.mcp = mcp
+        self.named = named or []  # the listings of the MCP servers the request names
         self.observer = observer
         self.budgets = Budgets(options)
         self.model = StageModel(upstream, observer, self.budgets, request.opener, request.params)
@@ -137,14 +139,15 @@ class ResearchRun:
         listings = await mcp.list_offered()
         if self.mcp_labels is not None:  # the configured servers the key may use
             listings = [listing for listing in listings if listing.label in self.mcp_labels]
+        listings.extend(self.named)
         for listing in listings:
             if not listing.reused:
                 self.emit(McpToolsListed(listing.label, listing.item_tools, listing.error))
         tools = [tool for listing in listings for tool in listing.tools if DATA_SOURCE_NAME.search(tool.mcp[1])]
         if tools:
             runner = self.runner
-            self.gatherer.use_data_sources(ToolRunner(mcp.toolbox(runner.toolbox, listings), self.observer,
-                                                      runner.tool_timeout), tools)
+            toolbox = mcp.toolbox(runner.toolbox, listings, cache=not self.named)
+            self.gatherer.use_data_sources(ToolRunner(toolbox, self.observer, runner.tool_timeout), tools)
 
     async def _plan(self) -> tuple[str, list[str]]:
         prompt = plan.plan_prompt(self.question, self.context)
@@ -283,8 +286,17 @@ def _question(request: AgentRequest, window: int) -> tuple[str, str]:
 async def research_events(upstream: UpstreamClient, runner: ToolRunner, observer: AgentObserver,
                           request: AgentRequest, turn: AgentRun,
                           mcp: McpFamily | None = None) -> AsyncGenerator[AgentEvent, None]:
-    """The events of one research turn (`request.research` set); `mcp`: the configured MCP servers."""
+    """The events of one research turn (`request.research` set); `mcp`: the MCP servers (configured,
+    and those the request names, opened here and closed when the turn ends however it ends)."""
     assert request.research is not None
-    run = ResearchRun(upstream, runner, observer, request, request.research, mcp)
-    async for event in run.events(turn):
-        yield event
+    named: list[Listing] = []
+    opened: list[Any] = []
+    if request.mcp and mcp is not None:  # a URL the gateway may not reach is a 400 before any event
+        named, opened = await mcp.open_request(request.mcp)
+    try:
+        run = ResearchRun(upstream, runner, observer, request, request.research, mcp, named)
+        async for event in run.events(turn):
+            yield event
+    finally:
+        if opened and mcp is not None:
+            await mcp.close_request(opened)
