@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from gateway.agent.events import AgentEvent, Finished, McpToolsListed, Progress, ReasoningDelta, TextDeltas, Usage
 from gateway.agent.observer import AgentObserver
 from gateway.agent.research import checks, plan
-from gateway.agent.research.budgets import TIME, Budgets
+from gateway.agent.research.budgets import CHARS_PER_TOKEN, TIME, Budgets
 from gateway.agent.research.gather import DATA_SOURCE_NAME, Gatherer
 from gateway.agent.research.model import StageModel, system_line
 from gateway.agent.research.notes import MARGIN_TOKENS, Note, condense, rendered, shorten
@@ -182,7 +182,7 @@ class ResearchRun:
             log.error("research: the searching failed", exc_info=searching.exception())
 
     def _notes_within(self, window: int, frame: str, answer: int) -> str:
-        room = (window - answer - MARGIN_TOKENS) * 4 - len(frame)
+        room = (window - answer - MARGIN_TOKENS) * CHARS_PER_TOKEN - len(frame)
         return rendered(condense(self.gatherer.notes, max(0, room)))
 
     async def _reflect(self, asked: list[str]) -> list[str]:
