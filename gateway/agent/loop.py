@@ -108,7 +108,8 @@ class Agent:
         """Start one turn: its events and the transcript it adds (see AgentRun)."""
         turn = AgentRun()
         if request.research is not None:  # a research model id: the research loop, over the same tools
-            turn.events = research_events(self.upstream, self._tools, self.observer, request, turn, self.mcp)
+            mcp = self._mcp_family() if request.mcp else self.mcp  # a request naming servers makes the family
+            turn.events = research_events(self.upstream, self._tools, self.observer, request, turn, mcp)
             return turn
         # a request's own MCP servers wrap the turn; the common turn has no wrapper to pass events through
         turn.events = self._with_mcp(request, turn) if request.mcp else self._events(request, turn)

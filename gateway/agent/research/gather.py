@@ -76,6 +76,8 @@ class Gatherer:
         self.questions_done = 0
         #: MCP tools used as data sources (`use_data_sources`), asked beside the web search.
         self.data_sources: tuple[AgentTool, ...] = ()
+        #: Whether the web is searched (False: the request's key may not use the web tools).
+        self.web = True
 
     def use_data_sources(self, runner: ToolRunner, tools: Sequence[AgentTool]) -> None:
         """Ask these MCP tools too (`runner` knows them beside the web tools)."""
@@ -104,7 +106,7 @@ class Gatherer:
             self.emit(Progress(self.status()))
 
     async def _web(self, question: str) -> None:
-        if not self.budgets.take_call():
+        if not self.web or not self.budgets.take_call():
             return
         finished = await self._call(SEARCH_TOOL, {"query": question, "limit": SEARCH_RESULTS})
         if finished is None or not finished.ok:

@@ -13,12 +13,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gateway.agent.events import AgentEvent, Finished, McpToolsListed, Progress, ReasoningDelta, TextDeltas, Usage
 from gateway.agent.observer import AgentObserver
 from gateway.agent.research import checks, plan
-from gateway.agent.research.budgets import TIME, Budgets
+from gateway.agent.research.budgets import CHARS_PER_TOKEN, TIME, Budgets
 from gateway.agent.research.gather import DATA_SOURCE_NAME, Gatherer
 from gateway.agent.research.model import StageModel, system_line
 from gateway.agent.research.notes import MARGIN_TOKENS, Note, condense, rendered, shorten
@@ -41,7 +41,7 @@ from gateway.errors import GatewayError
 from gateway.upstream.client import UpstreamClient
 
 if TYPE_CHECKING:  # the MCP code loads only when a server is configured
-    from gateway.agent.mcp.tools import McpFamily
+    from gateway.agent.mcp.tools import Listing, McpFamily
 
 log = logging.getLogger("agent_gateway.research")
 
@@ -56,10 +56,12 @@ CONTEXT_CHARS = 800
 
 class ResearchRun:
     def __init__(self, upstream: UpstreamClient, runner: ToolRunner, observer: AgentObserver,
-                 request: AgentRequest, options: ResearchOptions, mcp: McpFamily | None = None) -> None:
+                 request: AgentRequest, options: ResearchOptions, mcp: McpFamily | None = None,
+                 named: list[Listing] | None = None) -> None:
         self.options = options
         self.runner = runner
         self.mcp = mcp
+        self.named = named or []  # the listings of the MCP servers the request names
         self.observer = observer
         self.budgets = Budgets(options)
         self.model = StageModel(upstream, observer, self.budgets, request.opener, request.params)
@@ -68,6 +70,10 @@ class ResearchRun:
         context = ToolContext(request.web) if request.web is not None else ToolContext()
         self.gatherer = Gatherer(runner, context, self.model, self.budgets, self._queue.put_nowait, self.question,
                                  options.concurrency, options.context_window, request.first_source)
+        # what the request's API key may use (AgentRequest.no_web / mcp_labels, issue 44's key access,
+        # read so that a research turn keeps to it wherever those fields exist)
+        self.gatherer.web = not getattr(request, "no_web", False)
+        self.mcp_labels: frozenset[str] | None = getattr(request, "mcp_labels", None)
         self.status = "Planning the research"
 
     def emit(self, event: AgentEvent) -> None:
@@ -99,7 +105,8 @@ class ResearchRun:
                     await worker
 
     async def _work(self, turn: AgentRun) -> None:
-        self.emit(Progress("Planning the research"))
+        # nothing goes out before the plan (a heartbeat at most): a model that fails at once is
+        # still the client's real HTTP status, not an error inside a started stream
         if self.mcp is not None:
             await self._data_sources(self.mcp)
         brief, questions = await self._plan()
@@ -130,14 +137,17 @@ class ResearchRun:
         """The configured MCP servers offered to every request (`offer: all`): their tools whose name
         says they search or query are asked each sub-question, beside the web search."""
         listings = await mcp.list_offered()
+        if self.mcp_labels is not None:  # the configured servers the key may use
+            listings = [listing for listing in listings if listing.label in self.mcp_labels]
+        listings.extend(self.named)
         for listing in listings:
             if not listing.reused:
                 self.emit(McpToolsListed(listing.label, listing.item_tools, listing.error))
         tools = [tool for listing in listings for tool in listing.tools if DATA_SOURCE_NAME.search(tool.mcp[1])]
         if tools:
             runner = self.runner
-            self.gatherer.use_data_sources(ToolRunner(mcp.toolbox(runner.toolbox, listings), self.observer,
-                                                      runner.tool_timeout), tools)
+            toolbox = mcp.toolbox(runner.toolbox, listings, cache=not self.named)
+            self.gatherer.use_data_sources(ToolRunner(toolbox, self.observer, runner.tool_timeout), tools)
 
     async def _plan(self) -> tuple[str, list[str]]:
         prompt = plan.plan_prompt(self.question, self.context)
@@ -172,7 +182,7 @@ class ResearchRun:
             log.error("research: the searching failed", exc_info=searching.exception())
 
     def _notes_within(self, window: int, frame: str, answer: int) -> str:
-        room = (window - answer - MARGIN_TOKENS) * 4 - len(frame)
+        room = (window - answer - MARGIN_TOKENS) * CHARS_PER_TOKEN - len(frame)
         return rendered(condense(self.gatherer.notes, max(0, room)))
 
     async def _reflect(self, asked: list[str]) -> list[str]:
@@ -276,8 +286,17 @@ def _question(request: AgentRequest, window: int) -> tuple[str, str]:
 async def research_events(upstream: UpstreamClient, runner: ToolRunner, observer: AgentObserver,
                           request: AgentRequest, turn: AgentRun,
                           mcp: McpFamily | None = None) -> AsyncGenerator[AgentEvent, None]:
-    """The events of one research turn (`request.research` set); `mcp`: the configured MCP servers."""
+    """The events of one research turn (`request.research` set); `mcp`: the MCP servers (configured,
+    and those the request names, opened here and closed when the turn ends however it ends)."""
     assert request.research is not None
-    run = ResearchRun(upstream, runner, observer, request, request.research, mcp)
-    async for event in run.events(turn):
-        yield event
+    named: list[Listing] = []
+    opened: list[Any] = []
+    if request.mcp and mcp is not None:  # a URL the gateway may not reach is a 400 before any event
+        named, opened = await mcp.open_request(request.mcp)
+    try:
+        run = ResearchRun(upstream, runner, observer, request, request.research, mcp, named)
+        async for event in run.events(turn):
+            yield event
+    finally:
+        if opened and mcp is not None:
+            await mcp.close_request(opened)

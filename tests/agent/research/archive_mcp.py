@@ -1,5 +1,6 @@
-"""A small MCP server (the official `mcp` SDK, stdio) with a search tool: an archive the research loop
-uses as a data source beside the web. `python -m tests.agent.research.archive_mcp`."""
+"""A small MCP server (the official `mcp` SDK) with a search tool: an archive the research loop uses
+as a data source beside the web. `python -m tests.agent.research.archive_mcp` serves it on stdio,
+`... archive_mcp PORT` as Streamable HTTP on http://127.0.0.1:PORT/mcp."""
 
 from __future__ import annotations
 
@@ -25,4 +26,11 @@ def build() -> MCPServer:
 
 
 if __name__ == "__main__":
-    build().run("stdio")
+    import sys
+
+    if len(sys.argv) < 2:
+        build().run("stdio")
+    else:
+        import uvicorn
+
+        uvicorn.run(build().streamable_http_app(), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")

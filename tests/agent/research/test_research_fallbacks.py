@@ -91,3 +91,12 @@ async def test_a_plain_relay_route_has_no_research_id_unless_it_asks_for_one(res
     client = await research_client(llm_models=routes, web_tools="off")
     ids = [m["id"] for m in (await (await client.get("/v1/models")).json())["data"]]
     assert ids == ["agent-gateway", "relay", "relay-r", "relay-r-deep-research"]
+
+
+async def test_a_model_server_failing_at_the_plan_of_a_stream_is_still_a_real_http_status(
+        research_client, web: MiniWeb, model: StageModel):
+    model.errors["plan"] = 503
+    client = await research_client()
+    resp = await client.post("/v1/chat/completions", json={
+        "model": RESEARCH_ID, "stream": True, "messages": [{"role": "user", "content": QUESTION}]})
+    assert resp.status == 502 and (await resp.json())["error"]["type"]
