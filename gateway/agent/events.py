@@ -12,6 +12,11 @@ round, calls a client replayed without their results and the agent ran again
 citations; the client was told of the calls when they first ran. Last come one `Usage` (summed
 over rounds; none when a round's upstream reply reported no usage: unknown, which is not 0) and
 one `Finished`, which carries the turn's transcript.
+
+A deep-research run (gateway/agent/research/) yields the same kinds, in its own order: its plan
+and reflections as `ReasoningDelta`s, its searches and page reads as `ToolCallStarted` /
+`ToolCallFinished` pairs (several under way at once), `Progress` between them, then the checked
+report as text, one `Usage` for the whole run and `Finished`.
 """
 
 from __future__ import annotations
@@ -107,6 +112,15 @@ class McpApprovalRequested:
 
 
 @dataclass(frozen=True, slots=True)
+class Progress:
+    """Where a long run stands, for a status line ("3 of 5 questions, 14 sources read"): shown by
+    displays that have one (Open WebUI's), ignored by the rest (their reasoning says as much)."""
+
+    description: str
+    done: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class ClientToolCall:
     call_id: str
     name: str
@@ -137,4 +151,4 @@ class Finished:
 
 
 AgentEvent = (TextDelta | TextDeltas | ReasoningDelta | ToolCallStarted | ToolCallFinished | ClientToolCall | Usage
-              | Finished | McpToolsListed | McpApprovalRequested)
+              | Finished | McpToolsListed | McpApprovalRequested | Progress)

@@ -25,6 +25,7 @@ from gateway.agent.events import (
 )
 from gateway.agent.history import SYSTEM_BREAK, upstream_conversation
 from gateway.agent.observer import AgentObserver, UpstreamCall, upstream_outcome
+from gateway.agent.research.run import research_events
 from gateway.agent.round_parts import CONTENT, RoundParts
 from gateway.agent.tool_calls import ToolCall, ToolRunner, assistant_with_calls, tool_error
 from gateway.agent.toolbox import Toolbox, offer_tools
@@ -103,6 +104,10 @@ class Agent:
     def run(self, request: AgentRequest) -> AgentRun:
         """Start one turn: its events and the transcript it adds (see AgentRun)."""
         turn = AgentRun()
+        if request.research is not None:  # a research model id: the research loop, over the same tools
+            mcp = self._mcp_family() if request.mcp else self.mcp  # a request naming servers makes the family
+            turn.events = research_events(self.upstream, self._tools, self.observer, request, turn, mcp)
+            return turn
         # a request's own MCP servers wrap the turn; the common turn has no wrapper to pass events through
         turn.events = self._with_mcp(request, turn) if request.mcp else self._events(request, turn)
         return turn

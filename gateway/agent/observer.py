@@ -66,6 +66,9 @@ class AgentObserver:
     def turn_finished(self, tool_rounds: int, prompt_tokens: int, completion_tokens: int) -> None:
         """A turn ended without an error, after `tool_rounds` rounds of tool calls."""
 
+    def citations_removed(self, count: int) -> None:
+        """A deep-research report cited `count` pages the run never read nor saw (removed)."""
+
     def round_usage(self, prompt_tokens: int, completion_tokens: int, *, estimated: bool) -> None:
         """One model call's tokens, as soon as its round ends, however it ends (finished, cut by
         the client leaving or a cancel, failed midway): what the upstream reported, or

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.agent.events import AgentEvent
+from gateway.agent.research.options import ResearchOptions
 from gateway.agent.tool_servers import McpApproval, McpServerRequest
 from gateway.agent.web.options import WebSearchOptions
 from gateway.upstream.client import Opener
@@ -63,6 +64,8 @@ class AgentRequest:
     vision: bool = False
     #: `tool_choice: {"type": "mcp"}`: (server label, tool name or None) the first round must call.
     mcp_choice: tuple[str, str | None] | None = None
+    #: A deep-research turn (gateway/agent/research/) and its bounds; None: the tool-calling loop.
+    research: ResearchOptions | None = None
 
 
 class AgentRun:

@@ -263,6 +263,23 @@ OPTIONS: tuple[Option, ...] = (
            "hosts a request's mcp tool may name although they are not public (server_url)"),
     Option("run_timeout", "AGENT_RUN_TIMEOUT", "agent.run_timeout", _parse_float, 600.0,
            "seconds a whole agent run may take", minimum=0.01),
+    Option("research", "AGENT_RESEARCH", "agent.research", _parse_bool, True,
+           "offer the deep-research model ids (`<model>-deep-research` for the default model and each "
+           "route); off removes them (a route's own `research: false` removes its one)"),
+    Option("research_concurrency", "AGENT_RESEARCH_CONCURRENCY", "agent.research_concurrency", _parse_int, 4,
+           "searches and page reads one deep-research run makes at once", minimum=1),
+    Option("research_max_calls", "AGENT_RESEARCH_MAX_CALLS", "agent.research_max_calls", _parse_int, 40,
+           "web searches and page reads one deep-research run may make (a request's max_tool_calls "
+           "lowers it); then the report is written from what was read", minimum=1),
+    Option("research_timeout", "AGENT_RESEARCH_TIMEOUT", "agent.research_timeout", _parse_float, 300.0,
+           "seconds a deep-research run searches and reads (within AGENT_RUN_TIMEOUT, which keeps a "
+           "quarter of itself for the report); then the report is written from what was read", minimum=1),
+    Option("research_max_tokens", "AGENT_RESEARCH_MAX_TOKENS", "agent.research_max_tokens", _parse_int, 200_000,
+           "model tokens (prompt and completion) one deep-research run may spend, its report included",
+           minimum=1000),
+    Option("research_max_rounds", "AGENT_RESEARCH_MAX_ROUNDS", "agent.research_max_rounds", _parse_int, 2,
+           "rounds of reflection (gaps found, more searches) a deep-research run makes after its first "
+           "searches", minimum=0),
     Option("tool_progress", "AGENT_TOOL_PROGRESS", "agent.tool_progress", _parse_str, "auto",
            "tool progress in chat streams: auto (openwebui for Open WebUI, recognised by its requests; "
            "inline for every other client), inline (marker lines in the text), openwebui (Open WebUI's "

@@ -13,6 +13,7 @@ Three spellings:
         fallbacks: [openrouter-qwen]
         vision: true                  # the model reads images (default: what discovery says, else false)
         drop_params: [reasoning_effort, verbosity]   # request fields this upstream refuses
+        research: false               # no `qwen3-deep-research` id (default: AGENT_RESEARCH)
 
 A route's fallbacks are tried in order, each followed by its own fallbacks (a chain, never a
 cycle); the errors here name the route and the key that is wrong.
@@ -27,7 +28,9 @@ from typing import Any
 
 #: The keys a route may have (anything else is a typo worth an error, not a silent default).
 ROUTE_KEYS = ("model", "base_url", "api_key_env", "reasoning", "web_tools", "context_window", "fallbacks", "vision",
-              "drop_params")
+              "drop_params", "research")
+#: What a deep-research model id adds to its model's id: `agent-gateway-deep-research`, `qwen3-deep-research`.
+RESEARCH_SUFFIX = "-deep-research"
 #: What `drop_params` may not hold back: without them there is no model call at all.
 UNDROPPABLE = ("model", "messages", "stream")
 REASONING_CHOICES = ("show", "hide")
@@ -51,6 +54,8 @@ class RouteSpec:
     vision: bool | None = None
     #: Top-level fields of the upstream request left out for this route (its upstream refuses them).
     drop_params: tuple[str, ...] = ()
+    #: Whether the route has a deep-research id (`<id>-deep-research`); None: AGENT_RESEARCH.
+    research: bool | None = None
 
     def describe(self) -> str:
         parts = [self.id if self.model == self.id else f"{self.id} -> {self.model}"]
@@ -63,6 +68,8 @@ class RouteSpec:
                 parts.append(f"{name} {getattr(self, name)}")
         if self.vision is not None:
             parts.append("vision" if self.vision else "no vision")
+        if self.research is False:
+            parts.append("no research")
         if self.drop_params:
             parts.append("drops " + ", ".join(self.drop_params))
         if self.fallbacks:
@@ -160,8 +167,11 @@ def _route(route_id: str, value: Any, url: Callable[[Any], str]) -> RouteSpec:
     vision = value.get("vision")
     if vision is not None and not isinstance(vision, bool):
         raise ValueError(f"{where}: vision is true or false")
+    research = value.get("research")
+    if research is not None and not isinstance(research, bool):
+        raise ValueError(f"{where}: research is true or false")
     return RouteSpec(route_id, model, base_url, api_key_env, reasoning, web_tools, window, names, vision,
-                     _drop_params(value.get("drop_params"), where))
+                     _drop_params(value.get("drop_params"), where), research)
 
 
 def _drop_params(value: Any, where: str) -> tuple[str, ...]:

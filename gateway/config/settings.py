@@ -99,6 +99,12 @@ class Settings:
     tool_timeout: float = 30.0
     mcp_allowed_hosts: tuple[str, ...] = ()
     run_timeout: float = 600.0
+    research: bool = True
+    research_concurrency: int = 4
+    research_max_calls: int = 40
+    research_timeout: float = 300.0
+    research_max_tokens: int = 200_000
+    research_max_rounds: int = 2
     tool_progress: str = "auto"
     system_prompt: str | None = None
     web_tools: str = "always"

@@ -14,6 +14,8 @@ every key without such a list.
 - Web tools: none offered to a key without web (nor run for a replayed call); a request that asks
   for web search itself (a hosted `web_search` tool, `web_search_options`) is a 400, not a silent
   answer without search.
+- Deep research (`<route>-deep-research`): allowed with its route, and only to a key with web
+  tools (research without search has no sources); otherwise absent and 404 like any other model.
 
 Checked where a turn is prepared, so a queued background run started later is checked as the key
 is then (an access narrowed meanwhile fails the run, as a revoked key does).
@@ -25,23 +27,36 @@ from collections.abc import Iterable
 from typing import Any
 
 from gateway.agent.turn import AgentRequest
+from gateway.config.routes import RESEARCH_SUFFIX
 from gateway.errors import InvalidRequestError
 from gateway.http.model_routes import model_not_found
 from gateway.keys.ring import CURRENT_CALLER
 
 
-def check_model(route_id: str, asked: str | None) -> None:
-    """404 `model_not_found` (for `asked`, what the client sent) when the key may not use the route."""
+def check_model(route_id: str, asked: str | None, *, research: bool = False) -> None:
+    """404 `model_not_found` (for `asked`, what the client sent) when the key may not use the route
+    (or, for a research id, may not search the web)."""
     caller = CURRENT_CALLER.get()
-    if caller is not None and caller.models is not None and route_id not in caller.models:
+    if caller is None:
+        return
+    if (caller.models is not None and route_id not in caller.models) or (research and not caller.web):
         raise model_not_found(asked or route_id)
 
 
 def visible_models(cards: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The `/v1/models` cards of the routes the key may use."""
     caller = CURRENT_CALLER.get()
-    allowed = caller.models if caller is not None else None
-    return list(cards) if allowed is None else [card for card in cards if card["id"] in allowed]
+    if caller is None or (caller.models is None and caller.web):
+        return list(cards)
+    allowed, web = caller.models, caller.web
+    kept = []
+    for card in cards:
+        model_id: str = card["id"]
+        research = model_id.endswith(RESEARCH_SUFFIX)
+        route_id = model_id[:-len(RESEARCH_SUFFIX)] if research else model_id
+        if (allowed is None or route_id in allowed or model_id in allowed) and (web or not research):
+            kept.append(card)
+    return kept
 
 
 def limit_tools(request: AgentRequest, web_param: str) -> None:

@@ -23,7 +23,7 @@ from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
 
-from gateway.agent.events import AgentEvent, Finished, ToolCallStarted
+from gateway.agent.events import AgentEvent, Finished, Progress, ToolCallStarted
 from gateway.agent.loop import AgentRequest
 from gateway.errors import GatewayError, UpstreamTimeoutError
 from gateway.http import appkeys
@@ -33,6 +33,9 @@ log = logging.getLogger("agent_gateway.runs")
 R = TypeVar("R", covariant=True)
 #: The chat messages a turn added, as the agent keeps them (`Finished.messages`, `AgentRun.messages`).
 Messages = Sequence[dict[str, Any]]
+#: A research run's stream hears from the gateway at least this often (a `: keepalive` at worst),
+#: so that no proxy takes it for idle while the model writes the report.
+RESEARCH_KEEPALIVE_SECONDS = 5.0
 
 
 def run_timeout_error(seconds: float) -> UpstreamTimeoutError:
@@ -149,7 +152,10 @@ async def run_streamed(request: web.Request, agent_request: AgentRequest, reply:
     # first event leaves alone (the first token is not held behind the rest of its burst), and the
     # last batch leaves with the closing frames and the end of the body.
     agent_run = app[appkeys.AGENT].run(agent_request)
-    batches = batched_with_keepalive(agent_run.events, settings.keepalive_interval, first_alone=True)
+    interval = settings.keepalive_interval
+    if agent_request.research is not None:  # long silences (a report being written) are the rule there
+        interval = min(interval, RESEARCH_KEEPALIVE_SECONDS)
+    batches = batched_with_keepalive(agent_run.events, interval, first_alone=True)
     finished: Finished | None = None
     tail = b""
     error: GatewayError
@@ -164,6 +170,8 @@ async def run_streamed(request: web.Request, agent_request: AgentRequest, reply:
                 if isinstance(batch[-1], Finished):  # always the run's last event
                     finished = batch[-1]
                 body = opening() + reply.encode(batch)
+                if not body and any(type(event) is Progress for event in batch):
+                    body = KEEPALIVE_FRAME  # progress the wire format has no event for: a sign of life all the same
                 if isinstance(batch, LastBatch):
                     tail = body
                 else:

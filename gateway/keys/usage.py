@@ -61,3 +61,6 @@ class KeyUsageObserver(AgentObserver):
 
     def turn_finished(self, tool_rounds: int, prompt_tokens: int, completion_tokens: int) -> None:
         self.inner.turn_finished(tool_rounds, prompt_tokens, completion_tokens)  # the key's tokens: per round
+
+    def citations_removed(self, count: int) -> None:
+        self.inner.citations_removed(count)

@@ -116,3 +116,7 @@ class GatewayObserver(AgentObserver):
     def turn_finished(self, tool_rounds: int, prompt_tokens: int, completion_tokens: int) -> None:
         if self.metrics is not None:
             self.after_reply.add_figures(self.metrics.turn_done, tool_rounds, prompt_tokens, completion_tokens)
+
+    def citations_removed(self, count: int) -> None:
+        if self.metrics is not None and count > 0:
+            self.metrics.research_citations_removed.inc((), count)

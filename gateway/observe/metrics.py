@@ -108,6 +108,10 @@ class Metrics:
                                                ("server", "outcome")))
         self.mcp_seconds = self._add(LoopHistogram(f"{PREFIX}_mcp_call_seconds", "MCP tool calls: duration",
                                                    SECONDS, ("server",)))
+        self.research_citations_removed = self._add(LoopCounter(
+            f"{PREFIX}_research_citations_removed",
+            "Citations a deep-research report made to pages the run never read nor saw, removed before the "
+            "client saw them"))
         self.store_operations = self._add(LoopCounter(f"{PREFIX}_store_operations",
                                                       "Response store operations by kind and outcome",
                                                       ("operation", "outcome")))

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.config.routes import RouteSpec
+from gateway.config.routes import RESEARCH_SUFFIX, RouteSpec
 from gateway.config.settings import Settings
 from gateway.errors import GatewayError, InvalidRequestError, RateLimitError, UpstreamTimeoutError
 from gateway.upstream.capabilities import sees_images
@@ -70,10 +70,13 @@ class Route:
     vision: bool = False
     #: Fields of the upstream request left out for this route (`drop_params:`)
     drop_params: frozenset[str] = frozenset()
+    #: The route has a deep-research id, `<id>-deep-research` (`research:` on the route, else AGENT_RESEARCH)
+    research: bool = True
 
-    def card(self, created: int) -> dict[str, Any]:
-        """The route as `/v1/models` lists it."""
-        card: dict[str, Any] = {"id": self.id, "object": "model", "created": created, "owned_by": self.owned_by}
+    def card(self, created: int, research: bool = False) -> dict[str, Any]:
+        """The route (or, `research`, its deep-research id) as `/v1/models` lists it."""
+        model_id = self.id + RESEARCH_SUFFIX if research else self.id
+        card: dict[str, Any] = {"id": model_id, "object": "model", "created": created, "owned_by": self.owned_by}
         if self.context_window is not None:
             card["context_window"] = self.context_window
         return card
@@ -157,7 +160,8 @@ class RouteTable:
             self.routes[spec.id].fallbacks = tuple(self.routes[name] for name in chain)
         configured_default = self.routes.get(settings.model_name)
         self.default = configured_default or self._labelled(Route(
-            settings.model_name, settings.llm_model, default_client, settings.reasoning, settings.web_tools))
+            settings.model_name, settings.llm_model, default_client, settings.reasoning, settings.web_tools,
+            research=settings.research and settings.web_tools != "off"))
 
     # -- building -------------------------------------------------------------------------------
 
@@ -179,7 +183,10 @@ class RouteTable:
         settings = self.settings
         return Route(spec.id, spec.model, self._client(spec), spec.reasoning or settings.reasoning,
                      spec.web_tools or settings.web_tools, spec.context_window, vision=bool(spec.vision),
-                     drop_params=frozenset(spec.drop_params))
+                     drop_params=frozenset(spec.drop_params),
+                     # a plain relay (web_tools: off) has nothing to research with, unless it says so
+                     research=(settings.research and (spec.web_tools or settings.web_tools) != "off"
+                               if spec.research is None else spec.research))
 
     def _labelled(self, route: Route) -> Route:
         if route.id in self._labels or len(self._labels) < MAX_ROUTE_LABELS:
@@ -241,7 +248,8 @@ class RouteTable:
             settings = self.settings
             for model_id in state.entries:
                 if model_id not in self.routes:
-                    self._add(Route(model_id, model_id, self._default_client, settings.reasoning, settings.web_tools))
+                    self._add(Route(model_id, model_id, self._default_client, settings.reasoning, settings.web_tools,
+                                    research=settings.research and settings.web_tools != "off"))
         for route in [*self.routes.values(), self.default]:
             entry = self.upstreams[route.client].entries.get(route.model or "")
             if entry is None:
@@ -318,22 +326,30 @@ class RouteTable:
         return self.listing(created)
 
     def listing(self, created: int) -> list[dict[str, Any]]:
-        """`/v1/models`: the default route first, then every other route."""
-        cards = [self.default.card(created)]
-        cards += [route.card(created) for route in self.routes.values() if route is not self.default]
-        return cards
+        """`/v1/models`: the default route first, then every other route, then their deep-research ids."""
+        routes = [self.default, *(route for route in self.routes.values() if route is not self.default)]
+        return [*(route.card(created) for route in routes),
+                *(route.card(created, research=True) for route in routes if route.research)]
+
 
 
 class RouteTurn:
     """One request's route: sends each model call of the turn, falling back along the chain.
     `served` is the route whose upstream answered (last), for the reply's `model`."""
 
-    __slots__ = ("route", "served", "_table")
+    __slots__ = ("route", "served", "_table", "suffix")
 
-    def __init__(self, route: Route, table: RouteTable) -> None:
+    def __init__(self, route: Route, table: RouteTable, suffix: str = "") -> None:
         self.route = route
         self.served = route
         self._table = table
+        #: What the reply's `model` adds to the route's id (a deep-research turn's RESEARCH_SUFFIX)
+        self.suffix = suffix
+
+    @property
+    def model_id(self) -> str:
+        """The reply's `model`: the route that answered, as the client named it."""
+        return self.served.id + self.suffix
 
     async def open(self, payload: dict[str, Any], stream: bool,
                    headers: Mapping[str, str] | None) -> tuple[Reply, UpstreamClient]:

@@ -11,6 +11,7 @@ from gateway.agent.events import (
     AgentEvent,
     ClientToolCall,
     Finished,
+    Progress,
     ReasoningDelta,
     Source,
     TextDelta,
@@ -150,6 +151,8 @@ class ChatChunkEncoder:
         if isinstance(event, Usage):
             self._usage = event  # sent after the finish chunk, as OpenAI orders them
             return []
+        if isinstance(event, Progress):  # the status line; other clients read the reasoning
+            return [json.dumps(openwebui.progress(event), ensure_ascii=False)] if self._owui is not None else []
         if isinstance(event, Finished):
             closing = [self._content_chunk(self._owui.end_thinking())] if self._owui and self._owui.thinking else []
             # Open WebUI has had a source event per page: annotations would add each cited one again

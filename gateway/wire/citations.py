@@ -18,17 +18,13 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from gateway.agent.events import Source
+from gateway.common.links import find_links, normalize_url
 
-#: `[label](url)` or `[label](url "title")`; the label may hold brackets one level deep.
-_MARKDOWN_LINK = re.compile(r"\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\(\s*<?(https?://[^\s()<>]+(?:\([^\s()<>]*\)[^\s()<>]*)*)>?"
-                            r"(?:\s+\"[^\"\n]*\")?\s*\)", re.IGNORECASE)
+__all__ = ["Citation", "checked", "citations", "find_links", "normalize_url"]
+
 _NUMBERED = re.compile(r"\[(\d{1,4})\](?!\()")
-_BARE_URL = re.compile(r"https?://[^\s<>\"'`\[\]{}|\\^]+", re.IGNORECASE)
-#: Characters that end a sentence rather than a URL when a bare URL ends on them.
-_TRAILING = ".,;:!?'\"*_~"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,46 +43,6 @@ class Citation:
         """The flat form of a Responses `output_text` part's `annotations`."""
         return {"type": "url_citation", "start_index": self.start, "end_index": self.end,
                 "url": self.url, "title": self.title}
-
-
-def normalize_url(url: str) -> str:
-    """The form two URLs are compared in: scheme and host lower-case, no fragment, no trailing slash."""
-    try:
-        parts = urlsplit(url.strip())
-    except ValueError:
-        return url.strip()
-    path = parts.path.rstrip("/")
-    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), path, parts.query, ""))
-
-
-def find_links(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, url) for every link in `text`, in order: markdown links span `[label](url)`,
-    bare URLs span the URL (trailing punctuation and an unbalanced closing parenthesis left out)."""
-    links: list[tuple[int, int, str]] = []
-    taken: list[tuple[int, int]] = []
-    for match in _MARKDOWN_LINK.finditer(text):
-        links.append((match.start(), match.end(), match.group(2)))
-        taken.append((match.start(), match.end()))
-    for match in _BARE_URL.finditer(text):
-        start, url = match.start(), match.group(0)
-        if any(a <= start < b for a, b in taken):
-            continue
-        url = _trim(url)
-        if len(url) > len("https://"):
-            links.append((start, start + len(url), url))
-    links.sort()
-    return links
-
-
-def _trim(url: str) -> str:
-    while url:
-        if url[-1] in _TRAILING:
-            url = url[:-1]
-        elif url[-1] == ")" and url.count("(") < url.count(")"):
-            url = url[:-1]
-        else:
-            break
-    return url
 
 
 def citations(text: str, sources: Iterable[Source]) -> list[Citation]:

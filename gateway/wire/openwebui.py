@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from gateway.agent.events import Source, ToolCallFinished, ToolCallStarted
+from gateway.agent.events import Progress, Source, ToolCallFinished, ToolCallStarted
 
 SEARCH_TOOL = "web_search"
 EXTRACT_TOOL = "web_extract"
@@ -121,3 +121,8 @@ def finished(call: ToolCallStarted | None, result: ToolCallFinished) -> dict[str
     name = f"{call.mcp[1]} on {call.mcp[0]}" if call is not None and call.mcp is not None else result.name
     return _event({"description": f"Ran {name}" if result.ok else f"{name} failed",
                    "done": True, **({} if result.ok else {"error": True})})
+
+
+def progress(event: Progress) -> dict[str, Any]:
+    """A long run's status line ("3 of 5 questions, 14 sources read")."""
+    return _event({"description": event.description, "done": event.done})

@@ -31,7 +31,8 @@ async def test_serve_with_auto_starts_while_the_upstream_is_down_and_serves_it_o
         async with aiohttp.ClientSession() as session:
             async with session.get(gateway.base_url + "/v1/models") as resp:
                 assert resp.status == 200
-                assert [m["id"] for m in (await resp.json())["data"]] == ["agent-gateway"]
+                assert [m["id"] for m in (await resp.json())["data"]] == ["agent-gateway",
+                                                                          "agent-gateway-deep-research"]
             # the upstream comes up on that port: a request for one of its models finds it once the
             # discovery's back-off after the failed looks has passed (issue 42: 1 s doubling, so a
             # burst of unknown ids against a down upstream is a few /models calls, not one each)

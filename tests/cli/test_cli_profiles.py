@@ -46,7 +46,7 @@ async def test_two_profiles_serve_side_by_side_with_their_own_model_keys_and_sto
                 auth = {"Authorization": f"Bearer {keys[name]}"}
                 async with session.get(gateway.base_url + "/v1/models", headers=auth) as resp:
                     assert resp.status == 200
-                    assert [m["id"] for m in (await resp.json())["data"]] == [name]
+                    assert [m["id"] for m in (await resp.json())["data"]] == [name, f"{name}-deep-research"]
                 other = "bob" if name == "alice" else "alice"
                 async with session.get(gateway.base_url + "/v1/models",
                                        headers={"Authorization": f"Bearer {keys[other]}"}) as resp:

@@ -29,7 +29,8 @@ async def test_models_lists_the_advertised_model(make_client):
     client = await make_client(model_name="research")
     body = await (await client.get("/v1/models")).json()
     assert body["object"] == "list"
-    [model] = body["data"]
+    [model, deep] = body["data"]
+    assert deep["id"] == "research-deep-research"  # the research loop's id (AGENT_RESEARCH)
     assert model["id"] == "research" and model["object"] == "model" and isinstance(model["created"], int)
     assert model["owned_by"]
     single = await client.get("/v1/models/research")

@@ -127,7 +127,8 @@ async def test_models_lists_every_route_with_its_owner_and_context_window(routed
     resp = await client.get("/v1/models")
     data = (await resp.json())["data"]
     by_id = {card["id"]: card for card in data}
-    assert [card["id"] for card in data] == ["agent-gateway", "one", "two", "three"]
+    assert [card["id"] for card in data] == ["agent-gateway", "one", "two", "three", "agent-gateway-deep-research",
+                                             "one-deep-research", "two-deep-research", "three-deep-research"]
     assert by_id["one"]["owned_by"] == "vllm" and by_id["one"]["context_window"] == 32768
     assert by_id["two"]["owned_by"] == "fake" and by_id["two"]["context_window"] == 131072
     assert by_id["three"]["context_window"] == 8192  # the route's own word wins
@@ -249,7 +250,8 @@ async def test_previous_response_id_continues_on_the_model_named_now(routed, ups
 async def test_a_list_of_model_ids_serves_those_on_the_default_upstream(aiohttp_client, make_settings, upstream):
     client = await aiohttp_client(create_app(make_settings(llm_models=models("fake-model,other-model")), tools=[]))
     ids = [card["id"] for card in (await (await client.get("/v1/models")).json())["data"]]
-    assert ids == ["agent-gateway", "fake-model", "other-model"]
+    assert ids == ["agent-gateway", "fake-model", "other-model", "agent-gateway-deep-research",
+                   "fake-model-deep-research", "other-model-deep-research"]
     status, reply = await _ask(client, "chat", "other-model", False)
     assert reply[0] == "other-model" and upstream.requests[-1]["model"] == "other-model"
     assert (await _ask(client, "chat", "third-model", False))[0] == 404
@@ -260,8 +262,8 @@ async def test_auto_lists_what_the_upstream_lists_and_picks_up_a_model_added_lat
     upstream.model_fields["other-model"] = {"meta": {"n_ctx_train": 4096}}  # llama.cpp's meta
     client = await aiohttp_client(create_app(make_settings(llm_models=models("auto")), tools=[]))
     data = (await (await client.get("/v1/models")).json())["data"]
-    assert [card["id"] for card in data] == ["agent-gateway", "fake-model", "other-model"]
-    assert data[2]["context_window"] == 4096
+    assert [card["id"] for card in data][:3] == ["agent-gateway", "fake-model", "other-model"]
+    assert data[2]["context_window"] == 4096 and data[5]["id"] == "other-model-deep-research"
     upstream.models.append("new-model")
     status, reply = await _ask(client, "chat", "new-model", False)  # unknown: one look at the list
     assert status == 200 and reply[0] == "new-model"

@@ -43,7 +43,7 @@ async def test_sdk_stream_with_tool_round(sdk, upstream):
 
 async def test_sdk_models(sdk):
     models = await sdk.models.list()
-    assert [m.id for m in models.data] == ["agent-gateway"]
+    assert [m.id for m in models.data] == ["agent-gateway", "agent-gateway-deep-research"]
     assert (await sdk.models.retrieve("agent-gateway")).id == "agent-gateway"
     with pytest.raises(openai.NotFoundError):
         await sdk.models.retrieve("nope")

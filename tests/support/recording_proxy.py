@@ -43,9 +43,12 @@ class Exchange:
 
 
 class RecordingProxy:
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, *, max_tokens_cap: int | None = None) -> None:
         self.target = target.rstrip("/")
         self.exchanges: list[Exchange] = []
+        #: lowers every chat request's `max_tokens` to this on its way (recorded as the client sent
+        #: it): for tests of mechanics on a slow CPU model, where each token costs
+        self.max_tokens_cap = max_tokens_cap
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -73,6 +76,8 @@ class RecordingProxy:
         except ValueError:
             body = None
         headers = {name: request.headers[name] for name in _PASSED if name in request.headers}
+        if self.max_tokens_cap is not None and isinstance(body, dict) and "max_tokens" in body:
+            raw = json.dumps({**body, "max_tokens": min(body["max_tokens"], self.max_tokens_cap)}).encode()
         async with self._client.request(request.method, self.target + request.path_qs, data=raw or None,
                                         headers=headers) as upstream:
             content_type = upstream.headers.get("Content-Type", "")

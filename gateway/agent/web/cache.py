@@ -7,7 +7,8 @@ both in entries and in bytes (cachetools' TTLCache evicts least recently used fi
 
 Concurrent identical calls share one provider call: the first starts it as a task of its own, the
 others wait on that task (shielded, each with its own deadline), so a caller that gives up or is
-cancelled does not fail the others. With `web.cache_ttl` 0 nothing is kept but identical calls in
+cancelled does not fail the others; when the last caller waiting is cancelled (its client gone), the
+call is cancelled too, closing its connection. With `web.cache_ttl` 0 nothing is kept but identical calls in
 flight are still shared.
 
 Private and loopback URLs are never cached or shared: their pages may be visible only from the
@@ -143,6 +144,8 @@ class ResultCache:
                 maxsize=max_bytes, ttl=ttl, getsizeof=lambda outcome: max(floor, _size(outcome)), **extra
             )
         self._in_flight: dict[CacheKey, asyncio.Task[Attempt]] = {}
+        #: callers waiting on each shared call: the last one cancelled cancels the call
+        self._waiting: dict[asyncio.Task[Attempt], int] = {}
         self.hits = 0
         self.misses = 0
 
@@ -172,11 +175,22 @@ class ResultCache:
         if task is None:
             task = asyncio.create_task(self._run(key, produce))
             self._in_flight[key] = task
+        self._waiting[task] = self._waiting.get(task, 0) + 1
         try:
             async with asyncio.timeout(timeout):  # not wait_for: one future and callback fewer per call
                 return await asyncio.shield(task)
         except TimeoutError:
             return Attempt(failure(late), fault=True)
+        except asyncio.CancelledError:
+            # the last caller cancelled (its client gone, its run cancelled): nobody waits for the
+            # provider's answer, so its connection is closed now rather than left to finish
+            if self._waiting.get(task) == 1 and not task.done():
+                task.cancel()
+            raise
+        finally:
+            left = self._waiting.pop(task, 1) - 1
+            if left:
+                self._waiting[task] = left
 
     async def _run(self, key: CacheKey, produce: Callable[[], Awaitable[Attempt]]) -> Attempt:
         try:

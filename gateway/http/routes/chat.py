@@ -17,6 +17,7 @@ from gateway.http import access, appkeys
 from gateway.http.body import read_json_object
 from gateway.http.checks import continue_if_a_run_slot_is_free
 from gateway.http.model_routes import context_window, route_turn
+from gateway.http.research import research_base, research_options
 from gateway.http.run_loop import Messages, run_streamed, run_whole
 from gateway.http.sse import frames
 from gateway.upstream.routes import RouteTurn
@@ -35,9 +36,10 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     chat = parse_chat_request(await read_json_object(request))
     app = request.app  # a property over the match info: read once
     settings = app[appkeys.SETTINGS]
+    base = await research_base(request, chat.model) if settings.research else None
     # None without `models:` (checked here on the settings: no lookup, no coroutine per request for it)
-    turn = await route_turn(request, chat.model) if settings.llm_models is not None else None
-    access.check_model(settings.model_name if turn is None else turn.route.id, chat.model)
+    turn = await route_turn(request, base or chat.model) if settings.llm_models is not None else None
+    access.check_model(settings.model_name if turn is None else turn.route.id, chat.model, research=base is not None)
     if has_files(chat.messages):  # read into text before the estimate: a document costs its text
         chat.messages, _ = await read_file_parts(chat.messages, param="messages")
     fixed = _fixed_tokens_past_smallest_window(chat.messages, chat.client_tools, chat.params)
@@ -48,11 +50,14 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         web=chat.web, background=chat.background, first_source=chat.first_source,
     )
     access.limit_tools(agent_request, "web_search_options")
+    if base is not None:  # a frontend's housekeeping (a title, tags) asked of a research id: a plain answer
+        research = await research_options(request, turn, max_output_tokens=_max_tokens(chat.params))
+        agent_request.research = None if chat.background else research
     if turn is None:
         model, reasoning = chat.model or settings.model_name, settings.reasoning == "show"
     else:
         agent_request.opener, agent_request.web_tools = turn.open, turn.route.web_tools
-        model, reasoning = turn.route.id, turn.route.reasoning == "show"
+        model, reasoning = turn.model_id, turn.route.reasoning == "show"
     if chat.stream:
         progress = tool_progress(settings.tool_progress, request.headers, chat.client_tools, chat.messages)
         encoder = ChatChunkEncoder(model, include_usage=chat.include_usage, progress=progress,
@@ -69,7 +74,7 @@ class _ChatWhole:
 
     async def end(self, messages: Messages) -> web.Response:
         if self.turn is not None:  # the route that answered (a fallback's, perhaps)
-            self.builder.model = self.turn.served.id
+            self.builder.model = self.turn.model_id
         return web.Response(body=json_out.dumps(self.builder.result()), content_type="application/json")
 
 
@@ -83,8 +88,8 @@ class _ChatStream:
 
     def begin(self) -> bytes:
         turn, encoder = self.turn, self.encoder
-        if turn is not None and turn.served.id != encoder.model:  # a fallback answered
-            self.encoder = ChatChunkEncoder(turn.served.id, include_usage=encoder.include_usage,
+        if turn is not None and turn.model_id != encoder.model:  # a fallback answered
+            self.encoder = ChatChunkEncoder(turn.model_id, include_usage=encoder.include_usage,
                                             progress=encoder.progress, reasoning=encoder.reasoning)
         return frames([self.encoder.start()])
 
@@ -102,6 +107,11 @@ class _ChatStream:
 
 
 DONE = frames(["[DONE]"])
+
+
+def _max_tokens(params: dict[str, Any]) -> int | None:
+    output = params.get("max_completion_tokens", params.get("max_tokens"))
+    return output if isinstance(output, int) and not isinstance(output, bool) and output > 0 else None
 
 
 def _fixed_tokens_past_smallest_window(messages: Messages, tools: list[Any], params: dict[str, Any]) -> int | None:

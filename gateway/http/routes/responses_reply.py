@@ -61,7 +61,7 @@ class Reply:
     def served(self) -> None:
         """The response's `model` is the route that answered (a fallback's, perhaps)."""
         if self.turn is not None:
-            self.builder.model = self.turn.served.id
+            self.builder.model = self.turn.model_id
 
     async def save(self, messages: Messages) -> None:
         """Store the response as the builder has it, with its own turn (its input and the

@@ -14,6 +14,7 @@ from gateway.errors import InvalidRequestError, NotFoundError, echo
 from gateway.files.parts import ReadFile, cut_files, has_files, read_file_parts
 from gateway.http import access, appkeys
 from gateway.http.model_routes import context_window, route_turn
+from gateway.http.research import research_base, research_options
 from gateway.http.routes.responses_reply import Continuation as _Continuation
 from gateway.store.api import ResponseStore, UnknownConversationError
 from gateway.upstream.routes import RouteTurn
@@ -37,8 +38,10 @@ async def prepare_turn(app: web.Application, store: ResponseStore, parsed: Respo
     the agent request; the 4xx of a bad model, a previous response or conversation not found."""
     settings = app[appkeys.SETTINGS]
     # the model the client names now, whatever a previous response used (as OpenAI does)
-    turn = await route_turn(app, parsed.model) if settings.llm_models is not None else None
-    access.check_model(settings.model_name if turn is None else turn.route.id, parsed.model)
+    base = await research_base(app, parsed.model) if settings.research else None
+    turn = await route_turn(app, base or parsed.model) if settings.llm_models is not None else None
+    access.check_model(settings.model_name if turn is None else turn.route.id, parsed.model,
+                       research=base is not None)
     if turn is not None and turn.route.vision:
         parsed.show_tool_images()
     read: list[ReadFile] = []
@@ -59,12 +62,14 @@ async def prepare_turn(app: web.Application, store: ResponseStore, parsed: Respo
     if any(item["type"] == mcp_approvals.RESPONSE for item in parsed.input_items):
         labels = [server.label for server in parsed.mcp] + [spec.label for spec in settings.mcp_servers]
         agent_request.approvals = mcp_approvals.resolve(parsed.input_items, parsed.earlier_items, labels)
+    if base is not None:
+        agent_request.research = await research_options(app, turn, parsed.max_tool_calls, parsed.max_output_tokens)
     if turn is None:
         model, reasoning = parsed.model or settings.model_name, settings.reasoning
     else:
         agent_request.opener, agent_request.web_tools = turn.open, turn.route.web_tools
         agent_request.vision = turn.route.vision
-        model, reasoning = turn.route.id, turn.route.reasoning
+        model, reasoning = turn.model_id, turn.route.reasoning
     return PreparedTurn(agent_request, continuation, turn, model, reasoning == "show")
 
 

@@ -174,3 +174,29 @@ async def test_the_cache_is_bounded_in_entries_and_in_bytes():
     huge = sized(20_000)
     assert await keep(by_size, "huge", huge) is huge  # handed over, not kept
     assert len(by_size) == 3
+
+
+async def test_a_shared_call_goes_on_for_a_caller_left_and_stops_when_the_last_one_is_cancelled():
+    started, stopped = asyncio.Event(), asyncio.Event()
+
+    async def slow() -> Attempt:
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            stopped.set()
+            raise
+        return Attempt({"success": True, "data": {"web": []}})
+
+    cache = ResultCache(60)
+    key = ("search", "p", "q", ())
+    first = asyncio.ensure_future(cache.get_or_call(key, slow, 60, late="late"))
+    second = asyncio.ensure_future(cache.get_or_call(key, slow, 60, late="late"))
+    await started.wait()
+    first.cancel()
+    await asyncio.sleep(0.05)
+    assert not stopped.is_set()  # the other caller still waits for it
+    second.cancel()
+    async with asyncio.timeout(1):
+        await stopped.wait()  # nobody waits: the provider call (and its connection) is cancelled
+    await cache.aclose()
