@@ -80,6 +80,7 @@ class Settings:
     max_followers_per_key: int = 32
     follower_stall_seconds: float = 30.0
     max_body_bytes: int = 10_000_000
+    max_file_mb: float = 32.0
     body_timeout: float = 30.0
     header_timeout: float = 10.0
     max_connections: int = 1000

@@ -36,7 +36,7 @@ log = logging.getLogger("agent_gateway.store")
 
 #: The schema this gateway writes. Each step migrates from the version before it; a database at a
 #: higher version than this was written by a newer gateway, which this one refuses to run against.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 9
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
         # last_access: a cluster-wide sequence, so replicas agree on "least recently used"
@@ -185,6 +185,33 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         END $$""",
         "CREATE TRIGGER responses_take_their_runs AFTER DELETE ON responses"
         " FOR EACH ROW EXECUTE FUNCTION agent_gateway_response_runs()",
+    ),
+    7: (),  # placeholder: another branch's step
+    8: (),  # placeholder: another branch's step
+    # Uploaded files, as SQLite's version 9 (store/postgres/files.py): `bytes` counted by the size
+    # trigger of version 3; the data kept out of line uncompressed (EXTERNAL: uploads are mostly PDFs
+    # and images, already compressed, so trying again costs CPU for nothing).
+    9: (
+        """CREATE TABLE IF NOT EXISTS files (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            last_access BIGINT NOT NULL,
+            seq BIGINT NOT NULL,
+            filename TEXT NOT NULL,
+            purpose TEXT NOT NULL,
+            media_type TEXT NOT NULL,
+            size BIGINT NOT NULL,
+            bytes BIGINT NOT NULL,
+            text TEXT,
+            note TEXT,
+            data BYTEA NOT NULL
+        )""",
+        "ALTER TABLE files ALTER COLUMN data SET STORAGE EXTERNAL",
+        "CREATE INDEX IF NOT EXISTS files_by_owner ON files (owner, seq)",
+        "CREATE INDEX IF NOT EXISTS files_by_last_access ON files (owner, last_access, id) INCLUDE (bytes)",
+        "CREATE TRIGGER files_usage AFTER INSERT OR UPDATE OR DELETE ON files"
+        " FOR EACH ROW EXECUTE FUNCTION agent_gateway_store_usage()",
     ),
 }
 #: pg_advisory_xact_lock keys: schema migration, and the writes that must see each other

@@ -38,7 +38,7 @@ from gateway.store.keys import KEY_TABLES
 
 log = logging.getLogger("agent_gateway.store")
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 9
 
 _USAGE_TRIGGERS = tuple(
     f"""CREATE TRIGGER IF NOT EXISTS {table}_usage_{event.split()[0].lower()} AFTER {event} ON {table}
@@ -162,6 +162,34 @@ STEPS: dict[int, tuple[str, ...]] = {
         "UPDATE store_usage SET bytes = bytes + (SELECT coalesce(sum(length(frame)), 0) FROM background_events)",
         """CREATE TRIGGER IF NOT EXISTS responses_take_their_runs AFTER DELETE ON responses
         BEGIN DELETE FROM background_runs WHERE response_id = old.id; END""",
+    ),
+    7: (),  # placeholder: another branch's step
+    8: (),  # placeholder: another branch's step
+    # Uploaded files (store/sqlite/files.py, the Files API): the bytes last (a read of the metadata or
+    # the cached text stops before them); `bytes` is what the file counts in the store's size, its
+    # owner's stored bytes and the byte bound (store/files.py `stored_bytes`), kept by the usage triggers.
+    9: (
+        """CREATE TABLE IF NOT EXISTS files (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            last_access INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            filename TEXT NOT NULL,
+            purpose TEXT NOT NULL,
+            media_type TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            bytes INTEGER NOT NULL,
+            text TEXT,
+            note TEXT,
+            data BLOB NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS files_by_owner ON files (owner, seq)",
+        "CREATE INDEX IF NOT EXISTS files_by_last_access ON files (owner, last_access, id)",
+        *(f"""CREATE TRIGGER IF NOT EXISTS files_usage_{event.split()[0].lower()} AFTER {event} ON files
+        BEGIN UPDATE store_usage SET bytes = bytes {change}; END"""
+          for event, change in (("INSERT", "+ new.bytes"), ("DELETE", "- old.bytes"),
+                                ("UPDATE OF bytes", "- old.bytes + new.bytes"))),
     ),
 }
 

@@ -25,12 +25,14 @@ from gateway.store.api import (
     StoredResponse,
     StoreUnavailableError,
 )
+from gateway.store.files import FileStore
 from gateway.store.group_commit import GroupCommit
 from gateway.store.json_columns import from_text, to_text
 from gateway.store.owners import DEFAULT_OWNER, owner_prefix
 from gateway.store.runs import RunStore
 from gateway.store.sqlite.conversations import SQLiteConversations
 from gateway.store.sqlite.faults import describe as _describe
+from gateway.store.sqlite.files import SQLiteFiles
 from gateway.store.sqlite.runs import SQLiteRuns
 from gateway.store.sqlite.schema import SCHEMA_VERSION, migrate
 from gateway.store.sqlite.space import SQLiteSpace
@@ -117,10 +119,15 @@ class SQLiteResponseStore(SQLiteSpace, SQLiteConversations, ResponseStore):
         # the profile whose rows this store bounds and whose queued runs it claims (None: any)
         self._owner_prefix = owner_prefix(profile)
         self._runs = SQLiteRuns(self, profile)
+        self._files = SQLiteFiles(self)
 
     @property
     def runs(self) -> RunStore:
         return self._runs
+
+    @property
+    def files(self) -> FileStore:
+        return self._files
 
     def _fail(self, exc: sqlite3.Error) -> StoreUnavailableError:
         return StoreUnavailableError(
