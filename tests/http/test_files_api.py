@@ -9,6 +9,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import openai
 import pytest
 from openai import AsyncOpenAI
@@ -16,6 +17,7 @@ from openai import AsyncOpenAI
 from gateway.http import appkeys
 from gateway.store.owners import DEFAULT_OWNER
 from tests.fakes.upstream import text
+from tests.keys.test_keys_isolation import bearer, make_key
 from tests.support.documents import two_page_pdf
 from tests.support.helpers import assert_error_envelope
 
@@ -115,8 +117,6 @@ async def test_an_uploaded_image_named_in_an_input_file_is_a_400_naming_the_type
 ])
 async def test_a_malformed_upload_is_a_4xx_with_the_envelope(client: Any, form: dict[str, Any], status: int,
                                                              param: str) -> None:
-    import aiohttp
-
     data = aiohttp.FormData(default_to_multipart=True)
     for name, value in form.items():
         if isinstance(value, tuple):
@@ -197,3 +197,59 @@ async def test_a_chunked_upload_is_cut_off_with_a_413_once_its_file_passes_the_l
     status_line, _, answer = await _raw_answer(client, head, chunk)
     assert status_line.startswith(b"HTTP/1.1 413"), status_line
     assert json.loads(answer)["error"]["code"] == "request_too_large"
+
+
+async def test_another_keys_file_is_the_same_404_as_an_unknown_one_and_a_400_as_an_input(
+        tmp_path: Any, make_client: Any, upstream: Any) -> None:
+    alice, bob = await make_key(tmp_path, "alice"), await make_key(tmp_path, "bob")
+    client = await make_client()
+    data = aiohttp.FormData()
+    data.add_field("purpose", "user_data")
+    data.add_field("file", b"alice's notes", filename="notes.txt", content_type="text/plain")
+    reply = await client.post("/v1/files", data=data, headers=bearer(alice))
+    assert reply.status == 200, await reply.text()
+    file_id = (await reply.json())["id"]
+    unknown = "file-" + "x" * 24
+    for method, path in (("GET", "/v1/files/{}"), ("GET", "/v1/files/{}/content"), ("DELETE", "/v1/files/{}")):
+        answers = []
+        for asked in (file_id, unknown):
+            async with client.request(method, path.format(asked), headers=bearer(bob)) as got:
+                answers.append((got.status, (await got.text()).replace(asked, "<id>")))
+        assert answers[0] == answers[1] and answers[0][0] == 404, (method, path, answers)
+    listed = await (await client.get("/v1/files", headers=bearer(bob))).json()
+    assert listed["data"] == [] and listed["has_more"] is False
+    reply = await client.post("/v1/responses", headers=bearer(bob), json={"model": "m", "input": [
+        {"role": "user", "content": [{"type": "input_file", "file_id": file_id}]}]})
+    assert reply.status == 400 and file_id in (await reply.json())["error"]["message"]
+    assert upstream.requests == []
+    async with client.get(f"/v1/files/{file_id}/content", headers=bearer(alice)) as got:
+        assert got.status == 200 and await got.read() == b"alice's notes"
+
+
+async def test_files_count_in_the_keys_stored_bytes_quota(tmp_path: Any, make_client: Any) -> None:
+    small = await make_key(tmp_path, "small", "--max-stored-mb", "1")
+    client = await make_client(llm_context_window=10**7)
+
+    async def upload(size: int) -> Any:
+        data = aiohttp.FormData()
+        data.add_field("purpose", "user_data")
+        data.add_field("file", b"x" * size, filename="big.txt", content_type="text/plain")
+        return await client.post("/v1/files", data=data, headers=bearer(small))
+
+    first = await upload(600_000)
+    assert first.status == 200, await first.text()
+    second = await upload(600_000)
+    assert second.status == 429
+    error = (await second.json())["error"]
+    assert error["code"] == "insufficient_quota" and error["type"] == "insufficient_quota"
+    # the file holds the quota for responses too
+    reply = await client.post("/v1/responses", json={"model": "m", "input": "y" * 300_000}, headers=bearer(small))
+    assert reply.status == 429
+    file_id = (await first.json())["id"]
+    assert (await client.delete(f"/v1/files/{file_id}", headers=bearer(small))).status == 200
+    for _ in range(100):  # the room is seen once the ring re-reads the stored bytes (every 2 s)
+        reply = await upload(600_000)
+        if reply.status == 200:
+            break
+        await asyncio.sleep(0.1)
+    assert reply.status == 200
