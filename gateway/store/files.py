@@ -75,7 +75,7 @@ def stored_bytes(file: StoredFile, text: FileText | None = None) -> int:
 
 class FileStore(ABC):
     @abstractmethod
-    async def add(self, file: StoredFile, data: bytes) -> None:
+    async def add(self, file: StoredFile, data: bytes | bytearray) -> None:
         """Keep a new file (its id is new) with its bytes; then the byte bound, never evicting it."""
 
     @abstractmethod
@@ -124,7 +124,7 @@ class OwnedFiles:
         self.owner = owner
         self._room = room
 
-    async def add(self, file: StoredFile, data: bytes) -> StoredFile:
+    async def add(self, file: StoredFile, data: bytes | bytearray) -> StoredFile:
         if self._room is not None:
             self._room(stored_bytes(file), None)
         file = dataclasses.replace(file, owner=self.owner)

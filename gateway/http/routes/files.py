@@ -105,14 +105,14 @@ async def create_file(request: web.Request) -> web.Response:
     return _json(file.object())
 
 
-async def _read_upload(request: web.Request) -> tuple[str, str, bytes, str]:
+async def _read_upload(request: web.Request) -> tuple[str, str, bytes | bytearray, str]:
     settings = request.app[appkeys.SETTINGS]
     try:
         reader = await request.multipart()
     except (ValueError, AssertionError) as exc:  # no boundary, or not multipart after all
         raise InvalidRequestError(f"the upload is not valid multipart/form-data ({exc})") from None
     purpose: str | None = None
-    found: tuple[str, str, bytes] | None = None
+    found: tuple[str, str, bytes | bytearray] | None = None
     for _ in range(_MAX_PARTS):
         part = await reader.next()
         if part is None:
@@ -149,14 +149,15 @@ async def _read_upload(request: web.Request) -> tuple[str, str, bytes, str]:
     return filename, media_type, data, purpose
 
 
-async def _read_part(part: BodyPartReader, limit: int, *, too_large: Any) -> bytes:
-    """The part's bytes, or `too_large()` as soon as they pass `limit` (the rest is never read)."""
+async def _read_part(part: BodyPartReader, limit: int, *, too_large: Any) -> bytes | bytearray:
+    """The part's bytes, or `too_large()` as soon as they pass `limit` (the rest is never read).
+    The buffer itself, not a copy: both database drivers take a bytearray, so an upload is held once."""
     body = bytearray()
     while chunk := await part.read_chunk(_CHUNK):
         if len(body) + len(chunk) > limit:
             raise too_large()
         body += chunk
-    return bytes(part.decode(body)) if part.headers.get("Content-Transfer-Encoding") else bytes(body)
+    return bytes(part.decode(body)) if part.headers.get("Content-Transfer-Encoding") else body
 
 
 def _filename(given: str | None) -> str:

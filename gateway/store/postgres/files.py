@@ -52,7 +52,7 @@ class PostgresFiles(FileStore):
         self.database = database
         self._bound = bound
 
-    async def add(self, file: StoredFile, data: bytes) -> None:
+    async def add(self, file: StoredFile, data: bytes | bytearray) -> None:
         async with self.database.transaction() as conn:
             await conn.execute(_INSERT, file.id, file.created_at, file.filename, file.purpose, file.size,
                                file.media_type, file.owner, stored_bytes(file), data)

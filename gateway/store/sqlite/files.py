@@ -57,7 +57,7 @@ class SQLiteFiles(FileStore):
     def __init__(self, store: _Store) -> None:
         self._store = store
 
-    async def add(self, file: StoredFile, data: bytes) -> None:
+    async def add(self, file: StoredFile, data: bytes | bytearray) -> None:
         async def body(db: aiosqlite.Connection) -> None:
             await db.execute(_INSERT, (file.id, file.created_at, file.filename, file.purpose, file.size,
                                        file.media_type, file.owner, self._store._tick(), stored_bytes(file), data))
