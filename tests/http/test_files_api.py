@@ -253,3 +253,15 @@ async def test_files_count_in_the_keys_stored_bytes_quota(tmp_path: Any, make_cl
             break
         await asyncio.sleep(0.1)
     assert reply.status == 200
+
+
+@pytest.mark.parametrize("body", [
+    b'--xyz\r\nContent-Disposition: form-data; name="x\x1dk"\r\n\r\nv\r\n--xyz--\r\n',  # found by the fuzzer
+    b"--xyz\r\nno header line at all\r\n\r\nv\r\n--xyz--\r\n",
+    b"not multipart at all",
+])
+async def test_a_malformed_multipart_body_is_a_400_with_the_envelope(client: Any, body: bytes) -> None:
+    reply = await client.post("/v1/files", data=body,
+                              headers={"Content-Type": "multipart/form-data; boundary=xyz"})
+    assert reply.status == 400, await reply.text()
+    assert_error_envelope(await reply.json())

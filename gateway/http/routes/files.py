@@ -21,10 +21,17 @@ from typing import Any
 from urllib.parse import quote
 
 from aiohttp import BodyPartReader, web
+from aiohttp.http_exceptions import HttpProcessingError
 from aiohttp.web_urldispatcher import _default_expect_handler
 
 from gateway.common import json_out
-from gateway.errors import InvalidRequestError, RequestTimeoutError, UnsupportedMediaTypeError, echo
+from gateway.errors import (
+    InvalidRequestError,
+    RequestTimeoutError,
+    UndecodableBodyError,
+    UnsupportedMediaTypeError,
+    echo,
+)
 from gateway.files.sources import FileSources
 from gateway.http import appkeys
 from gateway.http.auth import quota_before_run, store_of
@@ -98,6 +105,12 @@ async def create_file(request: web.Request) -> web.Response:
     except TimeoutError:
         raise RequestTimeoutError(f"the upload did not arrive within API_SERVER_BODY_TIMEOUT "
                                   f"({settings.body_timeout:g} s)") from None
+    except web.RequestPayloadError:  # its framing or Content-Encoding broke: the connection cannot go on
+        raise UndecodableBodyError("the upload could not be read: it does not match its Content-Encoding or "
+                                   "Transfer-Encoding") from None
+    except (HttpProcessingError, ValueError, AssertionError) as exc:
+        # aiohttp's multipart reader on a malformed part (a bad header, a broken boundary): the client's
+        raise InvalidRequestError(f"the upload is not valid multipart/form-data ({type(exc).__name__})") from None
     filename, media_type, data, purpose = upload
     file = StoredFile(id=new_file_id(), created_at=int(time.time()), filename=filename, purpose=purpose,
                       size=len(data), media_type=media_type)
@@ -107,10 +120,7 @@ async def create_file(request: web.Request) -> web.Response:
 
 async def _read_upload(request: web.Request) -> tuple[str, str, bytes | bytearray, str]:
     settings = request.app[appkeys.SETTINGS]
-    try:
-        reader = await request.multipart()
-    except (ValueError, AssertionError) as exc:  # no boundary, or not multipart after all
-        raise InvalidRequestError(f"the upload is not valid multipart/form-data ({exc})") from None
+    reader = await request.multipart()  # no boundary: a ValueError, a 400 (create_file)
     purpose: str | None = None
     found: tuple[str, str, bytes | bytearray] | None = None
     for _ in range(_MAX_PARTS):
