@@ -5,6 +5,8 @@ an upload past API_SERVER_MAX_FILE_MB is a 413 before its body is read."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import gzip
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -265,3 +267,23 @@ async def test_a_malformed_multipart_body_is_a_400_with_the_envelope(client: Any
                               headers={"Content-Type": "multipart/form-data; boundary=xyz"})
     assert reply.status == 400, await reply.text()
     assert_error_envelope(await reply.json())
+
+
+async def test_a_compressed_part_is_refused_and_a_base64_part_is_decoded(client: Any) -> None:
+    def form(headers: str, payload: bytes) -> bytes:
+        return (b'--xyz\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nuser_data\r\n'
+                b'--xyz\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n' + headers.encode()
+                + b"\r\n" + payload + b"\r\n--xyz--\r\n")
+
+    content_type = {"Content-Type": "multipart/form-data; boundary=xyz"}
+    bomb = gzip.compress(b"\0" * 5_000_000)
+    reply = await client.post("/v1/files", data=form("Content-Encoding: gzip\r\n", bomb), headers=content_type)
+    assert reply.status == 400 and "compressed" in (await reply.json())["error"]["message"]
+    reply = await client.post("/v1/files", data=form("Content-Transfer-Encoding: x-uue\r\n", b"abc"),
+                              headers=content_type)
+    assert reply.status == 400, await reply.text()
+    reply = await client.post("/v1/files", data=form("Content-Transfer-Encoding: base64\r\n",
+                                                     base64.b64encode(b"hello")), headers=content_type)
+    assert reply.status == 200, await reply.text()
+    file_id = (await reply.json())["id"]
+    assert await (await client.get(f"/v1/files/{file_id}/content")).read() == b"hello"

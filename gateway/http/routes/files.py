@@ -54,6 +54,8 @@ _ID_ALPHABET = string.ascii_letters + string.digits
 _LIST_LIMIT = 10_000
 _CHUNK = 64 * 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: what a part may say of its bytes (RFC 2045; browsers and SDKs send none)
+_TRANSFER_ENCODINGS = ("binary", "8bit", "7bit", "base64", "quoted-printable")
 
 
 def new_file_id() -> str:
@@ -162,12 +164,21 @@ async def _read_upload(request: web.Request) -> tuple[str, str, bytes | bytearra
 async def _read_part(part: BodyPartReader, limit: int, *, too_large: Any) -> bytes | bytearray:
     """The part's bytes, or `too_large()` as soon as they pass `limit` (the rest is never read).
     The buffer itself, not a copy: both database drivers take a bytearray, so an upload is held once."""
+    # a compressed part would be inflated past every bound (aiohttp's decode does not stop): refused
+    if part.headers.get("Content-Encoding", "identity").strip().lower() != "identity":
+        raise InvalidRequestError("a compressed multipart part (Content-Encoding) is not accepted; send the file as is",
+                                  param=part.name)
+    transfer = part.headers.get("Content-Transfer-Encoding", "binary").strip().lower()
+    if transfer not in _TRANSFER_ENCODINGS:
+        raise InvalidRequestError(f"Content-Transfer-Encoding {echo(repr(transfer))} is not one of "
+                                  f"{', '.join(_TRANSFER_ENCODINGS)}", param=part.name)
     body = bytearray()
     while chunk := await part.read_chunk(_CHUNK):
         if len(body) + len(chunk) > limit:
             raise too_large()
         body += chunk
-    return bytes(part.decode(body)) if part.headers.get("Content-Transfer-Encoding") else body
+    # base64 and quoted-printable only shrink what they decode: still within the limit
+    return bytes(part.decode(body)) if transfer in ("base64", "quoted-printable") else body
 
 
 def _filename(given: str | None) -> str:
