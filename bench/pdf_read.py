@@ -2,6 +2,7 @@
 
     python -m bench.pdf_read                 # the gateway's reader (pypdf) on a 100-page PDF
     python -m bench.pdf_read --compare       # both libraries on 10 and 100 pages, a scan, real PDFs
+    python -m bench.pdf_read --uploaded      # an uploaded file (file_id): first use, then its kept text
 
 Each reading runs in a fresh interpreter, so its peak RSS (VmHWM) is its own: the library's
 import plus the reading. The PDFs are written by fpdf2 (a test dependency): 40 lines of text a page
@@ -29,6 +30,37 @@ path, how = sys.argv[1], sys.argv[2]
 before = hwm()
 start = time.perf_counter()
 data = open(path, "rb").read()
+def uploaded(path, data):
+    import asyncio, tempfile
+    from gateway.files.parts import read_file_parts
+    from gateway.files.sources import FileSources
+    from gateway.store.files import OwnedFiles, StoredFile
+    from gateway.store.sqlite.store import SQLiteResponseStore
+
+    async def run():
+        with tempfile.TemporaryDirectory() as home:
+            async with SQLiteResponseStore(home + "/responses.db", 100) as store:
+                files = OwnedFiles(store.files, "/bench")
+                t0 = time.perf_counter()
+                await files.add(StoredFile("file-bench", 0, "report.pdf", "user_data", len(data),
+                                           "application/pdf"), data)
+                t1 = time.perf_counter()
+                part = [{"role": "user", "content": [{"type": "file", "file": {"file_id": "file-bench"}}]}]
+                sources = FileSources(files, max_bytes=len(data))
+                first, _ = await read_file_parts(part, param="input", sources=sources)
+                t2 = time.perf_counter()
+                after_first = hwm()
+                second, _ = await read_file_parts(part, param="input", sources=sources)
+                t3 = time.perf_counter()
+                assert first == second
+                return {"store_s": t1 - t0, "first_use_s": t2 - t1, "second_use_s": t3 - t2,
+                        "peak_rss_mib": after_first, "peak_after_second_mib": hwm(), "start_rss_mib": before,
+                        "chars": len(first[0]["content"])}
+
+    return asyncio.run(run())
+if how == "uploaded":  # the Files API's path: store the file, read it by file_id twice (store/files.py)
+    print(json.dumps(uploaded(path, data)))
+    raise SystemExit
 if how == "gateway":
     from gateway.files.read import read_document
     document = read_document(data, path, "application/pdf")
@@ -78,7 +110,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--compare", action="store_true", help="pypdf and pdfminer.six, several PDFs")
     parser.add_argument("--pdf", action="append", default=[], help="a PDF of your own to add")
+    parser.add_argument("--uploaded", action="store_true", help="the 100-page PDF uploaded, used twice by file_id")
     args = parser.parse_args()
+    if args.uploaded:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp, "p100.pdf")
+            path.write_bytes(table_pdf(100))
+            r = measure(path, "uploaded")
+            print(f"100 pages, {path.stat().st_size} bytes: store {r['store_s']:.3f} s, first use (parse, keep the "
+                  f"text) {r['first_use_s']:.3f} s, second use (kept text) {r['second_use_s']:.3f} s; peak RSS "
+                  f"{r['peak_rss_mib']:.1f} MiB after the first, {r['peak_after_second_mib']:.1f} after the second "
+                  f"(start {r['start_rss_mib']:.1f}); {r['chars']} characters to the model")
+        return
     with tempfile.TemporaryDirectory() as tmp:
         files = {"100 pages": Path(tmp, "p100.pdf")}
         files["100 pages"].write_bytes(table_pdf(100))

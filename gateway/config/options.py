@@ -198,7 +198,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_stored_responses", "API_SERVER_MAX_STORED_RESPONSES", "api_server.max_stored_responses",
            _parse_int, 100, "LRU bound of the Responses store, per key", minimum=1),
     Option("max_store_mb", "API_SERVER_MAX_STORE_MB", "api_server.max_store_mb", _parse_int, 1024,
-           "byte bound of the profile's store in MB, responses, conversations and background events "
+           "byte bound of the profile's store in MB, responses, conversations, background events and files "
            "(the largest key's oldest evicted first)", minimum=1),
     Option("database_url", "API_SERVER_DATABASE_URL", "api_server.database_url", _parse_database_url, None,
            "postgresql://user:password@host:port/db: a store shared by replicas (unset: SQLite in the profile)"),
@@ -224,6 +224,9 @@ OPTIONS: tuple[Option, ...] = (
            "does not take) before the gateway drops it; the run goes on", minimum=0.01),
     Option("max_body_bytes", "API_SERVER_MAX_BODY_BYTES", "api_server.max_body_bytes", _parse_int,
            10_000_000, "request body limit in bytes (413 beyond it)", minimum=1),
+    Option("max_file_mb", "API_SERVER_MAX_FILE_MB", "api_server.max_file_mb", _parse_float, 32.0,
+           "largest file POST /v1/files takes, in megabytes (413 beyond it, before the body is read; "
+           "uploads are bounded by this, not by API_SERVER_MAX_BODY_BYTES)", minimum=0.001),
     Option("body_timeout", "API_SERVER_BODY_TIMEOUT", "api_server.body_timeout", _parse_float, 30.0,
            "seconds a client may take to send its whole request body (408 beyond it)", minimum=0.01),
     Option("header_timeout", "API_SERVER_HEADER_TIMEOUT", "api_server.header_timeout", _parse_float, 10.0,

@@ -81,6 +81,7 @@ class Settings:
     usage_days: int = 90
     follower_stall_seconds: float = 30.0
     max_body_bytes: int = 10_000_000
+    max_file_mb: float = 32.0
     body_timeout: float = 30.0
     header_timeout: float = 10.0
     max_connections: int = 1000

@@ -17,6 +17,7 @@ from typing import Any
 from gateway.errors import InvalidRequestError, echo
 from gateway.files.errors import FileReferenceNotSupportedError, UnreadableFileError
 from gateway.files.read import Document, ReadLimits, read_document
+from gateway.files.sources import FileSources
 from gateway.wire.context_budget import cut_to_tokens
 from gateway.wire.file_inputs import FileReference, InlineFile, file_input
 
@@ -44,9 +45,10 @@ def has_files(messages: list[dict[str, Any]]) -> bool:
 
 
 async def read_file_parts(messages: list[dict[str, Any]], *, param: str, limits: ReadLimits | None = None,
-                          ) -> tuple[list[dict[str, Any]], list[ReadFile]]:
+                          sources: FileSources | None = None) -> tuple[list[dict[str, Any]], list[ReadFile]]:
     """The messages with every file part read into a text part (new message objects where one
-    changed; the others as they were), and the files read."""
+    changed; the others as they were), and the files read. `sources` reads `file_id` and
+    `file_url` parts (files/sources.py); without it they are a 400."""
     out: list[dict[str, Any]] = []
     read: list[ReadFile] = []
     for m_index, message in enumerate(messages):
@@ -61,7 +63,7 @@ async def read_file_parts(messages: list[dict[str, Any]], *, param: str, limits:
                 parts.append(part)
                 continue
             where = f"{param}[{m_index}].content[{p_index}]" if param == "messages" else param
-            document = await _read(file_input(part, where), where, limits)
+            document = await _read(file_input(part, where), where, limits, sources)
             documents.append((len(parts), document))
             parts.append({"type": "text", "text": text_part(document)})
         changed = {**message, "content": parts}
@@ -109,20 +111,29 @@ def _is_file(part: Any) -> bool:
     return isinstance(part, dict) and part.get("type") == "file"
 
 
-async def _read(given: InlineFile | FileReference, param: str, limits: ReadLimits | None) -> Document:
+async def _read(given: InlineFile | FileReference, param: str, limits: ReadLimits | None,
+                sources: FileSources | None) -> Document:
     if isinstance(given, FileReference):
-        how = ("uploaded files (file_id) are not supported by this gateway yet" if given.kind == "file_id"
-               else "files by URL (file_url) are not supported by this gateway yet")
-        raise FileReferenceNotSupportedError(f"{how}: send the file's contents as 'file_data' "
-                                             "(a data: URL, or base64 with 'filename').", param=param)
-    data = _decoded(given.data, param)
+        if sources is None:
+            what = "uploaded files (file_id)" if given.kind == "file_id" else "files by URL (file_url)"
+            raise FileReferenceNotSupportedError(f"{what} are not read here: send the file's contents as "
+                                                 "'file_data' (a data: URL, or base64 with 'filename').", param=param)
+
+        async def read(data: bytes, filename: str, media_type: str, where: str) -> Document:
+            return await _read_bytes(data, filename, media_type, where, limits)
+
+        return await sources.document(given, param, limits, read)
+    return await _read_bytes(_decoded(given.data, param), given.filename, given.media_type, param, limits)
+
+
+async def _read_bytes(data: bytes, filename: str, media_type: str, param: str, limits: ReadLimits | None) -> Document:
     try:
-        return await asyncio.to_thread(read_document, data, given.filename, given.media_type, limits)
+        return await asyncio.to_thread(read_document, data, filename, media_type, limits)
     except InvalidRequestError as exc:  # the file's type, or a damaged file: named where it was given
         exc.param = param
         raise
     except Exception as exc:  # noqa: BLE001 - a parser's failure on a client's file is the file's fault
-        raise UnreadableFileError(f"The file {echo(repr(given.filename))} could not be read "
+        raise UnreadableFileError(f"The file {echo(repr(filename))} could not be read "
                                   f"({type(exc).__name__}).", param=param) from None
 
 

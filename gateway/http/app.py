@@ -20,6 +20,7 @@ from gateway.config.settings import Settings
 from gateway.http import appkeys
 from gateway.http.auth import add_rate_headers
 from gateway.http.checks import add_security_headers, allowed_hosts
+from gateway.http.client_notes import add_warning_header
 from gateway.http.cors import CORS_POLICY, CorsPolicy, add_cors_headers
 from gateway.http.lifecycle import Lifecycle, RunLimiter
 from gateway.http.middleware import front_door
@@ -30,6 +31,7 @@ from gateway.http.routes import (
     admin_usage,
     chat,
     conversations,
+    files,
     health,
     metrics,
     models,
@@ -118,7 +120,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
     app.cleanup_ctx.append(_keyring_ctx)  # after the store: stopped (its usage written) before it closes
     app.cleanup_ctx.append(_memory_release_ctx)
     app.on_cleanup.append(_write_after_reply)  # after every request has ended (the grace included)
-    for module in (health, openapi, models, chat, responses, conversations, web_status, admin, admin_usage,
+    for module in (health, openapi, models, chat, responses, conversations, files, web_status, admin, admin_usage,
                    admin_status, admin_page):
         app.router.add_routes(module.routes)
     return app
@@ -144,6 +146,7 @@ def _response_headers(cors: CorsPolicy, metrics_: Metrics | None) -> Callable[
         if cors_enabled:  # off (no API_SERVER_CORS_ORIGINS): no CORS header at all
             add_cors_headers(request, response)
         add_rate_headers(request, response)
+        add_warning_header(response)
         if metrics_ is not None:
             metrics_.response_prepared(request, response)
 

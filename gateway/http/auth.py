@@ -150,7 +150,7 @@ def quota_before_run(request: web.Request, size: int) -> None:
 def _over_quota(caller: Caller, used: int) -> InsufficientQuotaError:
     return InsufficientQuotaError(
         f"Key '{caller.name}' stores {used} bytes; storing this would pass its quota of {caller.max_stored_bytes} "
-        "bytes. Delete stored responses or conversations to make room, or send \"store\": false.", param=None)
+        "bytes. Delete stored responses, conversations or files to make room, or send \"store\": false.", param=None)
 
 
 def store_of(request: web.Request) -> OwnedStore:

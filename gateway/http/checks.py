@@ -103,7 +103,10 @@ def admit(request: web.Request, app: web.Application) -> Lifecycle:
     if lifecycle.draining:
         raise ServiceUnavailableError("the gateway is shutting down; retry shortly", retry_after=1)
     settings = app[appkeys.SETTINGS]
-    check_body_size(request, settings.max_body_bytes)
+    if request.path == UPLOAD_PATH and request.method == "POST":
+        check_upload_size(request, settings)
+    else:
+        check_body_size(request, settings.max_body_bytes)
     open_path = request.path in OPEN_PATHS or request.method == "OPTIONS" or (
         request.path == METRICS_PATH and is_metrics_scrape(request, settings))  # its own key, not a caller
     ring = app[appkeys.KEYRING]
@@ -121,6 +124,30 @@ def check_body_size(request: web.Request, limit: int) -> None:
     length = request.content_length
     if length is not None and length > limit:
         raise PayloadTooLargeError(f"the request body is larger than the {limit} bytes allowed")
+
+
+#: The one route whose body is bounded by API_SERVER_MAX_FILE_MB rather than API_SERVER_MAX_BODY_BYTES
+UPLOAD_PATH = "/v1/files"
+#: What a multipart upload carries beside the file itself: boundaries, part headers, `purpose`
+#: (the file part alone is held to the limit exactly while it streams: http/routes/files.py)
+UPLOAD_SLACK = 64 * 1024
+
+
+def file_limit(settings: Settings) -> int:
+    """The largest file an upload may carry, in bytes (API_SERVER_MAX_FILE_MB; MB = 10^6 bytes)."""
+    return int(settings.max_file_mb * 1_000_000)
+
+
+def file_too_large(settings: Settings) -> PayloadTooLargeError:
+    return PayloadTooLargeError(f"the file is larger than API_SERVER_MAX_FILE_MB ({settings.max_file_mb:g} MB) "
+                                "allows", param="file")
+
+
+def check_upload_size(request: web.Request, settings: Settings) -> None:
+    """An upload whose declared length passes the file limit is refused before a byte of it is read."""
+    length = request.content_length
+    if length is not None and length > file_limit(settings) + UPLOAD_SLACK:
+        raise file_too_large(settings)
 
 
 def presented_key(request: web.Request) -> str | None:

@@ -75,6 +75,7 @@ from gateway.errors import (
     ServiceUnavailableError,
     echo,
 )
+from gateway.store.files import FileStore
 from gateway.store.runs import RunStore
 
 
@@ -341,6 +342,13 @@ class ResponseStore(ABC):
     def runs(self) -> RunStore:
         """The background runs kept with this store (store/runs.py), by response id: a route
         checks ownership through the response's record before it touches the run."""
+
+    # ---- uploaded files ----------------------------------------------------------------------
+
+    @property
+    @abstractmethod
+    def files(self) -> FileStore:
+        """The uploaded files kept with this store (store/files.py), every operation by owner."""
 
     # ---- health ------------------------------------------------------------------------------
 

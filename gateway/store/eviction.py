@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 #: candidates per look at one owner's oldest objects
 BATCH = 64
 
-#: (kind, id, size): kind "response" or "conversation", oldest first
+#: (kind, id, size): kind "response", "conversation" or "file", oldest first
 Candidate = tuple[str, str, int]
 
 
@@ -33,7 +33,7 @@ async def evict_largest_first(sizes: dict[str, int], excess: int, keep: set[str]
             return
         owner = max(live, key=lambda name: (live[name], name))
         runner_up = max((size for name, size in live.items() if name != owner), default=0)
-        evict: dict[str, list[str]] = {"response": [], "conversation": []}
+        evict: dict[str, list[str]] = {"response": [], "conversation": [], "file": []}
         for kind, object_id, size in await oldest(owner):
             if excess <= 0 or sizes[owner] < runner_up:
                 break
@@ -42,5 +42,5 @@ async def evict_largest_first(sizes: dict[str, int], excess: int, keep: set[str]
             evict[kind].append(object_id)
             excess -= size
             sizes[owner] -= size
-        if not (evict["response"] or evict["conversation"]) or not await delete(evict):
+        if not any(evict.values()) or not await delete(evict):
             spared.add(owner)  # nothing of it can go now: the next owner

@@ -23,6 +23,7 @@ from gateway.store.api import (
     ResponseStore,
     StoredResponse,
 )
+from gateway.store.files import FileStore
 from gateway.store.runs import RunStore
 
 T = TypeVar("T")
@@ -108,6 +109,10 @@ class ObservedStore(ResponseStore):
     def runs(self) -> RunStore:
         # the inner store's: not timed here: each run store's operations are few and its waits long by design
         return self.inner.runs
+
+    @property
+    def files(self) -> FileStore:
+        return self.inner.files  # not timed: uploads and their reads are few and sized by the client
 
     async def check(self) -> None:
         await self._timed("check", self.inner.check())

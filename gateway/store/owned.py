@@ -9,6 +9,8 @@ unknown id gets. A chain stops at a record of another owner (as at a parent no l
 Operations on a conversation's items read the conversation first (one primary-key read), since
 item tables carry no owner: an owner never changes, so that check cannot go stale.
 
+`owned_files` is the owner's view of the uploaded files (store/files.py `OwnedFiles`).
+
 `room(n)`: called with the bytes a write adds, before it; raises InsufficientQuotaError when the
 key's stored-bytes quota would be passed. Reads and deletes never call it, so a key at its quota
 can still make room.
@@ -30,6 +32,7 @@ from gateway.store.api import (
     StoredResponse,
     UnknownConversationError,
 )
+from gateway.store.files import FileStore, OwnedFiles
 from gateway.store.json_columns import to_text, to_text_or_none
 from gateway.store.owners import scoped_name, unscoped_name
 from gateway.store.runs import RunStore
@@ -160,6 +163,15 @@ class OwnedStore(ResponseStore):
     def runs(self) -> RunStore:
         # the inner store's: runs are addressed by id once the route read the response through this view
         return self.inner.runs
+
+    @property
+    def files(self) -> FileStore:
+        return self.inner.files  # the whole store's: `owned_files` is the owner's view
+
+    @property
+    def owned_files(self) -> OwnedFiles:
+        """The owner's files, an upload's quota checked by `room` as any other write."""
+        return OwnedFiles(self.inner.files, self.owner, self._room)
 
     async def check(self) -> None:
         await self.inner.check()

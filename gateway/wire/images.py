@@ -37,3 +37,32 @@ def image_part(part: dict[str, Any], vision: bool) -> dict[str, Any]:
     if detail in DETAILS:
         image["detail"] = detail
     return {"type": "image_url", "image_url": image}
+
+
+def without_images(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """The messages with every chat `image_url` part replaced by IMAGE_NOTE (new message objects
+    where one changed, the others as they were; a message left with text parts only becomes one
+    string), and how many images were replaced: a turn for a route whose model reads no images."""
+    out: list[dict[str, Any]] = []
+    replaced = 0
+    for message in messages:
+        content = message.get("content")
+        if content.__class__ is not list or not any(_is_image(part) for part in content):
+            out.append(message)
+            continue
+        parts = []
+        for part in content:
+            if _is_image(part):
+                replaced += 1
+                parts.append({"type": "text", "text": IMAGE_NOTE})
+            else:
+                parts.append(part)
+        if all(isinstance(p, dict) and p.get("type") == "text" for p in parts):
+            out.append({**message, "content": "\n\n".join(str(p.get("text", "")) for p in parts)})
+        else:
+            out.append({**message, "content": parts})
+    return out, replaced
+
+
+def _is_image(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") == "image_url"

@@ -10,8 +10,10 @@ from typing import Any
 
 import openai
 import pytest
+from aiohttp import web
 from openai import AsyncOpenAI
 
+from gateway.errors import InvalidRequestError
 from tests.fakes.upstream import text
 from tests.support.documents import data_url, scanned_pdf, text_pdf, two_page_pdf
 from tests.support.helpers import assert_error_envelope
@@ -111,18 +113,56 @@ async def test_file_data_that_is_not_base64_is_400(client: Any) -> None:
         assert_error_envelope(await resp.json(), code="invalid_file")
 
 
-async def test_file_id_and_file_url_are_400_saying_they_are_not_supported_yet(sdk: AsyncOpenAI,
-                                                                              upstream: Any) -> None:
-    for part in ({"type": "input_file", "file_id": "file-abc123"},
-                 {"type": "input_file", "file_url": "https://example.com/a.pdf"}):
-        with pytest.raises(openai.BadRequestError) as raised:
-            await sdk.responses.create(model="m", input=[{"role": "user", "content": [part]}])
-        assert "not supported by this gateway yet" in raised.value.message
-        assert "file_data" in raised.value.message
-    with pytest.raises(openai.BadRequestError):
-        await sdk.chat.completions.create(model="m", messages=[
-            {"role": "user", "content": [{"type": "file", "file": {"file_id": "file-abc123"}}]}])
-    assert upstream.requests == []
+async def test_a_file_url_on_a_loopback_address_is_a_400_naming_it_and_nothing_is_fetched(
+        sdk: AsyncOpenAI, upstream: Any, aiohttp_server: Any) -> None:
+    fetched: list[str] = []
+
+    async def serve(request: web.Request) -> web.Response:
+        fetched.append(request.path)
+        return web.Response(body=b"secret", content_type="text/plain")
+
+    app = web.Application()
+    app.router.add_get("/{name}", serve)
+    server = await aiohttp_server(app)
+    with pytest.raises(openai.BadRequestError) as raised:
+        await sdk.responses.create(model="m", input=[{"role": "user", "content": [
+            {"type": "input_file", "file_url": str(server.make_url("/notes.txt"))}]}])
+    assert raised.value.body["param"].endswith("file_url")  # type: ignore[index]
+    assert "loopback" in raised.value.message
+    assert fetched == [] and upstream.requests == []
+
+
+async def test_a_file_url_is_fetched_and_read_where_private_addresses_are_allowed(
+        make_client: Any, upstream: Any, aiohttp_server: Any) -> None:
+    async def pdf(request: web.Request) -> web.Response:
+        return web.Response(body=two_page_pdf(), content_type="application/pdf")
+
+    async def big(request: web.Request) -> web.Response:
+        return web.Response(body=b"x" * 200_000, content_type="text/plain")
+
+    app = web.Application()
+    app.router.add_get("/docs/{name}", pdf)
+    app.router.add_get("/big", big)
+    server = await aiohttp_server(app)
+    client = await make_client(allow_private_urls=True, max_file_mb=0.1)
+    upstream.queue(text("Sales."))
+    async with AsyncOpenAI(base_url=str(client.make_url("/v1")), api_key="unused", max_retries=0) as sdk:
+        await sdk.responses.create(model="m", input=[{"role": "user", "content": [
+            {"type": "input_file", "file_url": str(server.make_url("/docs/report.pdf"))},
+            {"type": "input_text", "text": "What is on page 2?"}]}])
+        _assert_page_two_table(_user_text(upstream))
+        with pytest.raises(openai.BadRequestError) as raised:  # past API_SERVER_MAX_FILE_MB: no half document
+            await sdk.responses.create(model="m", input=[{"role": "user", "content": [
+                {"type": "input_file", "file_url": str(server.make_url("/big"))}]}])
+        assert "API_SERVER_MAX_FILE_MB" in raised.value.message
+
+
+async def test_without_a_file_source_a_reference_is_a_400_asking_for_file_data() -> None:
+    from gateway.files.parts import read_file_parts
+
+    with pytest.raises(InvalidRequestError, match="file_data"):
+        await read_file_parts([{"role": "user", "content": [{"type": "file", "file": {"file_id": "file-1"}}]}],
+                              param="messages")
 
 
 @pytest.mark.parametrize("file", [

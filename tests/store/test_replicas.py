@@ -11,9 +11,11 @@ from typing import Any
 
 import aiohttp
 import pytest
+from openai import AsyncOpenAI, NotFoundError
 
 from gateway.store.postgres.database import SCHEMA_VERSION
 from tests.fakes.upstream import FakeUpstream, text
+from tests.support.documents import two_page_pdf
 from tests.support.gateway_process import ServerProcess, gateway_env, run_cli, start_gateway
 from tests.support.postgres import PASSWORD, Cluster
 
@@ -242,5 +244,28 @@ async def test_two_turns_of_one_conversation_racing_on_two_replicas_store_one_an
             ("user", "Q1"), ("assistant", "first"), ("user", "Q2"), ("assistant", "racer"), ("user", "Q3")]
         async with http.get(f"{a.base_url}/v1/responses/{winner['id']}") as got:
             assert got.status == 200
+    finally:
+        await _stop(a, b)
+
+
+async def test_a_file_uploaded_through_one_replica_is_read_used_and_deleted_through_the_other(
+        tmp_path: Path, upstream: FakeUpstream, postgres_url: str) -> None:
+    a, b = await _pair(tmp_path, upstream, postgres_url)
+    try:
+        async with AsyncOpenAI(base_url=a.base_url + "/v1", api_key="unused", max_retries=0) as on_a, \
+                AsyncOpenAI(base_url=b.base_url + "/v1", api_key="unused", max_retries=0) as on_b:
+            pdf = two_page_pdf()
+            created = await on_a.files.create(file=("report.pdf", pdf, "application/pdf"), purpose="user_data")
+            assert [file.id async for file in on_b.files.list()] == [created.id]
+            assert (await on_b.files.content(created.id)).content == pdf
+            upstream.queue(text("Sales by region."), text("Again."))
+            for sdk in (on_b, on_a):  # read on B (and kept there), its kept text used on A
+                await sdk.responses.create(model="m", input=[{"role": "user", "content": [
+                    {"type": "input_file", "file_id": created.id}, {"type": "input_text", "text": "Page 2?"}]}])
+                user = [m for m in upstream.requests[-1]["messages"] if m["role"] == "user"][-1]
+                assert "[file: report.pdf]" in user["content"] and "[page 2]" in user["content"]
+            assert (await on_b.files.delete(created.id)).deleted
+            with pytest.raises(NotFoundError):
+                await on_a.files.retrieve(created.id)
     finally:
         await _stop(a, b)

@@ -14,10 +14,13 @@ from gateway.common import json_out
 from gateway.errors import GatewayError
 from gateway.files.parts import has_files, read_file_parts
 from gateway.http import access, appkeys
+from gateway.http.auth import store_of
 from gateway.http.body import read_json_object
 from gateway.http.checks import continue_if_a_run_slot_is_free
+from gateway.http.client_notes import images_not_shown
 from gateway.http.model_routes import context_window, route_turn
 from gateway.http.research import research_base, research_options
+from gateway.http.routes.files import sources_for
 from gateway.http.run_loop import Messages, run_streamed, run_whole
 from gateway.http.sse import frames
 from gateway.upstream.routes import RouteTurn
@@ -26,6 +29,7 @@ from gateway.wire.chat import parse_chat_request
 from gateway.wire.chat_output import ChatCompletionBuilder
 from gateway.wire.chat_stream import ChatChunkEncoder
 from gateway.wire.frontends import tool_progress
+from gateway.wire.images import without_images
 
 log = logging.getLogger("agent_gateway.chat")
 routes = web.RouteTableDef()
@@ -40,8 +44,13 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     # None without `models:` (checked here on the settings: no lookup, no coroutine per request for it)
     turn = await route_turn(request, base or chat.model) if settings.llm_models is not None else None
     access.check_model(settings.model_name if turn is None else turn.route.id, chat.model, research=base is not None)
+    if turn is not None and not turn.route.vision:  # a text-only route: images become notes (client_notes.py)
+        chat.messages, replaced = without_images(chat.messages)
+        if replaced:
+            images_not_shown(replaced, turn.route.id)
     if has_files(chat.messages):  # read into text before the estimate: a document costs its text
-        chat.messages, _ = await read_file_parts(chat.messages, param="messages")
+        chat.messages, _ = await read_file_parts(chat.messages, param="messages",
+                                                 sources=sources_for(app, store_of(request)))
     fixed = _fixed_tokens_past_smallest_window(chat.messages, chat.client_tools, chat.params)
     if fixed is not None:  # the window is looked up (and a coroutine made) only for a long input
         await _check_window(request, turn, fixed)

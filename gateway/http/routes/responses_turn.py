@@ -13,13 +13,16 @@ from gateway.agent.loop import AgentRequest
 from gateway.errors import InvalidRequestError, NotFoundError, echo
 from gateway.files.parts import ReadFile, cut_files, has_files, read_file_parts
 from gateway.http import access, appkeys
+from gateway.http.client_notes import images_not_shown
 from gateway.http.model_routes import context_window, route_turn
 from gateway.http.research import research_base, research_options
+from gateway.http.routes.files import sources_for
 from gateway.http.routes.responses_reply import Continuation as _Continuation
 from gateway.store.api import ResponseStore, UnknownConversationError
 from gateway.upstream.routes import RouteTurn
 from gateway.wire import context_budget, mcp_approvals, mcp_tool, responses_request_tools
 from gateway.wire.conversations import is_conversation_id, transcript
+from gateway.wire.images import without_images
 from gateway.wire.responses_request import ResponsesRequest
 
 
@@ -44,12 +47,20 @@ async def prepare_turn(app: web.Application, store: ResponseStore, parsed: Respo
                        research=base is not None)
     if turn is not None and turn.route.vision:
         parsed.show_tool_images()
+    elif turn is not None:  # a text-only route: its images become notes, the client is told (client_notes.py)
+        parsed.messages, replaced = without_images(parsed.messages)
+        if replaced:
+            images_not_shown(replaced, turn.route.id)
     read: list[ReadFile] = []
     if has_files(parsed.messages):  # read into text before the estimate (and stored as text)
-        parsed.messages, read = await read_file_parts(parsed.messages, param="input")
+        parsed.messages, read = await read_file_parts(parsed.messages, param="input", sources=sources_for(app, store))
     continuation, history = await _within_window(app, store, parsed, turn, read)
     if has_files(history):  # a conversation's items hold their files as sent
-        history, _ = await read_file_parts(history, param="conversation")
+        history, _ = await read_file_parts(history, param="conversation", sources=sources_for(app, store))
+    if turn is not None and not turn.route.vision:  # earlier turns' images, kept as sent
+        history, replaced = without_images(history)
+        if replaced:
+            images_not_shown(replaced, turn.route.id)
     agent_request = AgentRequest(
         messages=[*history, *parsed.messages], client_tools=parsed.chat_tools,
         # a background run streams from upstream even unstreamed: a resumed stream gets every delta

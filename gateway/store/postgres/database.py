@@ -197,7 +197,31 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE key_usage ADD COLUMN IF NOT EXISTS mcp_calls BIGINT NOT NULL DEFAULT 0",
         *KEY_USAGE_DAYS,
     ),
-    9: (),  # placeholder: another branch's step
+    # Uploaded files, as SQLite's version 9 (store/postgres/files.py): `bytes` counted by the size
+    # trigger of version 3; the data kept out of line uncompressed (EXTERNAL: uploads are mostly PDFs
+    # and images, already compressed, so trying again costs CPU for nothing).
+    9: (
+        """CREATE TABLE IF NOT EXISTS files (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            last_access BIGINT NOT NULL,
+            seq BIGINT NOT NULL,
+            filename TEXT NOT NULL,
+            purpose TEXT NOT NULL,
+            media_type TEXT NOT NULL,
+            size BIGINT NOT NULL,
+            bytes BIGINT NOT NULL,
+            text TEXT,
+            note TEXT,
+            data BYTEA NOT NULL
+        )""",
+        "ALTER TABLE files ALTER COLUMN data SET STORAGE EXTERNAL",
+        "CREATE INDEX IF NOT EXISTS files_by_owner ON files (owner, seq)",
+        "CREATE INDEX IF NOT EXISTS files_by_last_access ON files (owner, last_access, id) INCLUDE (bytes)",
+        "CREATE TRIGGER files_usage AFTER INSERT OR UPDATE OR DELETE ON files"
+        " FOR EACH ROW EXECUTE FUNCTION agent_gateway_store_usage()",
+    ),
     # As SQLite's version 10 (store/sqlite/schema.py: owner_usage, the (owner, last_access, id) index,
     # key_changes). As `store_usage`, `owner_usage` holds changes, one row each (inserts only: no
     # writer waits on an owner's row), folded to one row per owner by the writer holding WRITE_LOCK.

@@ -54,7 +54,8 @@ _STORED = (
     " UNION ALL SELECT o.owner, o.bytes + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i"
     " WHERE i.conversation_id = o.id) FROM conversation_objects o WHERE o.owner >= $1 AND o.owner < $2"
     " UNION ALL SELECT r.owner, e.bytes FROM background_runs r JOIN background_events e"
-    " ON e.response_id = r.response_id WHERE r.owner >= $1 AND r.owner < $2) AS s"
+    " ON e.response_id = r.response_id WHERE r.owner >= $1 AND r.owner < $2"
+    " UNION ALL SELECT owner, bytes FROM files WHERE owner >= $1 AND owner < $2) AS s"
     " GROUP BY owner"
 )
 

@@ -22,11 +22,13 @@ from gateway.store.api import (
     StoredResponse,
 )
 from gateway.store.eviction import BATCH, Candidate, evict_largest_first
+from gateway.store.files import FileStore
 from gateway.store.group_commit import GroupCommit
 from gateway.store.json_columns import from_text, to_text
 from gateway.store.owners import owner_prefix
 from gateway.store.postgres.conversations import PostgresConversations
 from gateway.store.postgres.database import WRITE_LOCK, Conn, PostgresDatabase
+from gateway.store.postgres.files import PostgresFiles
 from gateway.store.postgres.runs import PostgresRuns
 from gateway.store.runs import RunStore
 
@@ -88,7 +90,9 @@ _OLDEST = (
     " FROM responses r WHERE r.owner = $1 ORDER BY r.last_access, r.id LIMIT $2)"
     " UNION ALL (SELECT 'conversation', o.id, o.last_access, o.bytes"
     " + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i WHERE i.conversation_id = o.id)"
-    " FROM conversation_objects o WHERE o.owner = $1 ORDER BY o.last_access, o.id LIMIT $2) ORDER BY 3, 2"
+    " FROM conversation_objects o WHERE o.owner = $1 ORDER BY o.last_access, o.id LIMIT $2)"
+    " UNION ALL (SELECT 'file', f.id, f.last_access, f.bytes FROM files f WHERE f.owner = $1"
+    " ORDER BY f.last_access, f.id LIMIT $2) ORDER BY 3, 2"
 )
 #: Each owner's stored bytes, of the profile $1 starts (NULL: every owner): read only over the bound.
 _OWNER_SIZES = (
@@ -98,7 +102,9 @@ _OWNER_SIZES = (
     " + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i WHERE i.conversation_id = o.id)"
     " FROM conversation_objects o WHERE $1::text IS NULL OR starts_with(o.owner, $1::text)"
     " UNION ALL SELECT r.owner, e.bytes FROM background_runs r JOIN background_events e"
-    " ON e.response_id = r.response_id WHERE $1::text IS NULL OR starts_with(r.owner, $1::text)) AS s GROUP BY owner"
+    " ON e.response_id = r.response_id WHERE $1::text IS NULL OR starts_with(r.owner, $1::text)"
+    " UNION ALL SELECT owner, bytes FROM files WHERE $1::text IS NULL OR starts_with(owner, $1::text)) AS s"
+    " GROUP BY owner"
 )
 # SKIP LOCKED: a row another transaction holds (a conversation mid-append, a response being read)
 # is left for a later eviction rather than waited for while holding WRITE_LOCK (postgres/conversations.py)
@@ -107,6 +113,7 @@ _EVICT = {
                 " FOR UPDATE SKIP LOCKED)",
     "conversation": "DELETE FROM conversation_objects WHERE id IN (SELECT id FROM conversation_objects"
                     " WHERE id = ANY($1::text[]) FOR UPDATE SKIP LOCKED)",
+    "file": "DELETE FROM files WHERE id IN (SELECT id FROM files WHERE id = ANY($1::text[]) FOR UPDATE SKIP LOCKED)",
 }
 #: Size changes left unfolded after which a write holding WRITE_LOCK folds them (a put group), and
 #: after which one that does not hold it takes it to fold them (an append without a response).
@@ -131,10 +138,15 @@ class PostgresResponseStore(PostgresConversations, ResponseStore):
         # (None: any; profiles sharing one database each bound and run their own)
         self._owner_prefix = owner_prefix(profile)
         self._runs = PostgresRuns(database, profile)
+        self._files = PostgresFiles(database, self._bound)
 
     @property
     def runs(self) -> RunStore:
         return self._runs
+
+    @property
+    def files(self) -> FileStore:
+        return self._files
 
     async def open(self) -> None:
         await self.database.open()

@@ -54,7 +54,8 @@ _STORED = (
     " UNION ALL SELECT o.owner, o.bytes + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i"
     " WHERE i.conversation_id = o.id) FROM conversation_objects o WHERE o.owner >= ? AND o.owner < ?"
     " UNION ALL SELECT r.owner, length(e.frame) FROM background_runs r JOIN background_events e"
-    " ON e.response_id = r.response_id WHERE r.owner >= ? AND r.owner < ?)"
+    " ON e.response_id = r.response_id WHERE r.owner >= ? AND r.owner < ?"
+    " UNION ALL SELECT owner, bytes FROM files WHERE owner >= ? AND owner < ?)"
     " GROUP BY owner"
 )
 
@@ -193,7 +194,7 @@ class SQLiteKeyStore(KeyStore):
         for row in rows:
             found[row[0]] = KeyUsage(row[0], _delta(row))
         low, high = self._owner_range()
-        for owner, size in await self._run(_STORED, (low, high) * 3):
+        for owner, size in await self._run(_STORED, (low, high) * 4):
             name = key_name_of(owner)
             found.setdefault(name, KeyUsage(name)).stored_bytes += int(size or 0)
         return found

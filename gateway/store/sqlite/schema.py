@@ -26,6 +26,9 @@ Version 7: another branch's step (a placeholder until the merge renumbers).
 Version 8 (issue 46): each key's access (`models`, `mcp`: JSON lists, null for all; `web`) and
 `admin` flag, the `requests` and `mcp_calls` counters, and `key_usage_days` (store/keys.py).
 
+Version 9 (issue 47): uploaded files (`files`, store/sqlite/files.py) with their cached text; their
+bytes count in `store_usage` like a response's.
+
 Version 10 (issue 49, flat as the data grows): `owner_usage` keeps each owner's stored responses
 and their bytes (triggers on `responses`, as `store_usage` keeps the total), so the count bound of a
 put and the byte bound's per-owner sizes read one row per owner instead of counting or summing the
@@ -189,7 +192,32 @@ STEPS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE key_usage ADD COLUMN mcp_calls BIGINT NOT NULL DEFAULT 0",
         *KEY_USAGE_DAYS,
     ),
-    9: (),  # placeholder: another branch's step
+    # Uploaded files (store/sqlite/files.py, the Files API): the bytes last (a read of the metadata or
+    # the cached text stops before them); `bytes` is what the file counts in the store's size, its
+    # owner's stored bytes and the byte bound (store/files.py `stored_bytes`), kept by the usage triggers.
+    9: (
+        """CREATE TABLE IF NOT EXISTS files (
+            id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            last_access INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            filename TEXT NOT NULL,
+            purpose TEXT NOT NULL,
+            media_type TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            bytes INTEGER NOT NULL,
+            text TEXT,
+            note TEXT,
+            data BLOB NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS files_by_owner ON files (owner, seq)",
+        "CREATE INDEX IF NOT EXISTS files_by_last_access ON files (owner, last_access, id)",
+        *(f"""CREATE TRIGGER IF NOT EXISTS files_usage_{event.split()[0].lower()} AFTER {event} ON files
+        BEGIN UPDATE store_usage SET bytes = bytes {change}; END"""
+          for event, change in (("INSERT", "+ new.bytes"), ("DELETE", "- old.bytes"),
+                                ("UPDATE OF bytes", "- old.bytes + new.bytes"))),
+    ),
     # Each owner's responses and bytes in one row, and owners' least recently used in index order
     # (the module docstring): what a put's bounds read stays the same size however many rows are stored.
     10: (

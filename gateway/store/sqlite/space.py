@@ -1,6 +1,6 @@
-"""The SQLite backend's space: the byte bound (`max_bytes`, responses and conversation objects
-alike, the largest owner's least recently used first) and handing free pages back to the file system, so the file
-shrinks after deletes and evictions (the file is `auto_vacuum = INCREMENTAL`, sqlite/schema.py).
+"""The SQLite backend's space: the byte bound (`max_bytes`, responses, conversation objects and
+files alike, the largest owner's least recently used first) and handing free pages back to the file
+system, so the file shrinks after deletes and evictions (the file is `auto_vacuum = INCREMENTAL`, sqlite/schema.py).
 A mixin of `SQLiteResponseStore` (sqlite.py), called at the end of each write and after its commit.
 """
 
@@ -23,7 +23,9 @@ _OLDEST = (
     " UNION ALL SELECT 'conversation', o.id, o.last_access, o.bytes"
     " + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i WHERE i.conversation_id = o.id)"
     " FROM (SELECT id, last_access, bytes FROM conversation_objects WHERE owner = ?1"
-    " ORDER BY last_access, id LIMIT ?2) o ORDER BY 3, 2"
+    " ORDER BY last_access, id LIMIT ?2) o"
+    " UNION ALL SELECT * FROM (SELECT 'file', id, last_access, bytes FROM files WHERE owner = ?1"
+    " ORDER BY last_access, id LIMIT ?2) ORDER BY 3, 2"
 )
 #: The stored bytes of each owner (of the profile ?1 starts, None: every owner): read only when the
 #: total is over the bound. The responses' bytes are owner_usage's (one row per owner, schema
@@ -35,7 +37,8 @@ _OWNER_SIZES = (
     " + (SELECT coalesce(sum(i.bytes), 0) FROM conversation_items i WHERE i.conversation_id = o.id)"
     " FROM conversation_objects o WHERE ?1 IS NULL OR substr(o.owner, 1, length(?1)) = ?1"
     " UNION ALL SELECT r.owner, length(e.frame) FROM background_runs r JOIN background_events e"
-    " ON e.response_id = r.response_id WHERE ?1 IS NULL OR substr(r.owner, 1, length(?1)) = ?1) GROUP BY owner"
+    " ON e.response_id = r.response_id WHERE ?1 IS NULL OR substr(r.owner, 1, length(?1)) = ?1"
+    " UNION ALL SELECT owner, bytes FROM files WHERE ?1 IS NULL OR substr(owner, 1, length(?1)) = ?1) GROUP BY owner"
 )
 _SPACE = ("SELECT (SELECT bytes FROM store_usage),"
           " (SELECT freelist_count FROM pragma_freelist_count()) * (SELECT page_size FROM pragma_page_size())")
@@ -65,7 +68,8 @@ class SQLiteSpace:
             return [(str(kind), str(object_id), int(size)) for kind, object_id, _, size in found]
 
         async def delete(evict: dict[str, list[str]]) -> bool:
-            for table, ids in (("responses", evict["response"]), ("conversation_objects", evict["conversation"])):
+            for table, ids in (("responses", evict["response"]), ("conversation_objects", evict["conversation"]),
+                               ("files", evict["file"])):
                 if ids:
                     await db.execute(f"DELETE FROM {table} WHERE id IN ({','.join('?' * len(ids))})", tuple(ids))
             return True
