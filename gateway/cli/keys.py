@@ -13,12 +13,13 @@ import asyncio
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from gateway.cli.commands import help_line
 from gateway.config.settings import Settings, load_settings
 from gateway.store.api import StoreUnavailableError
 from gateway.store.keys import ApiKey, DuplicateKeyError, KeyStore, KeyUsage, key_hash, new_key
+from gateway.store.limits import BUDGET_PERIODS
 from gateway.store.owners import DEFAULT_KEY, KEY_NAME, owner_of, profile_label
 
 T = TypeVar("T")
@@ -31,10 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     create = actions.add_parser("create", help="make a key named NAME and print it once")
     create.add_argument("name", metavar="NAME")
-    create.add_argument("--rpm", type=_positive, metavar="N", help="at most N requests per minute (per replica)")
-    create.add_argument("--max-concurrent", type=_positive, metavar="N", help="at most N runs at once (per replica)")
-    create.add_argument("--max-stored-mb", type=_positive, metavar="N",
-                        help="at most N MB (10^6 bytes) of stored responses and conversations")
+    add_limit_flags(create)
     create.add_argument("--expires-days", type=_positive, metavar="N", help="refused N days from now")
     create.set_defaults(func=run_create)
 
@@ -48,6 +46,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     usage = actions.add_parser("usage", help="tokens, model calls, web searches and extracts, stored bytes per key")
     usage.add_argument("name", metavar="NAME", nargs="?")
     usage.set_defaults(func=run_usage)
+
+
+def add_limit_flags(parser: argparse.ArgumentParser) -> None:
+    """A key's limits, each off unless given: the flags of `keys create` (and of any command that
+    sets limits), read back by `limits_of`."""
+    parser.add_argument("--rpm", type=_positive, metavar="N", help="at most N requests per minute")
+    parser.add_argument("--max-concurrent", type=_positive, metavar="N", help="at most N runs at once")
+    parser.add_argument("--max-stored-mb", type=_positive, metavar="N",
+                        help="at most N MB (10^6 bytes) of stored responses and conversations")
+    parser.add_argument("--tpm", type=_positive, metavar="N", help="at most N tokens (input + output) per minute")
+    parser.add_argument("--token-budget", type=_positive, metavar="N",
+                        help="at most N tokens (input + output) per budget period")
+    parser.add_argument("--budget-period", choices=sorted(BUDGET_PERIODS), metavar="PERIOD",
+                        help="the --token-budget's period, from the key's creation: 1d, 7d, 30d or total (default)")
+
+
+def limits_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The ApiKey fields the limit flags set (None: no limit; a flag not given is None too)."""
+    budget_period = args.budget_period
+    if args.token_budget is not None and budget_period is None:
+        budget_period = "total"
+    return {"rpm": args.rpm, "max_concurrent": args.max_concurrent,
+            "max_stored_bytes": args.max_stored_mb * 1_000_000 if args.max_stored_mb else None,
+            "tpm": args.tpm, "token_budget": args.token_budget,
+            "budget_period": budget_period if args.token_budget is not None else None}
 
 
 def _positive(text: str) -> int:
@@ -99,12 +122,12 @@ def run_create(args: argparse.Namespace) -> int:
         return _fail(f"invalid key name {name!r}: use 1-64 characters of letters, digits, '.', '_' or '-'", 2)
     if name == DEFAULT_KEY:
         return _fail("the name 'default' is API_SERVER_KEY's; choose another name", 1)
+    if args.budget_period is not None and args.token_budget is None:
+        return _fail("--budget-period needs --token-budget N", 2)
     key = new_key()
     now = int(time.time())
     record = ApiKey(name=name, key_hash=key_hash(key), created_at=now,
-                    expires_at=now + args.expires_days * DAY if args.expires_days else None, rpm=args.rpm,
-                    max_concurrent=args.max_concurrent,
-                    max_stored_bytes=args.max_stored_mb * 1_000_000 if args.max_stored_mb else None)
+                    expires_at=now + args.expires_days * DAY if args.expires_days else None, **limits_of(args))
 
     async def work(store: KeyStore) -> None:
         await store.open()
@@ -153,7 +176,7 @@ def run_list(args: argparse.Namespace) -> int:
     if found is None:
         return 1
     keys, usage = found
-    rows = [("NAME", "CREATED", "LAST USED", "RPM", "CONCURRENT", "STORED MAX", "EXPIRES", "STATUS",
+    rows = [("NAME", "CREATED", "LAST USED", "RPM", "CONCURRENT", "STORED MAX", "TPM", "BUDGET", "EXPIRES", "STATUS",
              "TOKENS IN/OUT", "STORED")]
     now = time.time()
     for key in keys:
@@ -161,7 +184,8 @@ def run_list(args: argparse.Namespace) -> int:
         status = ("revoked" if key.revoked_at is not None
                   else "expired" if key.expires_at is not None and key.expires_at <= now else "active")
         rows.append((key.name, _when(key.created_at), _when(used.counted.last_used_at or None), _limit(key.rpm),
-                     _limit(key.max_concurrent), _limit(key.max_stored_bytes, " B"), _when(key.expires_at), status,
+                     _limit(key.max_concurrent), _limit(key.max_stored_bytes, " B"), _limit(key.tpm),
+                     _limit(key.token_budget, f"/{key.budget_period}"), _when(key.expires_at), status,
                      f"{used.counted.input_tokens}/{used.counted.output_tokens}", f"{used.stored_bytes} B"))
     if len(rows) == 1:
         print("no keys yet: make one with `agent-gateway keys create NAME`")

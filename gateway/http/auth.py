@@ -5,12 +5,14 @@ API_SERVER_KEY is the key named `default`; with no key at all (no API_SERVER_KEY
 the store) every request is `default`'s and the loopback-only Host rules apply (checks.py).
 
 Limits, each off unless the key has it (`agent-gateway keys create ... --rpm/--max-concurrent/
---max-stored-mb`):
-- requests per minute, counted per replica: a sliding minute in memory, so admission costs no
-  database round trip; behind N replicas a client can get up to N times the figure. Every response
-  of such a key carries OpenAI's x-ratelimit-*-requests headers; past it, 429 with Retry-After.
+--max-stored-mb/--tpm/--token-budget`):
+- requests per minute: a sliding minute, in memory with one process (SQLite: admission costs no
+  round trip); behind replicas (PostgreSQL) in the database, one round trip (http/key_limits.py).
+  Every response of such a key carries OpenAI's x-ratelimit-*-requests headers; past it, 429 with
+  Retry-After.
 - concurrent runs (chat completions and responses being generated; a background response for its
-  whole run, not only its create request), per replica: 429 with Retry-After.
+  whole run, not only its create request): 429 with Retry-After.
+- tokens per minute and a token budget: http/key_limits.py.
 - stored bytes: a store that would pass it is a 429 `insufficient_quota` (store/owned.py); reads
   and deletes still work.
 """
@@ -19,12 +21,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
 from gateway.errors import AuthenticationError, InsufficientQuotaError, RateLimitError, ServiceUnavailableError
 from gateway.http import appkeys
+from gateway.keys.limits import CURRENT_TICKET, CURRENT_TOKENS
 from gateway.keys.ring import CURRENT_CALLER, CURRENT_RATE, REFRESH_SECONDS, Caller, KeyRing
 from gateway.store.keys import key_hash
 from gateway.store.owned import OwnedStore
@@ -36,6 +39,9 @@ def authenticate(ring: KeyRing, presented: str | None, open_path: bool) -> KeyRi
     """Sets the request's caller among `ring`'s keys, or raises 401/429. `open_path`: a route
     that needs no key."""
     CURRENT_RATE.set(None)
+    if CURRENT_TOKENS.get() is not None or CURRENT_TICKET.get() is not None:  # a keep-alive's previous request's
+        CURRENT_TOKENS.set(None)
+        CURRENT_TICKET.set(None)
     if open_path:
         CURRENT_CALLER.set(None)
         return ring
@@ -54,7 +60,7 @@ def authenticate(ring: KeyRing, presented: str | None, open_path: bool) -> KeyRi
         caller = found
     CURRENT_CALLER.set(caller)
     ring.usage_of(caller.name).last_used_at = int(time.time())
-    if caller.rpm is not None:
+    if caller.rpm is not None and ring.limits.shared is None:  # replicas: counted in the database (key_limits.py)
         remaining, reset, admitted = ring.rate(caller, time.monotonic())
         CURRENT_RATE.set((caller.rpm, remaining, reset))
         if not admitted:
@@ -64,16 +70,18 @@ def authenticate(ring: KeyRing, presented: str | None, open_path: bool) -> KeyRi
 
 
 class KeyRunSlot:
-    """One run of a key with a concurrent-runs limit: held by the request, or handed over to the
-    background run it starts (which holds it for its whole life)."""
+    """One run of a key with a concurrent-runs limit or token limits: held by the request, or
+    handed over to the background run it starts (which holds it for its whole life). `release`
+    may return what frees it in the database (replicas), for a request to wait on."""
 
-    def __init__(self, release: Callable[[], None] | None) -> None:
+    def __init__(self, release: Callable[[], Awaitable[None] | None] | None) -> None:
         self._release = release
 
-    def release(self) -> None:
+    def release(self) -> Awaitable[None] | None:
         if self._release is not None:
             release, self._release = self._release, None
-            release()
+            return release()
+        return None
 
     def hand_over(self) -> KeyRunSlot:
         """A slot holding this one's place, whose release is now the taker's (this one's is a no-op)."""
@@ -105,13 +113,21 @@ def hand_over_key_slot(request: web.Request) -> KeyRunSlot | None:
 
 
 def add_rate_headers(request: web.Request, response: web.StreamResponse) -> None:
-    """Part of the response-prepare hook: every response of a key with an rpm, errors and streams alike."""
+    """Part of the response-prepare hook: every response of a key with an rpm or token limits,
+    errors and streams alike."""
     rate = CURRENT_RATE.get()
     if rate is not None:
         limit, remaining, reset = rate
         response.headers["x-ratelimit-limit-requests"] = str(limit)
         response.headers["x-ratelimit-remaining-requests"] = str(max(0, remaining))
         response.headers["x-ratelimit-reset-requests"] = _duration(reset)
+    tokens = CURRENT_TOKENS.get()
+    if tokens is not None:
+        limit, remaining, token_reset = tokens
+        response.headers["x-ratelimit-limit-tokens"] = str(limit)
+        response.headers["x-ratelimit-remaining-tokens"] = str(max(0, remaining))
+        if token_reset is not None:
+            response.headers["x-ratelimit-reset-tokens"] = _duration(token_reset)
 
 
 def _duration(seconds: float) -> str:

@@ -12,7 +12,10 @@ Keys fail closed: with a store to read keys from, the gateway is keyless only on
 key ever made. Until the first read succeeds (the database down at start), the ring is `unread`
 and every authenticated route answers 503 (http/auth.py), never open.
 
-Limits that need an answer per request (rpm, concurrent runs) are counted here, per replica.
+Limits that need an answer per request: with one process (SQLite), rpm and concurrent runs are
+counted here in memory and tokens in keys/limits.py; behind replicas (PostgreSQL, `limits.shared`)
+every limit of a limited key is counted in the database (keys/limits.py), and this ring only
+writes their corrections and renews their run slots with its refresh.
 """
 
 from __future__ import annotations
@@ -26,9 +29,12 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from gateway.keys.caller import Caller
+from gateway.keys.limits import KeyLimits
 from gateway.store.api import StoreUnavailableError
 from gateway.store.keys import ApiKey, KeyStore, UsageDelta, key_hash
-from gateway.store.owners import DEFAULT_KEY, owner_of
+from gateway.store.limits import LimitStore
+from gateway.store.owners import DEFAULT_KEY, owner_of, profile_label
 
 log = logging.getLogger("agent_gateway.keys")
 
@@ -36,18 +42,6 @@ log = logging.getLogger("agent_gateway.keys")
 REFRESH_SECONDS = 2.0
 RATE_WINDOW = 60.0
 STORED_BYTES_EVERY = 15
-
-
-@dataclass
-class Caller:
-    """Who sent a request: a key's name and its limits (None: no limit)."""
-
-    name: str
-    owner: str
-    expires_at: int | None = None
-    rpm: int | None = None
-    max_concurrent: int | None = None
-    max_stored_bytes: int | None = None
 
 
 #: The caller of the request this task serves (None: an open route), and its rate state for a key
@@ -67,9 +61,12 @@ class _Counters:
 
 
 class KeyRing:
-    def __init__(self, profile: str | None, api_key: str | None, store: KeyStore | None) -> None:
+    def __init__(self, profile: str | None, api_key: str | None, store: KeyStore | None,
+                 shared: LimitStore | None = None) -> None:
         self.profile = profile
         self.store = store
+        #: token limits, and every limit behind replicas (`limits.shared`: the database counts them)
+        self.limits = KeyLimits(profile_label(profile), shared)
         self.default = Caller(DEFAULT_KEY, owner_of(profile, DEFAULT_KEY))
         self._api_key_hash = key_hash(api_key) if api_key else None
         self._by_hash: dict[str, Caller] = {}
@@ -181,8 +178,11 @@ class KeyRing:
         by_hash: dict[str, Caller] = {}
         for key in keys:
             if key.revoked_at is None and key.name != DEFAULT_KEY:
-                by_hash[key.key_hash] = Caller(key.name, owner_of(self.profile, key.name), key.expires_at, key.rpm,
-                                               key.max_concurrent, key.max_stored_bytes)
+                caller = Caller(key.name, owner_of(self.profile, key.name), key.expires_at, key.rpm,
+                                key.max_concurrent, key.max_stored_bytes, key.tpm, key.token_budget,
+                                key.budget_period, key.created_at)
+                caller.limited = (key.rpm is not None or key.max_concurrent is not None or key.token_limited)
+                by_hash[key.key_hash] = caller
         if self._api_key_hash is not None:
             by_hash[self._api_key_hash] = self.default
         self._by_hash = by_hash  # swapped whole: a request sees the old ring or the new one
@@ -203,6 +203,7 @@ class KeyRing:
                 self.usage_of(name).add(delta)
             raise
         self._load(await self.store.keys())
+        await self.limits.refresh(self.store, [c for c in self._by_hash.values() if c.limited])
         self._refreshes += 1
         # The stored bytes are a sum over every stored object: read at each refresh only while a
         # live key has a quota to check; otherwise every STORED_BYTES_EVERY refreshes (the gauge).
@@ -248,4 +249,8 @@ class KeyRing:
             except Exception as exc:  # a stop must finish: the counts are lost, said once
                 log.warning("the API keys' last usage was not written: %s", getattr(exc, "message", exc))
             self.pending = {}
+            try:
+                await self.limits.stop(self.store)  # tokens' corrections, run slots held
+            except Exception as exc:  # as above: the leases run out, the corrections are lost
+                log.warning("the API keys' last token counts were not written: %s", getattr(exc, "message", exc))
             await self.store.close()

@@ -48,6 +48,22 @@ KEY_TABLES = (
 )
 
 
+#: Schema v7 (issue 46): token limits, and the tokens each key used per budget period (a period's
+#: start in seconds since the epoch; `total` has one period, from the key's creation).
+KEY_TABLES_7 = (
+    "ALTER TABLE api_keys ADD COLUMN tpm BIGINT",
+    "ALTER TABLE api_keys ADD COLUMN token_budget BIGINT",
+    "ALTER TABLE api_keys ADD COLUMN budget_period TEXT",
+    """CREATE TABLE IF NOT EXISTS key_budgets (
+        profile TEXT NOT NULL,
+        name TEXT NOT NULL,
+        period_start BIGINT NOT NULL,
+        tokens BIGINT NOT NULL DEFAULT 0,
+        PRIMARY KEY (profile, name, period_start)
+    )""",
+)
+
+
 class DuplicateKeyError(InvalidRequestError):
     """A key of this name exists (or existed: a revoked name is not reused, its usage stays its own)."""
 
@@ -71,6 +87,13 @@ class ApiKey:
     rpm: int | None = None
     max_concurrent: int | None = None
     max_stored_bytes: int | None = None
+    tpm: int | None = None
+    token_budget: int | None = None
+    budget_period: str | None = None  # store/limits.py BUDGET_PERIODS; None with no budget
+
+    @property
+    def token_limited(self) -> bool:
+        return self.tpm is not None or self.token_budget is not None
 
 
 @dataclass
@@ -135,6 +158,14 @@ class KeyStore(ABC):
     @abstractmethod
     async def usage(self) -> dict[str, KeyUsage]:
         """Per key name: the counts so far and the bytes its objects take now."""
+
+    @abstractmethod
+    async def budgets(self, periods: dict[str, int]) -> dict[str, int]:
+        """Tokens each key name used in its period starting at the given second (absent: none)."""
+
+    @abstractmethod
+    async def add_budgets(self, deltas: dict[tuple[str, int], int]) -> None:
+        """Adds tokens to each (key name, period start)'s counter (one transaction)."""
 
     def _owner_range(self) -> tuple[str, str]:
         # every owner of this profile sorts in [profile + "/", profile + "0"): '0' follows '/'

@@ -23,8 +23,9 @@ import asyncpg
 from gateway.common.redact import redact_url, scrub
 from gateway.errors import UnstorableValueError
 from gateway.store.api import SchemaVersionError, StoreUnavailableError
-from gateway.store.keys import KEY_TABLES
+from gateway.store.keys import KEY_TABLES, KEY_TABLES_7
 from gateway.store.owners import DEFAULT_OWNER
+from gateway.store.postgres.limit_tables import LIMIT_TABLES
 
 if TYPE_CHECKING:
     from asyncpg.pool import PoolConnectionProxy
@@ -36,7 +37,7 @@ log = logging.getLogger("agent_gateway.store")
 
 #: The schema this gateway writes. Each step migrates from the version before it; a database at a
 #: higher version than this was written by a newer gateway, which this one refuses to run against.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
         # last_access: a cluster-wide sequence, so replicas agree on "least recently used"
@@ -185,7 +186,10 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         END $$""",
         "CREATE TRIGGER responses_take_their_runs AFTER DELETE ON responses"
         " FOR EACH ROW EXECUTE FUNCTION agent_gateway_response_runs()",
-    ),
+    ),    # Token limits on keys and the budgets' counters, as SQLite's version 7 (store/keys.py); the
+    # limits every replica shares: the sliding minute, the runs' slots and one admission function
+    # (store/postgres/limits.py).
+    7: (*KEY_TABLES_7, *LIMIT_TABLES),
 }
 #: pg_advisory_xact_lock keys: schema migration, and the writes that must see each other
 #: (the LRU bound and conversation heads hold for the whole cluster).

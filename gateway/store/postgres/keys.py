@@ -10,7 +10,8 @@ from gateway.store.keys import COUNTERS, ApiKey, DuplicateKeyError, KeyStore, Ke
 from gateway.store.owners import key_name_of
 from gateway.store.postgres.database import Conn, PostgresDatabase
 
-_KEY_COLUMNS = "name, key_hash, created_at, expires_at, revoked_at, rpm, max_concurrent, max_stored_bytes"
+_KEY_COLUMNS = ("name, key_hash, created_at, expires_at, revoked_at, rpm, max_concurrent, max_stored_bytes, tpm,"
+                " token_budget, budget_period")
 _ADD_USAGE = (
     f"INSERT INTO key_usage (profile, name, {', '.join(COUNTERS)}, last_used_at)"
     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
@@ -44,9 +45,10 @@ class PostgresKeyStore(KeyStore):
         async def body(conn: Conn) -> None:
             try:
                 await conn.execute(f"INSERT INTO api_keys (profile, {_KEY_COLUMNS})"
-                                   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                                   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
                                    self.profile, key.name, key.key_hash, key.created_at, key.expires_at,
-                                   key.revoked_at, key.rpm, key.max_concurrent, key.max_stored_bytes)
+                                   key.revoked_at, key.rpm, key.max_concurrent, key.max_stored_bytes, key.tpm,
+                                   key.token_budget, key.budget_period)
             except asyncpg.UniqueViolationError as exc:
                 raise DuplicateKeyError(f"a key named '{key.name}' already exists in this profile (revoked "
                                         "names are not reused); choose another name") from exc
@@ -92,6 +94,31 @@ class PostgresKeyStore(KeyStore):
             name = key_name_of(owner)
             found.setdefault(name, KeyUsage(name)).stored_bytes += int(size or 0)
         return found
+
+
+    async def budgets(self, periods: dict[str, int]) -> dict[str, int]:
+        if not periods:
+            return {}
+        names = sorted(periods)
+        rows = await self.database.run(lambda conn: conn.fetch(
+            "SELECT b.name, b.tokens FROM key_budgets b JOIN unnest($2::text[], $3::bigint[]) AS p(name, start)"
+            " ON b.name = p.name AND b.period_start = p.start WHERE b.profile = $1",
+            self.profile, names, [periods[n] for n in names]))
+        return {row[0]: int(row[1]) for row in rows}
+
+    async def add_budgets(self, deltas: dict[tuple[str, int], int]) -> None:
+        if not deltas:
+            return
+        rows = [(self.profile, name, start, tokens) for (name, start), tokens in sorted(deltas.items())]
+
+        async def body(conn: Conn) -> None:
+            async with conn.transaction():
+                await conn.executemany(_ADD_BUDGET, rows)
+
+        await self.database.run(body)
+
+_ADD_BUDGET = ("INSERT INTO key_budgets (profile, name, period_start, tokens) VALUES ($1, $2, $3, $4)"
+               " ON CONFLICT (profile, name, period_start) DO UPDATE SET tokens = key_budgets.tokens + excluded.tokens")
 
 
 def _delta(row: Any) -> UsageDelta:

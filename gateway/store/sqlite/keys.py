@@ -15,7 +15,8 @@ from gateway.store.owners import DEFAULT_OWNER, key_name_of
 from gateway.store.sqlite.faults import describe
 from gateway.store.sqlite.schema import migrate
 
-_KEY_COLUMNS = "name, key_hash, created_at, expires_at, revoked_at, rpm, max_concurrent, max_stored_bytes"
+_KEY_COLUMNS = ("name, key_hash, created_at, expires_at, revoked_at, rpm, max_concurrent, max_stored_bytes, tpm,"
+                " token_budget, budget_period")
 _ADD_USAGE = (
     f"INSERT INTO key_usage (profile, name, {', '.join(COUNTERS)}, last_used_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
     " ON CONFLICT (profile, name) DO UPDATE SET "
@@ -92,9 +93,11 @@ class SQLiteKeyStore(KeyStore):
 
     async def create(self, key: ApiKey) -> None:
         try:
-            await self._run(f"INSERT INTO api_keys (profile, {_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            await self._run(f"INSERT INTO api_keys (profile, {_KEY_COLUMNS}) "
+                            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                             (self.profile, key.name, key.key_hash, key.created_at, key.expires_at, key.revoked_at,
-                             key.rpm, key.max_concurrent, key.max_stored_bytes))
+                             key.rpm, key.max_concurrent, key.max_stored_bytes, key.tpm, key.token_budget,
+                             key.budget_period))
         except sqlite3.IntegrityError as exc:
             raise DuplicateKeyError(f"a key named '{key.name}' already exists in this profile (revoked names "
                                     "are not reused); choose another name") from exc
@@ -127,6 +130,24 @@ class SQLiteKeyStore(KeyStore):
             name = key_name_of(owner)
             found.setdefault(name, KeyUsage(name)).stored_bytes += int(size or 0)
         return found
+
+
+    async def budgets(self, periods: dict[str, int]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for name, start in periods.items():  # a few keys with budgets: one indexed read each
+            rows = await self._run("SELECT tokens FROM key_budgets WHERE profile = ? AND name = ? AND period_start = ?",
+                                   (self.profile, name, start))
+            if rows:
+                found[name] = int(rows[0][0])
+        return found
+
+    async def add_budgets(self, deltas: dict[tuple[str, int], int]) -> None:
+        if deltas:
+            await self._run(_ADD_BUDGET, many=[(self.profile, name, start, tokens)
+                                               for (name, start), tokens in sorted(deltas.items())])
+
+_ADD_BUDGET = ("INSERT INTO key_budgets (profile, name, period_start, tokens) VALUES (?, ?, ?, ?)"
+               " ON CONFLICT (profile, name, period_start) DO UPDATE SET tokens = key_budgets.tokens + excluded.tokens")
 
 
 def _delta(row: Any) -> UsageDelta:

@@ -21,6 +21,9 @@ Partial indexes cover what `claim` (queued, oldest first), `expire` (running, by
 Version 6 (issue 42): a background run's events count in `store_usage` (triggers on their frames'
 length) and a response deleted or evicted takes its run and events with it.
 
+Version 7 (issue 46): a key's `tpm`, `token_budget` and `budget_period`, and `key_budgets`, the
+tokens each key used per budget period.
+
 Space: the file uses `auto_vacuum = INCREMENTAL` (a new file from its first page; an older one is
 switched by a VACUUM once, when it is opened by this version), so the store can hand freed pages
 back to the file system (`PRAGMA incremental_vacuum`, sqlite.py) and the file shrinks.
@@ -34,11 +37,11 @@ from pathlib import Path
 import aiosqlite
 
 from gateway.store.api import SchemaVersionError
-from gateway.store.keys import KEY_TABLES
+from gateway.store.keys import KEY_TABLES, KEY_TABLES_7
 
 log = logging.getLogger("agent_gateway.store")
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 _USAGE_TRIGGERS = tuple(
     f"""CREATE TRIGGER IF NOT EXISTS {table}_usage_{event.split()[0].lower()} AFTER {event} ON {table}
@@ -162,7 +165,10 @@ STEPS: dict[int, tuple[str, ...]] = {
         "UPDATE store_usage SET bytes = bytes + (SELECT coalesce(sum(length(frame)), 0) FROM background_events)",
         """CREATE TRIGGER IF NOT EXISTS responses_take_their_runs AFTER DELETE ON responses
         BEGIN DELETE FROM background_runs WHERE response_id = old.id; END""",
-    ),
+    ),    # Token limits on keys (tpm, a budget per period) and the budgets' counters (issue 46). One
+    # process counts the rest of its limits in memory, exactly (keys/limits.py); PostgreSQL's
+    # version 7 adds the tables replicas share.
+    7: KEY_TABLES_7,
 }
 
 
