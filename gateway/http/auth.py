@@ -30,6 +30,7 @@ from gateway.http import appkeys
 from gateway.keys.limits import CURRENT_TICKET, CURRENT_TOKENS
 from gateway.keys.ring import CURRENT_CALLER, CURRENT_RATE, REFRESH_SECONDS, Caller, KeyRing
 from gateway.store.keys import key_hash
+from gateway.store.limits import LimitStore
 from gateway.store.owned import OwnedStore
 
 RUN_PATHS = frozenset({"/v1/chat/completions", "/v1/responses"})
@@ -182,21 +183,39 @@ def store_for(app: web.Application, caller: Caller | None) -> OwnedStore:
     caller = caller or ring.default
     room = None
     if caller.max_stored_bytes is not None:
-        limit = caller.max_stored_bytes
-
-        def room(size: int, object_id: str | None) -> None:
-            # a record put again (a background response: in progress, then finished) adds only its
-            # growth: the refresh's exact sum holds its last size, not both
-            counted = ring.counted_puts.setdefault(caller.name, {})
-            added = size - counted.get(object_id, 0) if object_id is not None else size
-            used = ring.stored_bytes.get(caller.name, 0)
-            if added > 0 and used + added > limit:
-                raise _over_quota(caller, used)
-            ring.stored_bytes[caller.name] = used + added  # until the next refresh counts it exactly
-            if object_id is not None:
-                counted.pop(object_id, None)
-                counted[object_id] = size
-                if len(counted) > COUNTED_PUTS:  # the oldest go: a record is rarely put again much later
-                    del counted[next(iter(counted))]
-
+        room = _room(ring, caller, caller.max_stored_bytes)
     return OwnedStore(app[appkeys.STORE], caller.owner, room)
+
+
+def _room(ring: KeyRing, caller: Caller, limit: int) -> Callable[[int, str | None], Awaitable[None] | None]:
+    shared = ring.limits.shared
+
+    def growth(size: int, object_id: str | None) -> int:
+        # a record put again (a background response: in progress, then finished) adds only its
+        # growth: the refresh's exact sum holds its last size, not both
+        counted = ring.counted_puts.setdefault(caller.name, {})
+        added = size - counted.get(object_id, 0) if object_id is not None else size
+        if object_id is not None:
+            counted.pop(object_id, None)
+            counted[object_id] = size
+            if len(counted) > COUNTED_PUTS:  # the oldest go: a record is rarely put again much later
+                del counted[next(iter(counted))]
+        return added
+
+    def room(size: int, object_id: str | None) -> Awaitable[None] | None:
+        added = growth(size, object_id)
+        if shared is not None:  # replicas: the database counts every replica's writes (store/limits.py)
+            return _shared_room(shared, ring, caller, added, limit) if added > 0 else None
+        used = ring.stored_bytes.get(caller.name, 0)
+        if added > 0 and used + added > limit:
+            raise _over_quota(caller, used)
+        ring.stored_bytes[caller.name] = used + added  # until the next refresh counts it exactly
+        return None
+
+    return room
+
+
+async def _shared_room(shared: LimitStore, ring: KeyRing, caller: Caller, added: int, limit: int) -> None:
+    held = await shared.room(ring.limits.profile, caller.name, added, limit)
+    if held is not None:
+        raise _over_quota(caller, held)

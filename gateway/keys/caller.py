@@ -21,7 +21,5 @@ class Caller:
     created_at: int = 0  # where its budget periods start
     #: any limit at all (set by the ring): the one test a request of an unlimited key pays
     limited: bool = False
-
-    @property
-    def token_limited(self) -> bool:
-        return self.tpm is not None or self.token_budget is not None
+    #: a tpm or a token budget (set by the ring; a field, not a property: read on every run)
+    token_limited: bool = False

@@ -76,6 +76,8 @@ class KeyLimits:
         self._minutes: dict[str, _Minute] = {}
         self._budgets: dict[str, _Budget] = {}
         self._budget_pending: dict[tuple[str, int], int] = {}
+        #: being written by a refresh: still counted until the store's figures that hold it are read
+        self._budget_writing: dict[tuple[str, int], int] = {}
         self._corrections: list[Correction] = []
         self._held: set[str] = set()  # run slots this replica holds in the database
         self._releases: set[asyncio.Task[None]] = set()
@@ -115,7 +117,8 @@ class KeyLimits:
     def budget_used(self, caller: Caller, start: int) -> int:
         budget = self._budgets.get(caller.name)
         stored = budget.stored if budget is not None and budget.start == start else 0
-        return stored + self._budget_pending.get((caller.name, start), 0)
+        key = (caller.name, start)
+        return stored + self._budget_pending.get(key, 0) + self._budget_writing.get(key, 0)
 
     def local_figures(self, caller: Caller, now: float) -> tuple[int, int, float | None]:
         """(limit, remaining, reset) for a key's headers, from memory (one process)."""
@@ -223,15 +226,15 @@ class KeyLimits:
         try:
             await store.add_budgets(pending)
         except BaseException:
-            for key, tokens in pending.items():
-                self._budget_pending[key] = self._budget_pending.get(key, 0) + tokens
+            _add_into(self._budget_pending, pending)  # kept for the next refresh
             raise
+        _add_into(self._budget_writing, pending)  # written: counted here until a read holds it
         wall = time.time()
         periods = {c.name: period_start(c.created_at, c.budget_period, wall) for c in callers
                    if c.token_budget is not None}
-        if periods:
-            used = await store.budgets(periods)
-            self._budgets = {name: _Budget(start, used.get(name, 0)) for name, start in periods.items()}
+        used = await store.budgets(periods) if periods else {}
+        self._budgets = {name: _Budget(start, used.get(name, 0)) for name, start in periods.items()}
+        self._budget_writing = {}
 
     async def stop(self, store: KeyStore) -> None:
         if self._releases:
@@ -242,3 +245,8 @@ class KeyLimits:
         else:
             await store.add_budgets(self._budget_pending)
         self._corrections, self._budget_pending, self._held = [], {}, set()
+
+
+def _add_into(counts: dict[tuple[str, int], int], more: dict[tuple[str, int], int]) -> None:
+    for key, tokens in more.items():
+        counts[key] = counts.get(key, 0) + tokens

@@ -181,6 +181,7 @@ class KeyRing:
                 caller = Caller(key.name, owner_of(self.profile, key.name), key.expires_at, key.rpm,
                                 key.max_concurrent, key.max_stored_bytes, key.tpm, key.token_budget,
                                 key.budget_period, key.created_at)
+                caller.token_limited = key.token_limited
                 caller.limited = (key.rpm is not None or key.max_concurrent is not None or key.token_limited)
                 by_hash[key.key_hash] = caller
         if self._api_key_hash is not None:
@@ -208,7 +209,13 @@ class KeyRing:
         # The stored bytes are a sum over every stored object: read at each refresh only while a
         # live key has a quota to check; otherwise every STORED_BYTES_EVERY refreshes (the gauge).
         if self._quotas or self._refreshes % STORED_BYTES_EVERY == 1:
+            shared = self.limits.shared if self._quotas else None
+            started = await shared.clock() if shared is not None else 0.0  # before the sum is read
             self.stored_bytes = {name: usage.stored_bytes for name, usage in (await self.store.usage()).items()}
+            if shared is not None:  # replicas check writes against this measure (store/limits.py)
+                await shared.measured(self.limits.profile, {
+                    c.name: self.stored_bytes.get(c.name, 0) for c in self._by_hash.values()
+                    if c.max_stored_bytes is not None}, started)
             if self.on_refresh is not None:
                 self.on_refresh()
 

@@ -9,7 +9,9 @@ still count one minute. Nothing is counted for a refused request.
   its time and the tokens it reserved), the key's rows older than a minute dropped as it goes;
 - concurrent runs: one row per running run (`key_runs`) with the replica's lease, deleted when the
   run ends and ignored once the lease ran out (a replica that died gives its slots back);
-- the token budget: one counter per key and period (`key_budgets`).
+- the token budget: one counter per key and period (`key_budgets`);
+- stored bytes: each key's exact sum as last measured (every refresh, by each replica) plus the
+  writes checked since (`room`), so two replicas writing at once cannot both pass the quota.
 
 Tokens are reserved at admission from an estimate and corrected after the run (`reconcile`, in the
 replica's batched usage write): the minute's row and the period's counter get what the upstream
@@ -104,3 +106,16 @@ class LimitStore(ABC):
     @abstractmethod
     async def reconcile(self, corrections: list[Correction]) -> None:
         """Adds each correction to its minute's row (if still in the minute) and period's counter."""
+
+    @abstractmethod
+    async def clock(self) -> float:
+        """The database's time (seconds since the epoch): what a measure of stored bytes starts at."""
+
+    @abstractmethod
+    async def room(self, profile: str, name: str, added: int, limit: int) -> int | None:
+        """Counts a write of `added` bytes if the key's stored bytes stay within `limit` (None);
+        otherwise counts nothing and returns the bytes the key holds as counted."""
+
+    @abstractmethod
+    async def measured(self, profile: str, sizes: dict[str, int], at: float) -> None:
+        """Each key's exact stored bytes as summed by a read that started after `at`."""

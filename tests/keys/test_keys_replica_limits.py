@@ -156,3 +156,29 @@ async def test_a_small_token_budget_across_replicas_refuses_the_run_after_the_on
         await asyncio.sleep(2.5)  # its reservation corrected to the 15 tokens it used
     assert statuses == [200, 200, 200, 429]  # 0, 15, 30 used when they came; 45 of 40 when the last did
     assert await _budget_tokens(postgres_url, "budget") == 45
+
+
+async def test_stored_bytes_quota_holds_when_two_replicas_store_at_once(
+        tmp_path: Path, upstream: FakeUpstream, postgres_url: str, http: aiohttp.ClientSession) -> None:
+    def env(name: str) -> dict[str, str]:
+        return gateway_env(tmp_path / name, {"LLM_BASE_URL": upstream.base_url, "LLM_MODEL": "fake-model",
+                                             "API_SERVER_DATABASE_URL": postgres_url,
+                                             "LLM_CONTEXT_WINDOW": "10000000"})
+
+    key = await make_key(Path("."), "small", "--max-stored-mb", "1", env=env("cli"))
+    gateways = list(await asyncio.gather(start_gateway(env=env("a")), start_gateway(env=env("b"))))
+    try:
+        upstream.queue(Reply(delay=1.0), Reply(delay=1.0))  # both runs in flight, neither stored yet
+        big = "x" * 300_000  # kept twice (input items and the turn's messages): ~600 kB a record
+
+        async def store(gateway: ServerProcess) -> tuple[int, Any]:
+            async with http.post(gateway.base_url + "/v1/responses", json={"model": "m", "input": big},
+                                 headers=bearer(key)) as reply:
+                return reply.status, await reply.json()
+
+        answers = await asyncio.gather(*(store(g) for g in gateways))
+        assert sorted(status for status, _ in answers) == [200, 429], answers
+        refused = next(body for status, body in answers if status == 429)
+        assert refused["error"]["code"] == "insufficient_quota"
+    finally:
+        await asyncio.gather(*(g.stop() for g in gateways))

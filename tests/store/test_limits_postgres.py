@@ -72,3 +72,18 @@ async def test_tokens_are_reserved_then_corrected_and_the_request_crossing_the_l
     assert (await replicas[0].admit(ask)).refused == "budget"  # 5100 used of 5000
     assert (await replicas[0].admit(Ask("p", "alice", budget=5000, period_start=200,
                                         tokens=10))).refused is None  # the next period starts afresh
+
+
+async def test_stored_bytes_checked_from_two_replicas_at_once_never_pass_the_quota(
+        replicas: list[PostgresLimits]) -> None:
+    at = await replicas[0].clock()
+    await replicas[0].measured("p", {"alice": 400}, at)
+    answers = await asyncio.gather(*(replicas[i % 2].room("p", "alice", 100, 1000) for i in range(10)))
+    assert answers.count(None) == 6  # 400 + 6 x 100 = 1000
+    assert all(held is not None and held + 100 > 1000 for held in answers if held is not None)
+    # a later measure holds what was written (and a delete's room): writes checked since count on top
+    await asyncio.sleep(0.05)
+    await replicas[1].measured("p", {"alice": 300}, await replicas[1].clock())
+    await replicas[0].measured("p", {"alice": 900}, at)  # an older measure arriving late changes nothing
+    held = await replicas[1].room("p", "alice", 800, 1000)
+    assert held == 300 + 600  # the writes checked within the grace before the measure count twice

@@ -107,4 +107,44 @@ LIMIT_TABLES = (
         END IF;
         RETURN NEXT;
     END $$""",
+    # stored bytes: each key's exact sum as a replica last measured it (its start on the database's
+    # clock), and the bytes of each write checked since (key_store_puts), dropped once a later
+    # measure holds them
+    """CREATE TABLE IF NOT EXISTS key_store_room (
+        profile TEXT NOT NULL,
+        name TEXT NOT NULL,
+        measured BIGINT NOT NULL,
+        measured_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (profile, name)
+    )""",
+    """CREATE TABLE IF NOT EXISTS key_store_puts (
+        id BIGSERIAL PRIMARY KEY,
+        profile TEXT NOT NULL,
+        name TEXT NOT NULL,
+        at DOUBLE PRECISION NOT NULL,
+        bytes BIGINT NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS key_store_puts_by_key ON key_store_puts (profile, name, at)",
+    f"""CREATE OR REPLACE FUNCTION agent_gateway_room(
+        p_profile TEXT, p_name TEXT, p_added BIGINT, p_limit BIGINT, p_grace DOUBLE PRECISION)
+    RETURNS BIGINT LANGUAGE plpgsql AS $$
+    DECLARE
+        base BIGINT;
+        since DOUBLE PRECISION;
+        pending BIGINT;
+    BEGIN
+        PERFORM pg_advisory_xact_lock({KEY_LOCK_SPACE}, hashtext(p_profile || '/' || p_name));
+        SELECT s.measured, s.measured_at INTO base, since FROM key_store_room s
+          WHERE s.profile = p_profile AND s.name = p_name;
+        -- a write checked within p_grace before the measure may not have been in it: counted twice
+        -- for that long rather than not at all
+        SELECT coalesce(sum(w.bytes), 0) INTO pending FROM key_store_puts w
+          WHERE w.profile = p_profile AND w.name = p_name AND w.at >= coalesce(since, 0) - p_grace;
+        IF coalesce(base, 0) + pending + p_added > p_limit THEN
+            RETURN coalesce(base, 0) + pending;
+        END IF;
+        INSERT INTO key_store_puts (profile, name, at, bytes)
+          VALUES (p_profile, p_name, extract(epoch FROM clock_timestamp()), p_added);
+        RETURN NULL;
+    END $$""",
 )

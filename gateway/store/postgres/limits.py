@@ -21,6 +21,13 @@ _BUDGET_ADD = ("INSERT INTO key_budgets AS b (profile, name, period_start, token
                " ON CONFLICT (profile, name, period_start) DO UPDATE SET tokens = b.tokens + excluded.tokens")
 
 
+_MEASURED = ("INSERT INTO key_store_room AS s (profile, name, measured, measured_at) VALUES ($1, $2, $3, $4)"
+             " ON CONFLICT (profile, name) DO UPDATE SET measured = excluded.measured,"
+             " measured_at = excluded.measured_at WHERE s.measured_at < excluded.measured_at")
+#: how long after its check a write is assumed committed (and so in any measure begun later)
+ROOM_GRACE_SECONDS = 5.0
+
+
 class PostgresLimits(LimitStore):
     def __init__(self, database: PostgresDatabase, replica: str) -> None:
         self.database = database
@@ -62,5 +69,27 @@ class PostgresLimits(LimitStore):
                     await conn.executemany(_MINUTE_ADD, adds)
                 if budgets:
                     await conn.executemany(_BUDGET_ADD, sorted(budgets))
+
+        await self.database.run(body)
+
+    async def clock(self) -> float:
+        return float(await self.database.run(lambda conn: conn.fetchval(
+            "SELECT extract(epoch FROM clock_timestamp())::float8")))
+
+    async def room(self, profile: str, name: str, added: int, limit: int) -> int | None:
+        held = await self.database.run(lambda conn: conn.fetchval(
+            "SELECT agent_gateway_room($1, $2, $3, $4, $5)", profile, name, added, limit, ROOM_GRACE_SECONDS))
+        return None if held is None else int(held)
+
+    async def measured(self, profile: str, sizes: dict[str, int], at: float) -> None:
+        if not sizes:
+            return
+        rows = [(profile, name, size, at) for name, size in sorted(sizes.items())]
+
+        async def body(conn: Conn) -> None:
+            async with conn.transaction():
+                await conn.executemany(_MEASURED, rows)
+                await conn.execute("DELETE FROM key_store_puts WHERE profile = $1 AND name = ANY($2::text[])"
+                                   " AND at < $3", profile, sorted(sizes), at - ROOM_GRACE_SECONDS)
 
         await self.database.run(body)
