@@ -145,11 +145,11 @@ async def test_a_database_with_a_newer_schema_stops_serve_with_exit_1_naming_bot
         tmp_path: Path, upstream: FakeUpstream, postgres_cluster: Cluster, postgres_url: str) -> None:
     gateway = await start_gateway(env=_env(tmp_path, upstream, postgres_url))
     await gateway.stop()
-    postgres_cluster.psql("UPDATE schema_version SET version = 7", postgres_url.rsplit("/", 1)[1])
+    postgres_cluster.psql(f"UPDATE schema_version SET version = {SCHEMA_VERSION + 1}", postgres_url.rsplit("/", 1)[1])
     code, out, err = await run_cli("serve", "--port", "0", env=_env(tmp_path, upstream, postgres_url))
     assert code == 1
     lines = [line for line in err.splitlines() if "schema version" in line]
-    assert len(lines) == 1 and f"schema version 7, newer than version {SCHEMA_VERSION}" in lines[0]
+    assert len(lines) == 1 and f"schema version {SCHEMA_VERSION + 1}, newer than version {SCHEMA_VERSION}" in lines[0]
     assert PASSWORD not in err
 
 

@@ -50,7 +50,7 @@ async def test_a_version_4_sqlite_file_moves_to_the_current_version(tmp_path: Pa
     async with SQLiteResponseStore(path, 100) as store:  # the second open changes nothing
         assert await store.runs.get("resp_v4") is not None
     check = sqlite3.connect(path)
-    assert check.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(6,)]
+    assert check.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(7,)]
     check.close()
 
 
@@ -73,4 +73,4 @@ async def test_a_version_4_postgres_database_moves_to_the_current_version(postgr
                 await _keeps_the_old_and_runs(store)
             assert await store.runs.get("resp_v4") is not None
             version = await store.database.run(lambda c: c.fetchval("SELECT version FROM schema_version"))
-            assert version == PG_SCHEMA_VERSION == 6
+            assert version == PG_SCHEMA_VERSION == 7

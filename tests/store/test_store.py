@@ -315,4 +315,4 @@ async def test_a_version_1_file_is_migrated_and_keeps_its_responses(tmp_path: Pa
         await store.create_conversation(Conversation(id="conv_1", created_at=1), [])
         assert (await store.get_conversation("conv_1")).id == "conv_1"
     versions = sqlite3.connect(path).execute("SELECT version FROM schema_version").fetchall()
-    assert versions == [(SCHEMA_VERSION,)] and SCHEMA_VERSION == 6
+    assert versions == [(SCHEMA_VERSION,)] and SCHEMA_VERSION == 7
