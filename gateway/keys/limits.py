@@ -66,7 +66,26 @@ class _Budget:
 
 @dataclass
 class _Minute:
+    """A key's sliding minute of tokens: (time, tokens) per run, oldest first, and their sum (kept
+    as they come and go, so a request's check does not walk the minute)."""
+
     entries: deque[list[float]] = field(default_factory=deque)
+    total: float = 0.0
+
+    def prune(self, now: float) -> None:
+        entries = self.entries
+        while entries and entries[0][0] <= now - RATE_WINDOW:
+            self.total -= entries.popleft()[1]
+
+    def add(self, entry: list[float]) -> None:
+        self.entries.append(entry)
+        self.total += entry[1]
+
+    def correct(self, entry: list[float], delta: float, now: float) -> None:
+        self.prune(now)
+        if entry[0] > now - RATE_WINDOW:  # still in the minute (an entry leaves it only through prune)
+            entry[1] += delta
+            self.total += delta
 
 
 class KeyLimits:
@@ -96,19 +115,17 @@ class KeyLimits:
                 return None, "budget", 0.0
         entry = None
         if caller.tpm is not None:
-            entries = self._minutes.setdefault(caller.name, _Minute()).entries
-            while entries and entries[0][0] <= now - RATE_WINDOW:
-                entries.popleft()
-            in_minute = sum(int(e[1]) for e in entries)
-            if in_minute >= caller.tpm:
-                freed = 0
-                for at, tokens in entries:  # when enough has left the minute to be under the limit
-                    freed += int(tokens)
-                    if in_minute - freed < caller.tpm:
+            minute = self._minutes.setdefault(caller.name, _Minute())
+            minute.prune(now)
+            if minute.total >= caller.tpm:
+                freed = 0.0
+                for at, tokens in minute.entries:  # when enough has left the minute to be under the limit
+                    freed += tokens
+                    if minute.total - freed < caller.tpm:
                         return None, "tokens", at + RATE_WINDOW - now
                 return None, "tokens", RATE_WINDOW
             entry = [now, float(estimate)]
-            entries.append(entry)
+            minute.add(entry)
         if start is not None:
             key = (caller.name, start)
             self._budget_pending[key] = self._budget_pending.get(key, 0) + estimate
@@ -123,10 +140,10 @@ class KeyLimits:
     def local_figures(self, caller: Caller, now: float) -> tuple[int, int, float | None]:
         """(limit, remaining, reset) for a key's headers, from memory (one process)."""
         if caller.tpm is not None:
-            entries = self._minutes.get(caller.name, _Minute()).entries
-            used = sum(int(e[1]) for e in entries if e[0] > now - RATE_WINDOW)
-            reset = next((e[0] + RATE_WINDOW - now for e in entries if e[0] > now - RATE_WINDOW), 0.0)
-            return caller.tpm, caller.tpm - used, reset
+            minute = self._minutes.setdefault(caller.name, _Minute())
+            minute.prune(now)
+            reset = minute.entries[0][0] + RATE_WINDOW - now if minute.entries else 0.0
+            return caller.tpm, caller.tpm - round(minute.total), reset
         assert caller.token_budget is not None
         wall = time.time()
         used = self.budget_used(caller, period_start(caller.created_at, caller.budget_period, wall))
@@ -184,11 +201,11 @@ class KeyLimits:
             ticket.done = True
             delta = ticket.used - ticket.estimate
             if self.shared is None:
+                minute = self._minutes.setdefault(ticket.caller.name, _Minute())
                 if ticket.entry is not None:
-                    ticket.entry[1] += delta
+                    minute.correct(ticket.entry, delta, time.monotonic())
                 elif ticket.minute and ticket.caller.tpm is not None and delta:
-                    self._minutes.setdefault(ticket.caller.name, _Minute()).entries.append(
-                        [time.monotonic(), float(delta)])
+                    minute.add([time.monotonic(), float(delta)])
                 if ticket.period_start is not None and delta:
                     key = (ticket.caller.name, ticket.period_start)
                     self._budget_pending[key] = self._budget_pending.get(key, 0) + delta
