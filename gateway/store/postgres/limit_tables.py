@@ -37,6 +37,9 @@ LIMIT_TABLES = (
         oldest DOUBLE PRECISION;
         oldest_tokens DOUBLE PRECISION;
     BEGIN
+        -- counts, not records: a crash may lose the last moment's admissions, so the commit need not
+        -- wait for the disk (the lock is held until it ends)
+        PERFORM set_config('synchronous_commit', 'off', true);
         PERFORM pg_advisory_xact_lock({KEY_LOCK_SPACE}, hashtext(p_profile || '/' || p_name));
         now_ := extract(epoch FROM clock_timestamp());  -- after the wait: the lock holder's time
         o_requests := 0; o_tokens := 0; o_requests_reset := 0; o_tokens_reset := 0; o_budget := 0;
