@@ -63,14 +63,18 @@ async def wait_healthy(session: aiohttp.ClientSession, base: str) -> None:
     raise RuntimeError(f"the gateway under callgrind did not answer /health within {START_TIMEOUT:.0f} s")
 
 
-async def send(session: aiohttp.ClientSession, url: str, body: bytes, count: int, concurrency: int) -> None:
+async def send(session: aiohttp.ClientSession, url: str, body: bytes, count: int, concurrency: int,
+               key: str | None = None) -> None:
     left = count
+    headers = {"Content-Type": "application/json"}
+    if key is not None:
+        headers["Authorization"] = f"Bearer {key}"
 
     async def worker() -> None:
         nonlocal left
         while left > 0:
             left -= 1
-            async with session.post(url, data=body, headers={"Content-Type": "application/json"}) as response:
+            async with session.post(url, data=body, headers=headers) as response:
                 data = await response.read()
                 if response.status != 200:
                     raise RuntimeError(f"HTTP {response.status}: {data[:200]!r}")
@@ -108,6 +112,11 @@ async def measure(args: argparse.Namespace) -> int:
         "API_SERVER_MAX_CONCURRENT_RUNS": "4096", "PYTHONPATH": str(src),
         **dict(pair.split("=", 1) for pair in args.env),
     })
+    key = None
+    if args.key is not None:  # a key made in the store first: `--key ""` unlimited, `--key "--rpm 100000"` limited
+        made = subprocess.run([args.python or sys.executable, "-m", "gateway", "keys", "create", "bench",
+                               *args.key.split()], env=env, cwd=src, capture_output=True, text=True, check=True)
+        key = made.stdout.strip()
     if args.scenario == "search":
         env["WEB_CACHE_TTL"] = "0"  # every request makes its provider call, none is answered from the cache
     gateway = subprocess.Popen(
@@ -122,10 +131,10 @@ async def measure(args: argparse.Namespace) -> int:
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
             await wait_healthy(session, base)
             url = f"{base}/v1/chat/completions"
-            await send(session, url, body, max(2 * args.concurrency, 100), args.concurrency)
+            await send(session, url, body, max(2 * args.concurrency, 100), args.concurrency, key)
             subprocess.run(["callgrind_control", "-z", str(gateway.pid)], capture_output=True, check=True)
             searches_before = await searches(session, fake.base_url)
-            await send(session, url, body, args.requests, args.concurrency)
+            await send(session, url, body, args.requests, args.concurrency, key)
             subprocess.run(["callgrind_control", "-d", str(gateway.pid)], capture_output=True, check=True)
             searched = await searches(session, fake.base_url) - searches_before
             if args.scenario == "search" and searched != args.requests:
@@ -153,6 +162,8 @@ def main() -> int:
     parser.add_argument("--gateway-module", default="gateway",
                         help="the module run as the gateway (bench.reqwest_gateway: pyreqwest as the upstream client)")
     parser.add_argument("--env", nargs="*", default=[], metavar="NAME=VALUE", help="extra gateway settings")
+    parser.add_argument("--key", metavar="OPTIONS", help="requests send a key made with `keys create bench OPTIONS` "
+                        "(\"\": an unlimited key; default: keyless)")
     parser.add_argument("--out", help="folder for the callgrind dump (default: a new temp folder)")
     return asyncio.run(measure(parser.parse_args()))
 

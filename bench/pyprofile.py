@@ -58,6 +58,10 @@ async def measure(args: argparse.Namespace) -> int:
         "API_SERVER_MAX_CONCURRENT_RUNS": "4096", "PYTHONPATH": str(src), "PROFILE_OUT": out,
         **({"PROFILE_WALL": "1"} if args.wall else {}),
     })
+    key = None
+    if args.key is not None:  # as bench/callgrind.py's --key
+        key = subprocess.run([sys.executable, "-m", "gateway", "keys", "create", "bench", *args.key.split()], env=env,
+                             cwd=src, capture_output=True, text=True, check=True).stdout.strip()
     gateway = subprocess.Popen([sys.executable, "-c", WRAPPER, "serve", "--port", str(port)],
                                env=env, cwd=src, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
@@ -66,10 +70,10 @@ async def measure(args: argparse.Namespace) -> int:
         async with aiohttp.ClientSession() as session:
             await wait_healthy(session, base)
             url = f"{base}/v1/chat/completions"
-            await send(session, url, body, 200, 1)
+            await send(session, url, body, 200, 1, key)
             gateway.send_signal(signal.SIGUSR1)
             await asyncio.sleep(0.5)  # the handler runs when the gateway's main thread next runs Python
-            await send(session, url, body, args.requests, 1)
+            await send(session, url, body, args.requests, 1, key)
             gateway.send_signal(signal.SIGUSR2)
             await asyncio.sleep(2)
     finally:
@@ -123,6 +127,7 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--src", help="a checkout to profile instead of this one")
     parser.add_argument("--out", default="gateway.prof")
+    parser.add_argument("--key", metavar="OPTIONS", help="as bench/callgrind.py's --key")
     parser.add_argument("--wall", action="store_true", help="wall-clock time instead of the process's CPU time")
     parser.add_argument("--diff", nargs=2, metavar=("A", "B"), help="print A minus B per request")
     parser.add_argument("--top", type=int, default=40)

@@ -25,7 +25,8 @@
     │   ├── AuthenticationError       401 (code invalid_api_key)
     │   ├── PermissionDeniedError     403
     │   ├── RateLimitError            429 type requests, code rate_limit_exceeded (+ Retry-After)
-    │   │   ├── InsufficientQuotaError 429 insufficient_quota: a key's stored-bytes quota
+    │   │   ├── TokenRateLimitError 429 type tokens: a key's tokens per minute (http/key_limits)
+    │   │   ├── InsufficientQuotaError 429 insufficient_quota: a key's stored-bytes quota or token budget
     │   │   ├── QueueFullError    429 (store/runs) the background queue is full: retry later
     │   │   │   └── OwnerQueueFullError 429 (store/runs) one key's share of the queue is full
     │   │   └── TooManyFollowersError 429 (runs/followers) past a background response's follower bounds
@@ -204,6 +205,12 @@ class RateLimitError(GatewayError):
     status = 429
     type = "requests"
     code = "rate_limit_exceeded"
+
+
+class TokenRateLimitError(RateLimitError):
+    """A key's tokens per minute (as OpenAI's own: `type` "tokens")."""
+
+    type = "tokens"
 
 
 class UpstreamError(GatewayError):

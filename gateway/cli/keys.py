@@ -24,6 +24,7 @@ from gateway.cli.commands import help_line
 from gateway.config.settings import Settings, load_settings
 from gateway.store.api import StoreUnavailableError
 from gateway.store.keys import ApiKey, DayUsage, DuplicateKeyError, KeyStore, KeyUsage, key_hash, new_key
+from gateway.store.limits import BUDGET_PERIODS
 from gateway.store.owners import DEFAULT_KEY, KEY_NAME, owner_of, profile_label
 
 T = TypeVar("T")
@@ -68,11 +69,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _limit_flags(parser: argparse.ArgumentParser, number: Callable[[str], int | str]) -> None:
     """The limits of `create` and `update` (`update`'s take `none` too: the limit removed)."""
     none = " ('none': no limit)" if number is _positive_or_none else ""
-    parser.add_argument("--rpm", type=number, metavar="N", help=f"at most N requests per minute (per replica){none}")
+    parser.add_argument("--rpm", type=number, metavar="N", help=f"at most N requests per minute{none}")
     parser.add_argument("--max-concurrent", type=number, metavar="N",
-                        help=f"at most N runs at once (per replica){none}")
+                        help=f"at most N runs at once{none}")
     parser.add_argument("--max-stored-mb", type=number, metavar="N",
                         help=f"at most N MB (10^6 bytes) of stored responses and conversations{none}")
+    parser.add_argument("--tpm", type=number, metavar="N", help=f"at most N tokens (input + output) per minute{none}")
+    parser.add_argument("--token-budget", type=number, metavar="N",
+                        help=f"at most N tokens (input + output) per budget period{none}")
+    parser.add_argument("--budget-period", choices=sorted(BUDGET_PERIODS), metavar="PERIOD",
+                        help="the --token-budget's period, from the key's creation: 1d, 7d, 30d or total (default)")
     parser.add_argument("--expires-days", type=number, metavar="N",
                         help="refused N days from now" + (" ('none': never)" if none else ""))
 
@@ -166,6 +172,8 @@ def run_create(args: argparse.Namespace) -> int:
         return _fail(f"invalid key name {name!r}: use 1-64 characters of letters, digits, '.', '_' or '-'", 2)
     if name == DEFAULT_KEY:
         return _fail("the name 'default' is API_SERVER_KEY's; choose another name", 1)
+    if args.budget_period is not None and args.token_budget is None:
+        return _fail("--budget-period needs --token-budget N", 2)
     key = new_key()
     now = int(time.time())
     record = ApiKey(name=name, key_hash=key_hash(key), created_at=now, **_changes(args, creating=True))
@@ -193,10 +201,18 @@ def _changes(args: argparse.Namespace, *, creating: bool) -> dict[str, Any]:
     now = int(time.time())
     given = vars(args)
     for flag, field, scale in (("rpm", "rpm", 1), ("max_concurrent", "max_concurrent", 1),
-                               ("max_stored_mb", "max_stored_bytes", 1_000_000)):
+                               ("max_stored_mb", "max_stored_bytes", 1_000_000), ("tpm", "tpm", 1),
+                               ("token_budget", "token_budget", 1)):
         value = given.get(flag)
         if value is not None:
             changes[field] = None if value == REMOVE else value * scale
+    if given.get("budget_period") is not None:
+        changes["budget_period"] = given["budget_period"]
+    if "token_budget" in changes:  # a budget has a period (`total` unless given); no budget, none
+        changes["budget_period"] = None if changes["token_budget"] is None else \
+            changes.get("budget_period") or ("total" if creating else None)
+        if changes["budget_period"] is None and changes["token_budget"] is not None:
+            del changes["budget_period"]  # update: the key's period stays
     days = given.get("expires_days")
     if days is not None:
         changes["expires_at"] = None if days == REMOVE else now + days * DAY
@@ -247,14 +263,15 @@ def run_list(args: argparse.Namespace) -> int:
     if found is None:
         return 1
     keys, usage = found
-    rows = [("NAME", "CREATED", "LAST USED", "RPM", "CONCURRENT", "STORED MAX", "EXPIRES", "STATUS",
+    rows = [("NAME", "CREATED", "LAST USED", "RPM", "CONCURRENT", "STORED MAX", "TPM", "BUDGET", "EXPIRES", "STATUS",
              "TOKENS IN/OUT", "STORED")]
     now = time.time()
     for key in keys:
         used = usage.get(key.name, KeyUsage(key.name))
         status = _status(key, now)
         rows.append((key.name, _when(key.created_at), _when(used.counted.last_used_at or None), _limit(key.rpm),
-                     _limit(key.max_concurrent), _limit(key.max_stored_bytes, " B"), _when(key.expires_at), status,
+                     _limit(key.max_concurrent), _limit(key.max_stored_bytes, " B"), _limit(key.tpm),
+                     _limit(key.token_budget, f"/{key.budget_period}"), _when(key.expires_at), status,
                      f"{used.counted.input_tokens}/{used.counted.output_tokens}", f"{used.stored_bytes} B"))
     if len(rows) == 1:
         print("no keys yet: make one with `agent-gateway keys create NAME`")

@@ -4,8 +4,8 @@ create or update read into the store's fields. Pure (no I/O); the routes are rou
 A body field is checked as the CLI checks its flag (`keys create/update`): a limit is a whole number
 of at least 1 or null (no limit), `expires_days` at least 1 or null (never), an access list a list
 of names or null (all). An unknown field is a 400 naming it, so a misspelt limit is never silently
-no limit. `tpm`, `token_budget` and `budget_period` are shown (null) and refused when set until the
-token limits land (issue 46 item 2).
+no limit. `budget_period` is one of 1d, 7d, 30d, total (a budget set without it: `total`; a budget
+removed takes its period with it).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from typing import Any
 
 from gateway.errors import InvalidRequestError, echo
 from gateway.store.keys import ApiKey, KeyUsage
+from gateway.store.limits import BUDGET_PERIODS
 from gateway.store.owners import DEFAULT_KEY, KEY_NAME
 
 DAY = 86400
-#: the limits a key shows, and the store field each is kept in (None: not settable in this version)
-LIMITS: dict[str, str | None] = {"rpm": "rpm", "max_concurrent": "max_concurrent",
-                                 "max_stored_bytes": "max_stored_bytes", "tpm": None, "token_budget": None,
-                                 "budget_period": None}
+#: the limits a key shows, and the store field each is kept in
+LIMITS: dict[str, str] = {"rpm": "rpm", "max_concurrent": "max_concurrent", "max_stored_bytes": "max_stored_bytes",
+                          "tpm": "tpm", "token_budget": "token_budget", "budget_period": "budget_period"}
 _FIELDS = frozenset({"name", "admin", "expires_days", "limits", "access"})
 _ACCESS = frozenset({"models", "mcp", "web"})
 MAX_NAMES = 256  # entries of one access list
@@ -36,7 +36,7 @@ def key_object(key: ApiKey, usage: KeyUsage | None) -> dict[str, Any]:
         "expires_at": key.expires_at,
         "revoked_at": key.revoked_at,
         "admin": key.admin,
-        "limits": {field: getattr(key, column) if column is not None else None for field, column in LIMITS.items()},
+        "limits": {field: getattr(key, column) for field, column in LIMITS.items()},
         "access": {"models": None if key.models is None else list(key.models),
                    "mcp": None if key.mcp is None else list(key.mcp), "web": key.web},
         "usage": {"input_tokens": counted.input_tokens if counted else 0,
@@ -71,13 +71,18 @@ def changes_of(body: dict[str, Any], *, creating: bool) -> dict[str, Any]:
     for field, value in limits.items():
         if field not in LIMITS:
             raise InvalidRequestError(f"Unknown limit '{echo(field)}'.", param=f"limits.{field}")
-        column = LIMITS[field]
-        if column is None:
-            if value is not None:
-                raise InvalidRequestError(f"The limit '{field}' is not available in this version of the gateway.",
-                                          param=f"limits.{field}")
+        if field == "budget_period":
+            if value is not None and value not in BUDGET_PERIODS:
+                raise InvalidRequestError(f"'limits.budget_period' must be one of {', '.join(sorted(BUDGET_PERIODS))}"
+                                          " or null.", param="limits.budget_period")
+            changes["budget_period"] = value
             continue
-        changes[column] = _count(value, f"limits.{field}")
+        changes[LIMITS[field]] = _count(value, f"limits.{field}")
+    if "token_budget" in changes:  # a budget has a period (`total` unless named); no budget, none
+        if changes["token_budget"] is None:
+            changes["budget_period"] = None
+        elif changes.get("budget_period") is None and creating:
+            changes["budget_period"] = "total"
     access = _object(body.get("access"), "access")
     for field, value in access.items():
         if field not in _ACCESS:

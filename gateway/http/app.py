@@ -47,10 +47,12 @@ from gateway.observe.after_reply import AfterReply
 from gateway.observe.agent_calls import GatewayObserver
 from gateway.observe.memory_release import MemoryReleaser
 from gateway.observe.metrics import Metrics
+from gateway.runs.background import replica_name
 from gateway.runs.deadlines import RunDeadlines
 from gateway.store.api import ResponseStore, StoreUnavailableError
 from gateway.store.idempotency import IdempotencyCache, InMemoryIdempotencyCache
 from gateway.store.keys import COUNTERS, KeyStore, UsageDelta
+from gateway.store.limits import LimitStore
 from gateway.store.observed import ObservedStore
 from gateway.store.owners import DEFAULT_KEY, owner_of, profile_label
 from gateway.store.sqlite.keys import SQLiteKeyStore
@@ -106,7 +108,7 @@ def create_app(settings: Settings, *, tools: Iterable[AgentTool] | None = None,
         idempotency = InMemoryIdempotencyCache(ttl=settings.idempotency_ttl)
     app[appkeys.IDEMPOTENCY] = idempotency
     app[appkeys.KEYRING] = KeyRing(settings.profile, settings.api_key, _key_store(settings, database),
-                                     usage_days=settings.usage_days)
+                                     _shared_limits(database), usage_days=settings.usage_days)
     if settings.metrics_enabled:
         app[appkeys.METRICS] = _metrics(app)
         app.router.add_routes(metrics.routes)
@@ -168,6 +170,15 @@ def _key_store(settings: Settings, database: PostgresDatabase | None) -> KeyStor
 
         return PostgresKeyStore(database, profile)
     return SQLiteKeyStore(settings.db_path, profile, legacy_owner=owner_of(settings.profile, DEFAULT_KEY))
+
+
+def _shared_limits(database: PostgresDatabase | None) -> LimitStore | None:
+    """Behind replicas, every limit of a limited key is counted in the database (keys/limits.py)."""
+    if database is None:
+        return None
+    from gateway.store.postgres.limits import PostgresLimits
+
+    return PostgresLimits(database, replica_name())
 
 
 async def _keyring_ctx(app: web.Application) -> AsyncIterator[None]:

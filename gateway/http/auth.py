@@ -5,12 +5,14 @@ API_SERVER_KEY is the key named `default`; with no key at all (no API_SERVER_KEY
 the store) every request is `default`'s and the loopback-only Host rules apply (checks.py).
 
 Limits, each off unless the key has it (`agent-gateway keys create ... --rpm/--max-concurrent/
---max-stored-mb`):
-- requests per minute, counted per replica: a sliding minute in memory, so admission costs no
-  database round trip; behind N replicas a client can get up to N times the figure. Every response
-  of such a key carries OpenAI's x-ratelimit-*-requests headers; past it, 429 with Retry-After.
+--max-stored-mb/--tpm/--token-budget`):
+- requests per minute: a sliding minute, in memory with one process (SQLite: admission costs no
+  round trip); behind replicas (PostgreSQL) in the database, one round trip (http/key_limits.py).
+  Every response of such a key carries OpenAI's x-ratelimit-*-requests headers; past it, 429 with
+  Retry-After.
 - concurrent runs (chat completions and responses being generated; a background response for its
-  whole run, not only its create request), per replica: 429 with Retry-After.
+  whole run, not only its create request): 429 with Retry-After.
+- tokens per minute and a token budget: http/key_limits.py.
 - stored bytes: a store that would pass it is a 429 `insufficient_quota` (store/owned.py); reads
   and deletes still work.
 """
@@ -19,14 +21,16 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
 from gateway.errors import AuthenticationError, InsufficientQuotaError, RateLimitError, ServiceUnavailableError
 from gateway.http import appkeys
+from gateway.keys.limits import CURRENT_TICKET, CURRENT_TOKENS
 from gateway.keys.ring import CURRENT_CALLER, CURRENT_RATE, REFRESH_SECONDS, Caller, KeyRing
 from gateway.store.keys import key_hash
+from gateway.store.limits import LimitStore
 from gateway.store.owned import OwnedStore
 
 RUN_PATHS = frozenset({"/v1/chat/completions", "/v1/responses"})
@@ -36,6 +40,9 @@ def authenticate(ring: KeyRing, presented: str | None, open_path: bool) -> KeyRi
     """Sets the request's caller among `ring`'s keys, or raises 401/429. `open_path`: a route
     that needs no key."""
     CURRENT_RATE.set(None)
+    if CURRENT_TOKENS.get() is not None or CURRENT_TICKET.get() is not None:  # a keep-alive's previous request's
+        CURRENT_TOKENS.set(None)
+        CURRENT_TICKET.set(None)
     if open_path:
         CURRENT_CALLER.set(None)
         return ring
@@ -55,7 +62,7 @@ def authenticate(ring: KeyRing, presented: str | None, open_path: bool) -> KeyRi
     CURRENT_CALLER.set(caller)
     usage = ring.usage_of(caller.name)
     usage.last_used_at = int(time.time())
-    if caller.rpm is not None:
+    if caller.rpm is not None and ring.limits.shared is None:  # replicas: counted in the database (key_limits.py)
         remaining, reset, admitted = ring.rate(caller, time.monotonic())
         CURRENT_RATE.set((caller.rpm, remaining, reset))
         if not admitted:
@@ -66,16 +73,18 @@ def authenticate(ring: KeyRing, presented: str | None, open_path: bool) -> KeyRi
 
 
 class KeyRunSlot:
-    """One run of a key with a concurrent-runs limit: held by the request, or handed over to the
-    background run it starts (which holds it for its whole life)."""
+    """One run of a key with a concurrent-runs limit or token limits: held by the request, or
+    handed over to the background run it starts (which holds it for its whole life). `release`
+    may return what frees it in the database (replicas), for a request to wait on."""
 
-    def __init__(self, release: Callable[[], None] | None) -> None:
+    def __init__(self, release: Callable[[], Awaitable[None] | None] | None) -> None:
         self._release = release
 
-    def release(self) -> None:
+    def release(self) -> Awaitable[None] | None:
         if self._release is not None:
             release, self._release = self._release, None
-            release()
+            return release()
+        return None
 
     def hand_over(self) -> KeyRunSlot:
         """A slot holding this one's place, whose release is now the taker's (this one's is a no-op)."""
@@ -107,13 +116,21 @@ def hand_over_key_slot(request: web.Request) -> KeyRunSlot | None:
 
 
 def add_rate_headers(request: web.Request, response: web.StreamResponse) -> None:
-    """Part of the response-prepare hook: every response of a key with an rpm, errors and streams alike."""
+    """Part of the response-prepare hook: every response of a key with an rpm or token limits,
+    errors and streams alike."""
     rate = CURRENT_RATE.get()
     if rate is not None:
         limit, remaining, reset = rate
         response.headers["x-ratelimit-limit-requests"] = str(limit)
         response.headers["x-ratelimit-remaining-requests"] = str(max(0, remaining))
         response.headers["x-ratelimit-reset-requests"] = _duration(reset)
+    tokens = CURRENT_TOKENS.get()
+    if tokens is not None:
+        limit, remaining, token_reset = tokens
+        response.headers["x-ratelimit-limit-tokens"] = str(limit)
+        response.headers["x-ratelimit-remaining-tokens"] = str(max(0, remaining))
+        if token_reset is not None:
+            response.headers["x-ratelimit-reset-tokens"] = _duration(token_reset)
 
 
 def _duration(seconds: float) -> str:
@@ -168,21 +185,39 @@ def store_for(app: web.Application, caller: Caller | None) -> OwnedStore:
     caller = caller or ring.default
     room = None
     if caller.max_stored_bytes is not None:
-        limit = caller.max_stored_bytes
-
-        def room(size: int, object_id: str | None) -> None:
-            # a record put again (a background response: in progress, then finished) adds only its
-            # growth: the refresh's exact sum holds its last size, not both
-            counted = ring.counted_puts.setdefault(caller.name, {})
-            added = size - counted.get(object_id, 0) if object_id is not None else size
-            used = ring.stored_bytes.get(caller.name, 0)
-            if added > 0 and used + added > limit:
-                raise _over_quota(caller, used)
-            ring.stored_bytes[caller.name] = used + added  # until the next refresh counts it exactly
-            if object_id is not None:
-                counted.pop(object_id, None)
-                counted[object_id] = size
-                if len(counted) > COUNTED_PUTS:  # the oldest go: a record is rarely put again much later
-                    del counted[next(iter(counted))]
-
+        room = _room(ring, caller, caller.max_stored_bytes)
     return OwnedStore(app[appkeys.STORE], caller.owner, room)
+
+
+def _room(ring: KeyRing, caller: Caller, limit: int) -> Callable[[int, str | None], Awaitable[None] | None]:
+    shared = ring.limits.shared
+
+    def growth(size: int, object_id: str | None) -> int:
+        # a record put again (a background response: in progress, then finished) adds only its
+        # growth: the refresh's exact sum holds its last size, not both
+        counted = ring.counted_puts.setdefault(caller.name, {})
+        added = size - counted.get(object_id, 0) if object_id is not None else size
+        if object_id is not None:
+            counted.pop(object_id, None)
+            counted[object_id] = size
+            if len(counted) > COUNTED_PUTS:  # the oldest go: a record is rarely put again much later
+                del counted[next(iter(counted))]
+        return added
+
+    def room(size: int, object_id: str | None) -> Awaitable[None] | None:
+        added = growth(size, object_id)
+        if shared is not None:  # replicas: the database counts every replica's writes (store/limits.py)
+            return _shared_room(shared, ring, caller, added, limit) if added > 0 else None
+        used = ring.stored_bytes.get(caller.name, 0)
+        if added > 0 and used + added > limit:
+            raise _over_quota(caller, used)
+        ring.stored_bytes[caller.name] = used + added  # until the next refresh counts it exactly
+        return None
+
+    return room
+
+
+async def _shared_room(shared: LimitStore, ring: KeyRing, caller: Caller, added: int, limit: int) -> None:
+    held = await shared.room(ring.limits.profile, caller.name, added, limit)
+    if held is not None:
+        raise _over_quota(caller, held)

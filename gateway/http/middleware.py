@@ -20,6 +20,7 @@ answered by gateway/http_server.py in the same envelope.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 
@@ -27,11 +28,13 @@ from aiohttp import web
 
 from gateway.errors import GatewayError
 from gateway.http import appkeys
-from gateway.http.auth import KeyRunSlot, enter_run
+from gateway.http.auth import KEY_RUN_SLOT
 from gateway.http.checks import Handler, admit, error_response, from_http_exception, internal_error
 from gateway.http.cors import preflight_response
 from gateway.http.idempotency import run_idempotent, wants_idempotency
+from gateway.http.key_limits import door
 from gateway.http.lifecycle import OVER_SLOTS, Lifecycle
+from gateway.keys.ring import CURRENT_CALLER
 from gateway.observe.access_log import begin_request, log_access
 from gateway.observe.log_limits import RateLimitedLog
 from gateway.observe.metrics import Metrics, route_of
@@ -49,10 +52,13 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
     status: int | str = "-"
     try:
         lifecycle: Lifecycle | None = None
-        key_slot: KeyRunSlot | None = None
+        limited = False
         try:
             lifecycle = admit(request, app)
-            key_slot = enter_run(request)  # a key's concurrent-runs limit (http/auth.py)
+            caller = CURRENT_CALLER.get()
+            if caller is not None and caller.limited:  # a key's limits (http/key_limits.py)
+                limited = True
+                await door(request, caller)
             # a preflight is an OPTIONS request (cors.is_preflight): no call for any other method
             preflight = preflight_response(request) if request.method == "OPTIONS" else None
             response: web.StreamResponse
@@ -89,8 +95,12 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
         except Exception:
             response = internal_error(request)
         finally:
+            key_slot = request.get(KEY_RUN_SLOT) if limited else None
             if key_slot is not None:  # a no-op once a background run took it over
-                key_slot.release()
+                freed = key_slot.release()
+                if freed is not None:  # its slot in the database: freed before the next run can ask
+                    with contextlib.suppress(Exception):  # a store fault: the slot's lease runs out instead
+                        await freed
             if lifecycle is not None:
                 lifecycle.leave()
         status = response.status

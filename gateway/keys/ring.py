@@ -13,7 +13,10 @@ Keys fail closed: with a store to read keys from, the gateway is keyless only on
 key ever made. Until the first read succeeds (the database down at start), the ring is `unread`
 and every authenticated route answers 503 (http/auth.py), never open.
 
-Limits that need an answer per request (rpm, concurrent runs) are counted here, per replica.
+Limits that need an answer per request: with one process (SQLite), rpm and concurrent runs are
+counted here in memory and tokens in keys/limits.py; behind replicas (PostgreSQL, `limits.shared`)
+every limit of a limited key is counted in the database (keys/limits.py), and this ring only
+writes their corrections and renews their run slots with its refresh.
 
 Each key's access (model routes, configured MCP servers, web tools) and admin flag ride on its
 `Caller`, so a `keys update` reaches every replica with the next refresh, like a revocation. The
@@ -32,9 +35,12 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from gateway.keys.caller import Caller
+from gateway.keys.limits import KeyLimits
 from gateway.store.api import StoreUnavailableError
 from gateway.store.keys import ApiKey, KeyStore, UsageDelta, UsageWrite, key_hash
-from gateway.store.owners import DEFAULT_KEY, owner_of
+from gateway.store.limits import LimitStore
+from gateway.store.owners import DEFAULT_KEY, owner_of, profile_label
 
 log = logging.getLogger("agent_gateway.keys")
 
@@ -47,29 +53,6 @@ DAY = 86400
 
 def utc_day(at: float) -> str:
     return time.strftime("%Y-%m-%d", time.gmtime(at))
-
-
-@dataclass
-class Caller:
-    """Who sent a request: a key's name and its limits (None: no limit)."""
-
-    name: str
-    owner: str
-    expires_at: int | None = None
-    rpm: int | None = None
-    max_concurrent: int | None = None
-    max_stored_bytes: int | None = None
-    admin: bool = False
-    #: the model route ids it may use (None: all), the configured MCP server labels (None: all)
-    models: frozenset[str] | None = None
-    mcp: frozenset[str] | None = None
-    web: bool = True
-
-    @classmethod
-    def of(cls, key: ApiKey, owner: str) -> Caller:
-        return cls(key.name, owner, key.expires_at, key.rpm, key.max_concurrent, key.max_stored_bytes, key.admin,
-                   None if key.models is None else frozenset(key.models),
-                   None if key.mcp is None else frozenset(key.mcp), key.web)
 
 
 #: The caller of the request this task serves (None: an open route), and its rate state for a key
@@ -89,14 +72,16 @@ class _Counters:
 
 
 class KeyRing:
-    def __init__(self, profile: str | None, api_key: str | None, store: KeyStore | None, *,
-                 usage_days: int = 90) -> None:
+    def __init__(self, profile: str | None, api_key: str | None, store: KeyStore | None,
+                 shared: LimitStore | None = None, *, usage_days: int = 90) -> None:
         self.profile = profile
         self.usage_days = usage_days
         self._pruned_day: str | None = None  # the day whose older rows were last deleted
         self._stored_fresh = False  # stored_bytes read since the last usage write
         self._stored_written: dict[str, int] = {}  # the day's stored bytes as last written, per key
         self.store = store
+        #: token limits, and every limit behind replicas (`limits.shared`: the database counts them)
+        self.limits = KeyLimits(profile_label(profile), shared)
         self.default = Caller(DEFAULT_KEY, owner_of(profile, DEFAULT_KEY))
         self._api_key_hash = key_hash(api_key) if api_key else None
         self._by_hash: dict[str, Caller] = {}
@@ -233,12 +218,19 @@ class KeyRing:
         if version < 0 or version != self._keys_version or not self._read:
             self._load(await self.store.keys())
             self._keys_version = version
+        await self.limits.refresh(self.store, [c for c in self._by_hash.values() if c.limited])
         self._refreshes += 1
         # The stored bytes are a sum over every stored object: read at each refresh only while a
         # live key has a quota to check; otherwise every STORED_BYTES_EVERY refreshes (the gauge).
         if self._quotas or self._refreshes % STORED_BYTES_EVERY == 1:
+            shared = self.limits.shared if self._quotas else None
+            started = await shared.clock() if shared is not None else 0.0  # before the sum is read
             self.stored_bytes = {name: usage.stored_bytes for name, usage in (await self.store.usage()).items()}
             self._stored_fresh = True
+            if shared is not None:  # replicas check writes against this measure (store/limits.py)
+                await shared.measured(self.limits.profile, {
+                    c.name: self.stored_bytes.get(c.name, 0) for c in self._by_hash.values()
+                    if c.max_stored_bytes is not None}, started)
             if self.on_refresh is not None:
                 self.on_refresh()
 
@@ -305,4 +297,8 @@ class KeyRing:
             except Exception as exc:  # a stop must finish: the counts are lost, said once
                 log.warning("the API keys' last usage was not written: %s", getattr(exc, "message", exc))
             self.pending = {}
+            try:
+                await self.limits.stop(self.store)  # tokens' corrections, run slots held
+            except Exception as exc:  # as above: the leases run out, the corrections are lost
+                log.warning("the API keys' last token counts were not written: %s", getattr(exc, "message", exc))
             await self.store.close()

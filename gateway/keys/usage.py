@@ -14,6 +14,7 @@ a stream's producer task with the context).
 from __future__ import annotations
 
 from gateway.agent.observer import AgentObserver, McpCallNames, ToolCall, UpstreamCall
+from gateway.keys.limits import CURRENT_TICKET
 from gateway.keys.ring import CURRENT_CALLER, KeyRing
 
 #: No turn has a trillion tokens; a figure past that is an upstream's nonsense, kept bounded.
@@ -57,6 +58,8 @@ class KeyUsageObserver(AgentObserver):
             delta.output_tokens += completion_tokens
             if estimated:  # in the totals too; this says how much of them is an estimate
                 delta.estimated_tokens += prompt_tokens + completion_tokens
+            if caller.limited and (ticket := CURRENT_TICKET.get()) is not None:  # its run's token limits
+                ticket.used += prompt_tokens + completion_tokens
         self.inner.round_usage(prompt_tokens, completion_tokens, estimated=estimated)
 
     def turn_finished(self, tool_rounds: int, prompt_tokens: int, completion_tokens: int) -> None:

@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from gateway.errors import NotFoundError, echo
 
-#: room(size, object_id): the owner's stored-bytes quota check (store/owned.py)
-Room = Callable[[int, str | None], None]
+#: room(size, object_id): the owner's stored-bytes quota check (store/owned.py), or what to await
+#: for its answer (behind replicas it asks the database)
+Room = Callable[[int, str | None], Awaitable[None] | None]
 
 
 @dataclass
@@ -125,8 +126,9 @@ class OwnedFiles:
         self._room = room
 
     async def add(self, file: StoredFile, data: bytes | bytearray) -> StoredFile:
-        if self._room is not None:
-            self._room(stored_bytes(file), None)
+        checked = self._room(stored_bytes(file), None) if self._room is not None else None
+        if checked is not None:
+            await checked
         file = dataclasses.replace(file, owner=self.owner)
         await self.inner.add(file, data)
         return file

@@ -75,6 +75,22 @@ KEY_USAGE_DAYS = (
 )
 
 
+#: Schema v7 (issue 46): token limits, and the tokens each key used per budget period (a period's
+#: start in seconds since the epoch; `total` has one period, from the key's creation).
+KEY_TABLES_7 = (
+    "ALTER TABLE api_keys ADD COLUMN tpm BIGINT",
+    "ALTER TABLE api_keys ADD COLUMN token_budget BIGINT",
+    "ALTER TABLE api_keys ADD COLUMN budget_period TEXT",
+    """CREATE TABLE IF NOT EXISTS key_budgets (
+        profile TEXT NOT NULL,
+        name TEXT NOT NULL,
+        period_start BIGINT NOT NULL,
+        tokens BIGINT NOT NULL DEFAULT 0,
+        PRIMARY KEY (profile, name, period_start)
+    )""",
+)
+
+
 class DuplicateKeyError(InvalidRequestError):
     """A key of this name exists (or existed: a revoked name is not reused, its usage stays its own)."""
 
@@ -106,13 +122,22 @@ class ApiKey:
     mcp: tuple[str, ...] | None = None
     #: False: no web tools for the key
     web: bool = True
+    tpm: int | None = None
+    token_budget: int | None = None
+    budget_period: str | None = None  # store/limits.py BUDGET_PERIODS; None with no budget
+
+    @property
+    def token_limited(self) -> bool:
+        return self.tpm is not None or self.token_budget is not None
 
 
 #: The columns of api_keys in the order both backends read them (ApiKey's fields).
 KEY_COLUMNS = ("name", "key_hash", "created_at", "expires_at", "revoked_at", "rpm", "max_concurrent",
-               "max_stored_bytes", "admin", "models", "mcp", "web")
+               "max_stored_bytes", "admin", "models", "mcp", "web",
+               "tpm", "token_budget", "budget_period")
 #: What `update` may change, in place (name, hash and creation never change; revoking is `revoke`).
-UPDATABLE = frozenset({"expires_at", "rpm", "max_concurrent", "max_stored_bytes", "admin", "models", "mcp", "web"})
+UPDATABLE = frozenset({"expires_at", "rpm", "max_concurrent", "max_stored_bytes", "admin", "models", "mcp", "web",
+                       "tpm", "token_budget", "budget_period"})
 
 
 def encode_names(names: tuple[str, ...] | list[str] | None) -> str | None:
@@ -249,6 +274,14 @@ class KeyStore(ABC):
     @abstractmethod
     async def usage(self) -> dict[str, KeyUsage]:
         """Per key name: the counts so far and the bytes its objects take now."""
+
+    @abstractmethod
+    async def budgets(self, periods: dict[str, int]) -> dict[str, int]:
+        """Tokens each key name used in its period starting at the given second (absent: none)."""
+
+    @abstractmethod
+    async def add_budgets(self, deltas: dict[tuple[str, int], int]) -> None:
+        """Adds tokens to each (key name, period start)'s counter (one transaction)."""
 
     def _owner_range(self) -> tuple[str, str]:
         # every owner of this profile sorts in [profile + "/", profile + "0"): '0' follows '/'

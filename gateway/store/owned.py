@@ -12,14 +12,15 @@ item tables carry no owner: an owner never changes, so that check cannot go stal
 `owned_files` is the owner's view of the uploaded files (store/files.py `OwnedFiles`).
 
 `room(n)`: called with the bytes a write adds, before it; raises InsufficientQuotaError when the
-key's stored-bytes quota would be passed. Reads and deletes never call it, so a key at its quota
-can still make room.
+key's stored-bytes quota would be passed (or returns what to await for that answer: behind
+replicas it asks the database). Reads and deletes never call it, so a key at its quota can still
+make room.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 
 from gateway.store.api import (
     Chain,
@@ -38,7 +39,7 @@ from gateway.store.owners import scoped_name, unscoped_name
 from gateway.store.runs import RunStore
 
 #: room(size, object_id): the bytes a write adds, and the id of the object it replaces if an upsert
-Room = Callable[[int, str | None], None]
+Room = Callable[[int, str | None], Awaitable[None] | None]
 
 
 def _record_bytes(record: StoredResponse) -> int:
@@ -74,9 +75,10 @@ class OwnedStore(ResponseStore):
             raise UnknownConversationError.on(conversation_id)
         return conversation
 
-    def _check_room(self, size: Callable[[], int], object_id: str | None = None) -> None:
-        if self._room is not None:
-            self._room(size(), object_id)
+    async def _check_room(self, size: Callable[[], int], object_id: str | None = None) -> None:
+        checked = self._room(size(), object_id) if self._room is not None else None
+        if checked is not None:
+            await checked
 
     # ---- the contract ----------------------------------------------------------------------
 
@@ -87,7 +89,8 @@ class OwnedStore(ResponseStore):
         pass  # the app's store outlives every view of it
 
     async def put(self, record: StoredResponse) -> None:
-        self._check_room(lambda: _record_bytes(record), record.id)  # a record put again replaces itself
+        if self._room is not None:
+            await self._check_room(lambda: _record_bytes(record), record.id)  # a record put again replaces itself
         try:
             await self.inner.put(self._written(record))
         except ConversationConflictError:  # named by the client's name, not the owner-scoped one
@@ -116,7 +119,8 @@ class OwnedStore(ResponseStore):
         return self._read(await self.inner.conversation_head(scoped_name(self.owner, name), touch=touch))
 
     async def create_conversation(self, conversation: Conversation, items: list[ConversationItem]) -> None:
-        self._check_room(lambda: len(to_text(conversation.metadata)) + _items_bytes(items))
+        if self._room is not None:
+            await self._check_room(lambda: len(to_text(conversation.metadata)) + _items_bytes(items))
         await self.inner.create_conversation(dataclasses.replace(conversation, owner=self.owner), items)
 
     async def get_conversation(self, conversation_id: str) -> Conversation:
@@ -133,7 +137,9 @@ class OwnedStore(ResponseStore):
     async def append_items(self, conversation_id: str, items: list[ConversationItem], *,
                            expected_last: str | None = None, response: StoredResponse | None = None) -> None:
         await self._own(conversation_id)
-        self._check_room(lambda: _items_bytes(items) + (_record_bytes(response) if response is not None else 0))
+        if self._room is not None:
+            await self._check_room(lambda: _items_bytes(items) + (_record_bytes(response) if response is not None
+                                                                  else 0))
         await self.inner.append_items(conversation_id, items, expected_last=expected_last,
                                       response=None if response is None else self._written(response))
 

@@ -55,7 +55,8 @@ async def test_a_plain_key_gets_403_on_every_admin_route(admin: tuple[Any, str, 
 async def test_a_created_key_is_shown_once_hashed_at_rest_and_works_at_once(
         admin: tuple[Any, str, str], tmp_path: Path) -> None:
     client, root, _ = admin
-    body = {"name": "svc", "expires_days": 30, "limits": {"rpm": 100, "max_stored_bytes": 5_000_000},
+    body = {"name": "svc", "expires_days": 30, "limits": {"rpm": 100, "max_stored_bytes": 5_000_000, "tpm": 9000,
+                                                          "token_budget": 50_000},
             "access": {"models": ["agent-gateway"], "web": False}}
     async with client.post("/v1/admin/keys", json=body, headers=bearer(root)) as reply:
         assert reply.status == 201, await reply.text()
@@ -64,8 +65,8 @@ async def test_a_created_key_is_shown_once_hashed_at_rest_and_works_at_once(
     key = made.pop("key")
     assert key.startswith("agk_") and len(key) > 40
     assert made["object"] == "admin.key" and made["name"] == "svc" and made["admin"] is False
-    assert made["limits"] == {"rpm": 100, "max_concurrent": None, "max_stored_bytes": 5_000_000, "tpm": None,
-                              "token_budget": None, "budget_period": None}
+    assert made["limits"] == {"rpm": 100, "max_concurrent": None, "max_stored_bytes": 5_000_000, "tpm": 9000,
+                              "token_budget": 50_000, "budget_period": "total"}
     assert made["access"] == {"models": ["agent-gateway"], "mcp": None, "web": False}
     assert made["expires_at"] - time.time() == pytest.approx(30 * 86400, abs=60)
     assert made["usage"] == {"input_tokens": 0, "output_tokens": 0, "requests": 0, "last_used_at": None}
@@ -125,7 +126,8 @@ async def test_patch_changes_access_and_limits_in_place_and_delete_revokes(
     ({"name": "ok", "limits": {"rpm": 0}}, "limits.rpm"),
     ({"name": "ok", "limits": {"rpm": "5"}}, "limits.rpm"),
     ({"name": "ok", "limits": {"rpn": 5}}, "limits.rpn"),
-    ({"name": "ok", "limits": {"tpm": 1000}}, "limits.tpm"),
+    ({"name": "ok", "limits": {"tpm": 0}}, "limits.tpm"),
+    ({"name": "ok", "limits": {"token_budget": 10, "budget_period": "2d"}}, "limits.budget_period"),
     ({"name": "ok", "access": {"models": "all"}}, "access.models"),
     ({"name": "ok", "access": {"web": "no"}}, "access.web"),
     ({"name": "ok", "expires_days": -1}, "expires_days"),

@@ -18,11 +18,13 @@ from gateway.http.auth import store_of
 from gateway.http.body import read_json_object
 from gateway.http.checks import continue_if_a_run_slot_is_free
 from gateway.http.client_notes import images_not_shown
+from gateway.http.key_limits import admit_tokens
 from gateway.http.model_routes import context_window, route_turn
 from gateway.http.research import research_base, research_options
 from gateway.http.routes.files import sources_for
 from gateway.http.run_loop import Messages, run_streamed, run_whole
 from gateway.http.sse import frames
+from gateway.keys.ring import CURRENT_CALLER
 from gateway.upstream.routes import RouteTurn
 from gateway.wire import context_budget
 from gateway.wire.chat import parse_chat_request
@@ -54,6 +56,9 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     fixed = _fixed_tokens_past_smallest_window(chat.messages, chat.client_tools, chat.params)
     if fixed is not None:  # the window is looked up (and a coroutine made) only for a long input
         await _check_window(request, turn, fixed)
+    caller = CURRENT_CALLER.get()
+    if caller is not None and caller.token_limited:  # its tokens reserved, or a 429 (http/key_limits.py)
+        await admit_tokens(request, lambda: [*chat.messages, *chat.client_tools], _max_tokens(chat.params))
     agent_request = AgentRequest(
         messages=chat.messages, client_tools=chat.client_tools, params=chat.params, stream=chat.stream,
         web=chat.web, background=chat.background, first_source=chat.first_source,
@@ -125,8 +130,7 @@ def _max_tokens(params: dict[str, Any]) -> int | None:
 
 def _fixed_tokens_past_smallest_window(messages: Messages, tools: list[Any], params: dict[str, Any]) -> int | None:
     """The turn's fixed tokens when they pass the smallest context window, else None (nothing to check)."""
-    output = params.get("max_completion_tokens", params.get("max_tokens"))
-    max_output = output if isinstance(output, int) else None
+    max_output = _max_tokens(params)
     fixed_items = [*messages, *tools]
     if context_budget.fixed_tokens_at_most(fixed_items, max_output) <= context_budget.SMALLEST_WINDOW:
         return None  # far below any window (most requests): no estimate per message needed

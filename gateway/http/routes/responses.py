@@ -19,6 +19,7 @@ from gateway.http import appkeys
 from gateway.http.auth import quota_before_run, store_of
 from gateway.http.body import read_json_object
 from gateway.http.checks import continue_if_a_run_slot_is_free
+from gateway.http.key_limits import admit_tokens
 from gateway.http.lifecycle import OVER_SLOTS, too_many_runs
 from gateway.http.routes import responses_background, responses_follow, responses_queue
 from gateway.http.routes.conversations import include_values
@@ -27,11 +28,12 @@ from gateway.http.routes.responses_reply import ending_on_assistant as _ending_o
 from gateway.http.routes.responses_reply import named as _named
 from gateway.http.routes.responses_turn import prepare_turn
 from gateway.http.run_loop import Messages, run_streamed, run_whole
+from gateway.keys.ring import CURRENT_CALLER
 from gateway.runs.background import BACKGROUND_RUNS, run_store
 from gateway.wire import ids
 from gateway.wire.conversations import item_list, parse_list_query
 from gateway.wire.responses_output import ResponseBuilder
-from gateway.wire.responses_request import parse_responses_request
+from gateway.wire.responses_request import ResponsesRequest, parse_responses_request
 
 log = logging.getLogger("agent_gateway.responses")
 routes = web.RouteTableDef()
@@ -52,6 +54,9 @@ async def create_response(request: web.Request) -> web.StreamResponse:
     parsed = parse_responses_request(body, sealer.open)
     if parsed.store:  # a key past its stored-bytes quota is refused before its run, not after
         quota_before_run(request, request.content_length or 0)
+    caller = CURRENT_CALLER.get()
+    if caller is not None and caller.token_limited:  # its tokens reserved, or a 429; a queued run's too
+        await admit_tokens(request, lambda: _estimated_items(parsed), parsed.max_output_tokens)
     if request.get(OVER_SLOTS):  # admitted past the run slots only to see whether it may queue
         if not parsed.background:
             raise too_many_runs(request.app[appkeys.LIMITER].limit)
@@ -73,6 +78,11 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         return await run_streamed(request, agent_request, reply, log=log)
     builder.start()
     return await run_whole(app, agent_request, _ResponsesWhole(store, parsed, builder, continuation, turn))
+
+
+def _estimated_items(parsed: ResponsesRequest) -> list[Any]:
+    instructions = [{"role": "system", "content": parsed.instructions}] if parsed.instructions else []
+    return [*instructions, *parsed.messages, *parsed.chat_tools]
 
 
 class _ResponsesWhole(_Reply):

@@ -26,6 +26,7 @@ from gateway.common import json_out
 from gateway.errors import GatewayError, RateLimitError
 from gateway.http import appkeys
 from gateway.http.auth import KeyRunSlot, store_for, store_of
+from gateway.http.key_limits import claimed_limits
 from gateway.http.routes.responses_background import BackgroundReply, launch
 from gateway.http.routes.responses_follow import admit, stream
 from gateway.http.routes.responses_reply import named
@@ -124,6 +125,8 @@ async def start_claimed(app: web.Application, runs: BackgroundRuns, run: Run) ->
                      "slot while it was claimed)", run.response_id, caller.name)
             ring.take_run(caller)
         key_slot = KeyRunSlot(lambda: ring.leave_run(caller))
+    if caller.limited and (ring.limits.shared is not None or caller.token_limited):
+        key_slot = await claimed_limits(ring.limits, caller, key_slot)
     launch(app, prepared.agent_request, reply, key_slot)
 
 

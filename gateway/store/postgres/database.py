@@ -23,8 +23,9 @@ import asyncpg
 from gateway.common.redact import redact_url, scrub
 from gateway.errors import UnstorableValueError
 from gateway.store.api import SchemaVersionError, StoreUnavailableError
-from gateway.store.keys import KEY_TABLES, KEY_USAGE_DAYS
+from gateway.store.keys import KEY_TABLES, KEY_TABLES_7, KEY_USAGE_DAYS
 from gateway.store.owners import DEFAULT_OWNER
+from gateway.store.postgres.limit_tables import LIMIT_TABLES
 
 if TYPE_CHECKING:
     from asyncpg.pool import PoolConnectionProxy
@@ -186,7 +187,10 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE TRIGGER responses_take_their_runs AFTER DELETE ON responses"
         " FOR EACH ROW EXECUTE FUNCTION agent_gateway_response_runs()",
     ),
-    7: (),  # placeholder: another branch's step
+    # Token limits on keys and the budgets' counters, as SQLite's version 7 (store/keys.py); the
+    # limits every replica shares: the sliding minute, the runs' slots and one admission function
+    # (store/postgres/limits.py).
+    7: (*KEY_TABLES_7, *LIMIT_TABLES),
     # As SQLite's version 8: per-key access and admins, two more counters, usage by day (issue 46)
     8: (
         "ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS admin BOOLEAN NOT NULL DEFAULT false",

@@ -163,6 +163,31 @@ class PostgresKeyStore(KeyStore):
         return found
 
 
+    async def budgets(self, periods: dict[str, int]) -> dict[str, int]:
+        if not periods:
+            return {}
+        names = sorted(periods)
+        rows = await self.database.run(lambda conn: conn.fetch(
+            "SELECT b.name, b.tokens FROM key_budgets b JOIN unnest($2::text[], $3::bigint[]) AS p(name, start)"
+            " ON b.name = p.name AND b.period_start = p.start WHERE b.profile = $1",
+            self.profile, names, [periods[n] for n in names]))
+        return {row[0]: int(row[1]) for row in rows}
+
+    async def add_budgets(self, deltas: dict[tuple[str, int], int]) -> None:
+        if not deltas:
+            return
+        rows = [(self.profile, name, start, tokens) for (name, start), tokens in sorted(deltas.items())]
+
+        async def body(conn: Conn) -> None:
+            async with conn.transaction():
+                await conn.executemany(_ADD_BUDGET, rows)
+
+        await self.database.run(body)
+
+_ADD_BUDGET = ("INSERT INTO key_budgets (profile, name, period_start, tokens) VALUES ($1, $2, $3, $4)"
+               " ON CONFLICT (profile, name, period_start) DO UPDATE SET tokens = key_budgets.tokens + excluded.tokens")
+
+
 def _delta(row: Any) -> UsageDelta:
     n = len(COUNTERS)
     return UsageDelta(**{c: int(v) for c, v in zip(COUNTERS, row[1:1 + n], strict=True)},

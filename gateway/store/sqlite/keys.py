@@ -200,6 +200,24 @@ class SQLiteKeyStore(KeyStore):
         return found
 
 
+    async def budgets(self, periods: dict[str, int]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for name, start in periods.items():  # a few keys with budgets: one indexed read each
+            rows = await self._run("SELECT tokens FROM key_budgets WHERE profile = ? AND name = ? AND period_start = ?",
+                                   (self.profile, name, start))
+            if rows:
+                found[name] = int(rows[0][0])
+        return found
+
+    async def add_budgets(self, deltas: dict[tuple[str, int], int]) -> None:
+        if deltas:
+            await self._batch([(_ADD_BUDGET, [(self.profile, name, start, tokens)
+                                               for (name, start), tokens in sorted(deltas.items())])])
+
+_ADD_BUDGET = ("INSERT INTO key_budgets (profile, name, period_start, tokens) VALUES (?, ?, ?, ?)"
+               " ON CONFLICT (profile, name, period_start) DO UPDATE SET tokens = key_budgets.tokens + excluded.tokens")
+
+
 def _delta(row: Any) -> UsageDelta:
     n = len(COUNTERS)
     return UsageDelta(**{c: int(v) for c, v in zip(COUNTERS, row[1:1 + n], strict=True)},

@@ -21,7 +21,8 @@ Partial indexes cover what `claim` (queued, oldest first), `expire` (running, by
 Version 6 (issue 42): a background run's events count in `store_usage` (triggers on their frames'
 length) and a response deleted or evicted takes its run and events with it.
 
-Version 7: another branch's step (a placeholder until the merge renumbers).
+Version 7 (issue 46): a key's `tpm`, `token_budget` and `budget_period`, and `key_budgets`, the
+tokens each key used per budget period.
 
 Version 8 (issue 46): each key's access (`models`, `mcp`: JSON lists, null for all; `web`) and
 `admin` flag, the `requests` and `mcp_calls` counters, and `key_usage_days` (store/keys.py).
@@ -52,7 +53,7 @@ from pathlib import Path
 import aiosqlite
 
 from gateway.store.api import SchemaVersionError
-from gateway.store.keys import KEY_TABLES, KEY_USAGE_DAYS
+from gateway.store.keys import KEY_TABLES, KEY_TABLES_7, KEY_USAGE_DAYS
 
 log = logging.getLogger("agent_gateway.store")
 
@@ -181,7 +182,10 @@ STEPS: dict[int, tuple[str, ...]] = {
         """CREATE TRIGGER IF NOT EXISTS responses_take_their_runs AFTER DELETE ON responses
         BEGIN DELETE FROM background_runs WHERE response_id = old.id; END""",
     ),
-    7: (),  # placeholder: another branch's step
+    # Token limits on keys (tpm, a budget per period) and the budgets' counters (issue 46). One
+    # process counts the rest of its limits in memory, exactly (keys/limits.py); PostgreSQL's
+    # version 7 adds the tables replicas share.
+    7: KEY_TABLES_7,
     # Per-key access and admins, two more counters, usage by day (issue 46; store/keys.py)
     8: (
         "ALTER TABLE api_keys ADD COLUMN admin INTEGER NOT NULL DEFAULT 0",

@@ -1,0 +1,89 @@
+"""The limits replicas share on PostgreSQL (store/postgres/limits.py): two databases objects on one
+database stand for two replicas admitting one key at once."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from gateway.store.limits import Ask, Correction
+from gateway.store.postgres.database import PostgresDatabase
+from gateway.store.postgres.limits import PostgresLimits
+
+
+@pytest.fixture
+async def replicas(postgres_url: str) -> AsyncIterator[list[PostgresLimits]]:
+    databases = [PostgresDatabase(postgres_url, max_size=8) for _ in range(2)]
+    for database in databases:
+        await database.open()
+    try:
+        yield [PostgresLimits(database, f"replica-{i}") for i, database in enumerate(databases)]
+    finally:
+        for database in databases:
+            await database.close()
+
+
+async def test_requests_per_minute_from_two_replicas_at_once_are_admitted_exactly_to_the_limit(
+        replicas: list[PostgresLimits]) -> None:
+    asks = [replicas[i % 2].admit(Ask("p", "alice", rpm=30)) for i in range(80)]
+    answers = await asyncio.gather(*asks)
+    admitted = [a for a in answers if a.refused is None]
+    assert len(admitted) == 30
+    assert {a.refused for a in answers if a.refused is not None} == {"requests"}
+    assert sorted(a.requests for a in admitted) == list(range(1, 31))  # each saw the ones before it
+    refused = [a for a in answers if a.refused is not None]
+    assert all(0 < a.retry_after <= 60 for a in refused)
+    other = await replicas[0].admit(Ask("p", "bob", rpm=30))  # another key has its own minute
+    assert other.refused is None and other.requests == 1
+
+
+async def test_concurrent_runs_are_shared_released_and_expire_with_their_lease(
+        replicas: list[PostgresLimits]) -> None:
+    first = await replicas[0].admit(Ask("p", "alice", max_runs=1, run_id="run-1"))
+    second = await replicas[1].admit(Ask("p", "alice", max_runs=1, run_id="run-2"))
+    assert first.refused is None and second.refused == "runs"
+    await replicas[0].release(["run-1"])
+    third = await replicas[1].admit(Ask("p", "alice", max_runs=1, run_id="run-3"), lease_seconds=0.2)
+    assert third.refused is None
+    assert (await replicas[0].admit(Ask("p", "alice", max_runs=1, run_id="run-4"))).refused == "runs"
+    await asyncio.sleep(0.4)  # replica 1 died: its lease ran out unrenewed
+    assert (await replicas[0].admit(Ask("p", "alice", max_runs=1, run_id="run-5"))).refused is None
+    await replicas[0].renew(["run-5"], 30)
+    assert (await replicas[1].admit(Ask("p", "alice", max_runs=1, run_id="run-6"))).refused == "runs"
+
+
+async def test_tokens_are_reserved_then_corrected_and_the_request_crossing_the_limit_is_the_last(
+        replicas: list[PostgresLimits]) -> None:
+    ask = Ask("p", "alice", tpm=1000, budget=5000, period_start=100, tokens=600)
+    first = await replicas[0].admit(ask)
+    assert first.refused is None and first.tokens == 600 and first.budget_used == 600
+    second = await replicas[1].admit(ask)  # 600 < 1000: admitted, and it crosses the limit
+    assert second.refused is None and second.tokens == 1200
+    third = await replicas[0].admit(ask)
+    assert third.refused == "tokens" and 0 < third.retry_after <= 60 and third.tokens == 1200
+    # the runs used less than reserved: corrected, the minute has room again
+    await replicas[1].reconcile([Correction("p", "alice", -550, first.admission_id, 100),
+                                 Correction("p", "alice", -550, second.admission_id, 100)])
+    fourth = await replicas[1].admit(ask)
+    assert fourth.refused is None and fourth.tokens == 700 and fourth.budget_used == 700
+    await replicas[0].reconcile([Correction("p", "alice", 4400, fourth.admission_id, 100)])
+    assert (await replicas[0].admit(ask)).refused == "budget"  # 5100 used of 5000
+    assert (await replicas[0].admit(Ask("p", "alice", budget=5000, period_start=200,
+                                        tokens=10))).refused is None  # the next period starts afresh
+
+
+async def test_stored_bytes_checked_from_two_replicas_at_once_never_pass_the_quota(
+        replicas: list[PostgresLimits]) -> None:
+    at = await replicas[0].clock()
+    await replicas[0].measured("p", {"alice": 400}, at)
+    answers = await asyncio.gather(*(replicas[i % 2].room("p", "alice", 100, 1000) for i in range(10)))
+    assert answers.count(None) == 6  # 400 + 6 x 100 = 1000
+    assert all(held is not None and held + 100 > 1000 for held in answers if held is not None)
+    # a later measure holds what was written (and a delete's room): writes checked since count on top
+    await asyncio.sleep(0.05)
+    await replicas[1].measured("p", {"alice": 300}, await replicas[1].clock())
+    await replicas[0].measured("p", {"alice": 900}, at)  # an older measure arriving late changes nothing
+    held = await replicas[1].room("p", "alice", 800, 1000)
+    assert held == 300 + 600  # the writes checked within the grace before the measure count twice
