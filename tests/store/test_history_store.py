@@ -15,7 +15,8 @@ import pytest
 from gateway.store.api import Conversation, ConversationItem, ResponseStore, StoredResponse
 from gateway.store.owned import OwnedStore
 from gateway.store.owners import DEFAULT_OWNER
-from gateway.store.postgres.database import _MIGRATIONS, SCHEMA_VERSION, PostgresDatabase
+from gateway.store.postgres.database import PostgresDatabase
+from gateway.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 from gateway.store.postgres.store import PostgresResponseStore
 from gateway.store.sqlite.store import SQLiteResponseStore
 
@@ -199,7 +200,7 @@ async def test_a_version_2_postgres_database_is_migrated_and_its_chains_continue
     try:
         await conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
         for version in (1, 2):
-            for statement in _MIGRATIONS[version]:
+            for statement in MIGRATIONS[version]:
                 await conn.execute(statement)
         await conn.execute("INSERT INTO schema_version (version) VALUES (2)")
         await conn.execute("INSERT INTO responses VALUES ($1, $2, $3, $4, $5, $6, $7)", *_V2_RECORD)

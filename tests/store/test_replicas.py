@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 from openai import AsyncOpenAI, NotFoundError
 
-from gateway.store.postgres.database import SCHEMA_VERSION
+from gateway.store.postgres.schema import SCHEMA_VERSION
 from tests.fakes.upstream import FakeUpstream, text
 from tests.support.documents import two_page_pdf
 from tests.support.gateway_process import ServerProcess, gateway_env, run_cli, start_gateway

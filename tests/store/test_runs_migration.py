@@ -11,8 +11,9 @@ import asyncpg
 
 from gateway.store.api import ResponseStore
 from gateway.store.json_columns import to_text
-from gateway.store.postgres.database import _MIGRATIONS, PostgresDatabase
-from gateway.store.postgres.database import SCHEMA_VERSION as PG_SCHEMA_VERSION
+from gateway.store.postgres.database import PostgresDatabase
+from gateway.store.postgres.schema import MIGRATIONS
+from gateway.store.postgres.schema import SCHEMA_VERSION as PG_SCHEMA_VERSION
 from gateway.store.postgres.store import PostgresResponseStore
 from gateway.store.sqlite.schema import STEPS
 from gateway.store.sqlite.store import SCHEMA_VERSION, SQLiteResponseStore
@@ -59,7 +60,7 @@ async def test_a_version_4_postgres_database_moves_to_the_current_version(postgr
     try:
         await conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
         for version in range(1, 5):
-            for statement in _MIGRATIONS[version]:
+            for statement in MIGRATIONS[version]:
                 await conn.execute(statement, *(("/legacy",) if "$1" in statement else ()))
         await conn.execute("INSERT INTO schema_version (version) VALUES (4)")
         await conn.execute("INSERT INTO responses (id, created_at, last_access, conversation, response, transcript,"

@@ -18,7 +18,8 @@ from gateway.store.api import (
 from gateway.store.json_columns import to_text
 from gateway.store.owned import OwnedStore
 from gateway.store.owners import DEFAULT_OWNER
-from gateway.store.postgres.database import _MIGRATIONS, SCHEMA_VERSION, PostgresDatabase
+from gateway.store.postgres.database import PostgresDatabase
+from gateway.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 from gateway.store.postgres.store import _UPSERT_HEAD, PostgresResponseStore
 from tests.store.test_conversation_store import conv, ids, item
 from tests.store.test_store_contract import record
@@ -151,7 +152,7 @@ async def test_a_version_1_database_migrates_to_the_latest_and_keeps_its_respons
     conn = await asyncpg.connect(postgres_url)
     try:
         await conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-        for statement in _MIGRATIONS[1]:
+        for statement in MIGRATIONS[1]:
             await conn.execute(statement)
         await conn.execute("INSERT INTO schema_version (version) VALUES (1)")
         # the row as version 1 wrote it (its columns, its JSON)
