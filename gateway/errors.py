@@ -5,13 +5,15 @@
     │   ├── InvalidRequestError       400 invalid_request_error
     │   │   ├── NotFoundError         404
     │   │   │   ├── UnknownConversationError (store) no conversation with this conv_ id
-    │   │   │   └── UnknownItemError      (store) no item with this id in the conversation
+    │   │   │   ├── UnknownItemError      (store) no item with this id in the conversation
+    │   │   │   └── UnknownFileError      (store/files) no file with this id for this key
     │   │   ├── DuplicateItemError    (store) an item id already in the conversation
     │   │   ├── DuplicateKeyError     (store/keys) `keys create` of a name already taken: exit 1
     │   │   ├── ContextLengthExceededError (wire/context_budget) a turn over the model's context window
     │   │   ├── UnsupportedFileTypeError (files) a file of a type the gateway does not read
     │   │   ├── UnreadableFileError   (files) a file it cannot read: bad base64, a broken PDF
-    │   │   ├── FileReferenceNotSupportedError (files) a file_id or file_url, not resolved yet
+    │   │   ├── FileReferenceNotSupportedError (files) a file reference of a kind not read here
+    │   │   ├── UnknownFileIdError    (files/sources) an input's file_id the key has no file for
     │   │   ├── UnstorableValueError  a value the database refuses as data (a NUL, a size limit)
     │   │   ├── ConflictError         409
     │   │   │   ├── ConversationConflictError  (store) another turn of the conversation was stored first

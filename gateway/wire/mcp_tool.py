@@ -157,10 +157,15 @@ def replayed_call(item: dict[str, Any], item_id: str, param: str) -> dict[str, A
     call = {"id": item_id, "type": "mcp_call", "server_label": item["server_label"], "name": item["name"],
             "arguments": item["arguments"], "output": output, "error": error}
     status = item.get("status")
-    if isinstance(status, str):
+    if status is not None and not isinstance(status, str):
+        raise _bad("an mcp_call 'status' is a string.", f"{param}.status")
+    if status is not None:
         call["status"] = status
-    if isinstance(item.get("approval_request_id"), str):  # a call the client approved
-        call["approval_request_id"] = item["approval_request_id"]
+    approval = item.get("approval_request_id")
+    if approval is not None and not isinstance(approval, str):
+        raise _bad("an mcp_call 'approval_request_id' is a string.", f"{param}.approval_request_id")
+    if approval is not None:  # a call the client approved
+        call["approval_request_id"] = approval
     return call
 
 

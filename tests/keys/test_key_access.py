@@ -60,7 +60,8 @@ async def test_models_lists_only_the_keys_routes(tmp_path: Path, make_client: Ca
     only_two, every = await make_key(tmp_path, "only-two", "--models", "two"), await make_key(tmp_path, "every")
     client = await make_client(tools=[], llm_models=_routes(upstream))
     async with client.get("/v1/models", headers=bearer(only_two)) as reply:
-        assert [card["id"] for card in (await reply.json())["data"]] == ["two"]
+        # a route's research id comes with it (the key has web tools)
+        assert [card["id"] for card in (await reply.json())["data"]] == ["two", "two-deep-research"]
     async with client.get("/v1/models", headers=bearer(every)) as reply:
         assert {card["id"] for card in (await reply.json())["data"]} >= {"one", "two"}
     answers = []
@@ -83,7 +84,8 @@ async def test_without_routes_the_default_route_is_named_by_the_model_name(
     async with client.get("/v1/models", headers=bearer(other)) as reply:
         assert (await reply.json())["data"] == []
     async with client.get("/v1/models", headers=bearer(default)) as reply:
-        assert [card["id"] for card in (await reply.json())["data"]] == ["agent-gateway"]
+        listed = [card["id"] for card in (await reply.json())["data"]]
+    assert listed == ["agent-gateway", "agent-gateway-deep-research"]
 
 
 async def test_a_key_without_web_is_offered_no_web_tool_and_none_runs(
@@ -179,3 +181,22 @@ async def test_a_queued_background_run_starts_under_its_keys_access_as_it_is_the
         await asyncio.sleep(0.02)
     assert ended["status"] == "failed" and ended["error"]["code"] == "model_not_found", ended
     assert len(upstream.requests) == 1  # the queued run never reached the model
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_key_without_web_has_no_research_model_and_one_with_web_does(
+        tmp_path: Path, make_client: Callable[..., Any], upstream: FakeUpstream, api: str) -> None:
+    no_web = await make_key(tmp_path, "no-web", "--no-web")
+    only_two = await make_key(tmp_path, "two", "--models", "two")
+    client = await make_client(tools=[], llm_models=_routes(upstream))
+    async with client.get("/v1/models", headers=bearer(no_web)) as reply:
+        listed = [card["id"] for card in (await reply.json())["data"]]
+    assert {"one", "two"} <= set(listed) and not [i for i in listed if i.endswith("-deep-research")]
+    for key, model in ((no_web, "one-deep-research"), (only_two, "one-deep-research")):
+        status, body = await _turn(client, key, api, model)
+        assert status == 404 and body["error"]["code"] == "model_not_found"
+        async with client.get(f"/v1/models/{model}", headers=bearer(key)) as reply:
+            assert reply.status == 404
+    async with client.get("/v1/models/two-deep-research", headers=bearer(only_two)) as reply:
+        assert reply.status == 200
+    assert upstream.requests == []  # refused before any model call
