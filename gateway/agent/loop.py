@@ -25,7 +25,6 @@ from gateway.agent.events import (
 )
 from gateway.agent.history import SYSTEM_BREAK, upstream_conversation
 from gateway.agent.observer import AgentObserver, UpstreamCall, upstream_outcome
-from gateway.agent.research.run import research_events
 from gateway.agent.round_parts import CONTENT, RoundParts
 from gateway.agent.tool_calls import ToolCall, ToolRunner, assistant_with_calls, tool_error
 from gateway.agent.toolbox import Toolbox, offer_tools
@@ -105,6 +104,9 @@ class Agent:
         """Start one turn: its events and the transcript it adds (see AgentRun)."""
         turn = AgentRun()
         if request.research is not None:  # a research model id: the research loop, over the same tools
+            # imported here: research code loads on a research model's first run, not in an idle gateway
+            from gateway.agent.research.run import research_events
+
             mcp = self._mcp_family() if request.mcp else self.mcp  # a request naming servers makes the family
             turn.events = research_events(self.upstream, self._tools, self.observer, request, turn, mcp)
             return turn

@@ -42,3 +42,10 @@ def modules_of_started_gateway(home: Path, **env: str) -> set[str]:
 
 def test_a_gateway_without_pip_plugins_starts_without_importlib_metadata(tmp_path: Path) -> None:
     assert "importlib.metadata" not in modules_of_started_gateway(tmp_path)
+
+
+def test_a_started_gateway_has_not_imported_the_research_loop(tmp_path: Path) -> None:
+    # a research model id is known at start (its options parse in the routes); its loop loads on a first run
+    loaded = modules_of_started_gateway(tmp_path)
+    research = {name for name in loaded if name.startswith("gateway.agent.research.")}
+    assert research <= {"gateway.agent.research.options"}, sorted(research)

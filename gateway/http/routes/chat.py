@@ -11,6 +11,7 @@ from aiohttp import web
 from gateway.agent.events import AgentEvent
 from gateway.agent.loop import AgentRequest
 from gateway.common import json_out
+from gateway.config.routes import RESEARCH_SUFFIX
 from gateway.errors import GatewayError
 from gateway.files.parts import has_files, read_file_parts
 from gateway.http import access, appkeys
@@ -42,7 +43,10 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     chat = parse_chat_request(await read_json_object(request))
     app = request.app  # a property over the match info: read once
     settings = app[appkeys.SETTINGS]
-    base = await research_base(request, chat.model) if settings.research else None
+    # a research id ends with its suffix: tested here, so that other ids make no coroutine for it
+    asked = chat.model
+    base = (await research_base(request, asked)
+            if settings.research and asked and asked.endswith(RESEARCH_SUFFIX) else None)
     # None without `models:` (checked here on the settings: no lookup, no coroutine per request for it)
     turn = await route_turn(request, base or chat.model) if settings.llm_models is not None else None
     access.check_model(settings.model_name if turn is None else turn.route.id, chat.model, research=base is not None)

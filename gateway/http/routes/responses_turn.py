@@ -10,6 +10,7 @@ from typing import Any
 from aiohttp import web
 
 from gateway.agent.loop import AgentRequest
+from gateway.config.routes import RESEARCH_SUFFIX
 from gateway.errors import InvalidRequestError, NotFoundError, echo
 from gateway.files.parts import ReadFile, cut_files, has_files, read_file_parts
 from gateway.http import access, appkeys
@@ -41,7 +42,10 @@ async def prepare_turn(app: web.Application, store: ResponseStore, parsed: Respo
     the agent request; the 4xx of a bad model, a previous response or conversation not found."""
     settings = app[appkeys.SETTINGS]
     # the model the client names now, whatever a previous response used (as OpenAI does)
-    base = await research_base(app, parsed.model) if settings.research else None
+    # a research id ends with its suffix: tested here, so that other ids make no coroutine for it
+    asked = parsed.model
+    base = (await research_base(app, asked)
+            if settings.research and asked and asked.endswith(RESEARCH_SUFFIX) else None)
     turn = await route_turn(app, base or parsed.model) if settings.llm_models is not None else None
     access.check_model(settings.model_name if turn is None else turn.route.id, parsed.model,
                        research=base is not None)
