@@ -79,6 +79,8 @@ class BackgroundRun(FrameLog):
 
     def stop(self, reason: str) -> None:
         """Cancel the task (unless it is writing its final record, which must not be cut)."""
+        if reason == "lost":  # even while saving: its end is no longer its to write (close says so)
+            self.lost = True
         if self.task is not None and not self.task.done() and not self.saving:
             self.stop_reason = reason
             self.task.cancel()
@@ -108,6 +110,20 @@ class BackgroundRun(FrameLog):
                             exc.detail or exc.message)
                 await asyncio.sleep(FLUSH_SECONDS * 10)
 
+    async def holds_lease(self, lease_seconds: float) -> bool:
+        """Renew this run's lease now and say whether this replica still holds it: the holder asks
+        before writing the run's end, so that it never writes `completed` over a run another
+        replica failed (a store fault: True, the end's own writes will tell)."""
+        if self.lost:
+            return False
+        try:
+            held = self.response_id in await self._store.renew(self._replica, [self.response_id],
+                                                               lease_seconds=lease_seconds)
+        except GatewayError:
+            return True
+        self.lost = self.lost or not held
+        return held
+
     async def flush(self) -> None:
         """Store every frame not stored yet (LostRunError: this replica no longer holds the run)."""
         async with self._flush_lock:
@@ -128,7 +144,9 @@ class BackgroundRun(FrameLog):
                 await asyncio.shield(self.flush())
                 await asyncio.shield(self._store.finish(self.response_id, status, replica=self._replica))
         except LostRunError:
-            log.warning("background response %s ended %s after its lease was lost", self.response_id, status)
+            self.lost = True
+            log.error("background response %s ended %s after its lease was lost (the other replica "
+                      "failed it meanwhile)", self.response_id, status)
         except GatewayError as exc:
             log.warning("the end of background response %s was not stored: %s", self.response_id,
                         exc.detail or exc.message)

@@ -25,6 +25,7 @@ from aiohttp import web
 
 from gateway.errors import GatewayError
 from gateway.runs.background import BACKGROUND_RUNS, KEEP_SECONDS, BackgroundRun, BackgroundRuns, run_store
+from gateway.runs.frames import LOST_MESSAGE
 from gateway.store.runs import TERMINAL, Run
 
 log = logging.getLogger("agent_gateway.background")
@@ -35,9 +36,6 @@ SWEEP_SECONDS = 5.0
 PURGE_SECONDS = 60.0
 #: a run's cancel mark is read at most this often, however many events wake its watcher
 CANCEL_CHECK_SECONDS = 0.5
-#: what a response whose replica died says
-LOST_MESSAGE = ("The gateway running this background response stopped before it finished (its lease "
-                "expired); it was not run again.")
 
 
 async def record_expired(app: web.Application, expired: list[Run]) -> None:
