@@ -127,19 +127,31 @@ class BackgroundRun(FrameLog):
     async def flush(self) -> None:
         """Store every frame not stored yet (LostRunError: this replica no longer holds the run)."""
         async with self._flush_lock:
-            batch = self.frames[self._stored:]
-            if batch:
-                await self._store.append_events(self.response_id, self._stored, batch, replica=self._replica)
+            while batch := self.frames[self._stored:]:
+                try:
+                    await self._store.append_events(self.response_id, self._stored, batch, replica=self._replica)
+                except ValueError:
+                    # the store holds more of them than counted: a batch it took whose answer was
+                    # lost (a connection dropped after the commit); go on from where it is
+                    run = await self._store.get(self.response_id)
+                    if run is None or not self._stored < run.last_seq + 1 <= len(self.frames):
+                        raise
+                    self._stored = run.last_seq + 1
+                    continue
                 self._stored += len(batch)
 
     async def close(self, status: str | None) -> None:
         """The run ended: the last frames stored, then the run `finish`ed with `status` (None: lost,
         nothing more written), and the followers here told."""
-        if self._flusher is not None:
-            self._flusher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._flusher
         try:
+            if self._flusher is not None:
+                # never cancelled mid-append: a batch the store took but whose count the flusher had
+                # not added yet would be sent again from the old count, refused as misnumbered, and
+                # the run never finished (its lease then ran out: `failed`, its response `completed`)
+                async with self._flush_lock:
+                    self._flusher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._flusher
             if status is not None:
                 await asyncio.shield(self.flush())
                 await asyncio.shield(self._store.finish(self.response_id, status, replica=self._replica))
