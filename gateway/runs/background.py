@@ -79,6 +79,8 @@ class BackgroundRun(FrameLog):
 
     def stop(self, reason: str) -> None:
         """Cancel the task (unless it is writing its final record, which must not be cut)."""
+        if reason == "lost":  # even while saving: its end is no longer its to write (close says so)
+            self.lost = True
         if self.task is not None and not self.task.done() and not self.saving:
             self.stop_reason = reason
             self.task.cancel()
@@ -108,27 +110,55 @@ class BackgroundRun(FrameLog):
                             exc.detail or exc.message)
                 await asyncio.sleep(FLUSH_SECONDS * 10)
 
+    async def holds_lease(self, lease_seconds: float) -> bool:
+        """Renew this run's lease now and say whether this replica still holds it: the holder asks
+        before writing the run's end, so that it never writes `completed` over a run another
+        replica failed (a store fault: True, the end's own writes will tell)."""
+        if self.lost:
+            return False
+        try:
+            held = self.response_id in await self._store.renew(self._replica, [self.response_id],
+                                                               lease_seconds=lease_seconds)
+        except GatewayError:
+            return True
+        self.lost = self.lost or not held
+        return held
+
     async def flush(self) -> None:
         """Store every frame not stored yet (LostRunError: this replica no longer holds the run)."""
         async with self._flush_lock:
-            batch = self.frames[self._stored:]
-            if batch:
-                await self._store.append_events(self.response_id, self._stored, batch, replica=self._replica)
+            while batch := self.frames[self._stored:]:
+                try:
+                    await self._store.append_events(self.response_id, self._stored, batch, replica=self._replica)
+                except ValueError:
+                    # the store holds more of them than counted: a batch it took whose answer was
+                    # lost (a connection dropped after the commit); go on from where it is
+                    run = await self._store.get(self.response_id)
+                    if run is None or not self._stored < run.last_seq + 1 <= len(self.frames):
+                        raise
+                    self._stored = run.last_seq + 1
+                    continue
                 self._stored += len(batch)
 
     async def close(self, status: str | None) -> None:
         """The run ended: the last frames stored, then the run `finish`ed with `status` (None: lost,
         nothing more written), and the followers here told."""
-        if self._flusher is not None:
-            self._flusher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._flusher
         try:
+            if self._flusher is not None:
+                # never cancelled mid-append: a batch the store took but whose count the flusher had
+                # not added yet would be sent again from the old count, refused as misnumbered, and
+                # the run never finished (its lease then ran out: `failed`, its response `completed`)
+                async with self._flush_lock:
+                    self._flusher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._flusher
             if status is not None:
                 await asyncio.shield(self.flush())
                 await asyncio.shield(self._store.finish(self.response_id, status, replica=self._replica))
         except LostRunError:
-            log.warning("background response %s ended %s after its lease was lost", self.response_id, status)
+            self.lost = True
+            log.error("background response %s ended %s after its lease was lost (the other replica "
+                      "failed it meanwhile)", self.response_id, status)
         except GatewayError as exc:
             log.warning("the end of background response %s was not stored: %s", self.response_id,
                         exc.detail or exc.message)

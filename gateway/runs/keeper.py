@@ -25,6 +25,7 @@ from aiohttp import web
 
 from gateway.errors import GatewayError
 from gateway.runs.background import BACKGROUND_RUNS, KEEP_SECONDS, BackgroundRun, BackgroundRuns, run_store
+from gateway.runs.frames import LOST_MESSAGE
 from gateway.store.runs import TERMINAL, Run
 
 log = logging.getLogger("agent_gateway.background")
@@ -35,9 +36,6 @@ SWEEP_SECONDS = 5.0
 PURGE_SECONDS = 60.0
 #: a run's cancel mark is read at most this often, however many events wake its watcher
 CANCEL_CHECK_SECONDS = 0.5
-#: what a response whose replica died says
-LOST_MESSAGE = ("The gateway running this background response stopped before it finished (its lease "
-                "expired); it was not run again.")
 
 
 async def record_expired(app: web.Application, expired: list[Run]) -> None:
@@ -80,27 +78,41 @@ class RunKeeper:
                 await task
 
     async def _renew_loop(self) -> None:
-        store = run_store(self.app)
+        loop = asyncio.get_running_loop()
+        due = loop.time() + RENEW_SECONDS
         while True:
-            await asyncio.sleep(RENEW_SECONDS)
-            held = [run for run in self.runs.running() if not run.done]
-            if not held:
-                continue
+            # on a fixed beat (a slow renew does not push the next one back), and never ended by a
+            # surprise: this loop dying silently would lose every run this replica holds
+            await asyncio.sleep(max(0.0, due - loop.time()))
+            late = loop.time() - due
+            due = max(due + RENEW_SECONDS, loop.time() + RENEW_SECONDS / 2)
+            if late > RENEW_SECONDS:
+                log.warning("the event loop was blocked: leases renewed %.1f s late (a lease lasts %g s)",
+                            late, LEASE_SECONDS)
             try:
-                answer = await store.renew(self.runs.replica, [run.response_id for run in held],
-                                           lease_seconds=LEASE_SECONDS)
-            except GatewayError as exc:
-                log.warning("renewing the leases of %d background run(s) failed: %s", len(held),
-                            exc.detail or exc.message)
-                continue
-            for run in held:
-                if run.response_id not in answer:
-                    if not run.done:
-                        log.warning("background response %s was lost (its lease expired); stopping it",
-                                    run.response_id)
-                        run.stop("lost")
-                elif answer[run.response_id]:
-                    run.stop("cancel")
+                await self._renew()
+            except Exception:
+                log.exception("renewing the background runs' leases failed")
+
+    async def _renew(self) -> None:
+        held = [run for run in self.runs.running() if not run.done]
+        if not held:
+            return
+        try:
+            answer = await run_store(self.app).renew(self.runs.replica, [run.response_id for run in held],
+                                                     lease_seconds=LEASE_SECONDS)
+        except GatewayError as exc:
+            log.warning("renewing the leases of %d background run(s) failed: %s", len(held),
+                        exc.detail or exc.message)
+            return
+        for run in held:
+            if run.response_id not in answer:
+                if not run.done:
+                    log.warning("background response %s was lost (its lease expired); stopping it",
+                                run.response_id)
+                    run.stop("lost")
+            elif answer[run.response_id]:
+                run.stop("cancel")
 
     async def _sweep_loop(self) -> None:
         store = run_store(self.app)

@@ -62,6 +62,8 @@ class StoreFeed(FrameLog):
                         continue
                 self._looked.set()
                 if run.status in TERMINAL:
+                    # failed without its end among the frames: expired, its holder wrote no more
+                    self.lost = run.status == "failed"
                     return
                 await store.wait(response_id, timeout=WAIT_SECONDS)
         except GatewayError as exc:

@@ -169,6 +169,12 @@ async def _drive(app: web.Application, agent_request: AgentRequest, reply: Backg
         except Exception:
             log.exception("unexpected error in background response %s", builder.id)
             error = GatewayError("internal error; see the gateway's log", code="internal_error")
+        # the lease renewed, or lost, before the end is written: a run another replica failed
+        # (its lease ran out while this one was busy) is never also saved `completed` here
+        if not await run.holds_lease(LEASE_SECONDS):
+            log.warning("background response %s lost its lease before its end was written; the replica "
+                        "that failed it writes its record", builder.id)
+            return
         run.saving = True
         if error is None:
             reply.served()
@@ -192,7 +198,7 @@ async def _drive(app: web.Application, agent_request: AgentRequest, reply: Backg
             reply.record(closing)
         status = builder.status
     except asyncio.CancelledError:
-        if run.stop_reason == "lost":  # another replica failed it: nothing more of it is ours to write
+        if run.lost:  # another replica failed it: nothing more of it is ours to write
             log.info("background response %s stopped: its lease was lost", builder.id)
         elif not run.saving:  # the upstream call is abandoned with the task; record how it ended
             run.saving = True
