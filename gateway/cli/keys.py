@@ -24,7 +24,7 @@ from gateway.cli.commands import help_line
 from gateway.config.settings import Settings, load_settings
 from gateway.store.api import StoreUnavailableError
 from gateway.store.keys import ApiKey, DayUsage, DuplicateKeyError, KeyStore, KeyUsage, key_hash, new_key
-from gateway.store.limits import BUDGET_PERIODS
+from gateway.store.limits import BUDGET_PERIODS, settle_budget_period
 from gateway.store.owners import DEFAULT_KEY, KEY_NAME, owner_of, profile_label
 
 T = TypeVar("T")
@@ -208,11 +208,7 @@ def _changes(args: argparse.Namespace, *, creating: bool) -> dict[str, Any]:
             changes[field] = None if value == REMOVE else value * scale
     if given.get("budget_period") is not None:
         changes["budget_period"] = given["budget_period"]
-    if "token_budget" in changes:  # a budget has a period (`total` unless given); no budget, none
-        changes["budget_period"] = None if changes["token_budget"] is None else \
-            changes.get("budget_period") or ("total" if creating else None)
-        if changes["budget_period"] is None and changes["token_budget"] is not None:
-            del changes["budget_period"]  # update: the key's period stays
+    settle_budget_period(changes, creating=creating)
     days = given.get("expires_days")
     if days is not None:
         changes["expires_at"] = None if days == REMOVE else now + days * DAY

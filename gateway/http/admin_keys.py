@@ -15,7 +15,7 @@ from typing import Any
 
 from gateway.errors import InvalidRequestError, echo
 from gateway.store.keys import ApiKey, KeyUsage
-from gateway.store.limits import BUDGET_PERIODS
+from gateway.store.limits import BUDGET_PERIODS, settle_budget_period
 from gateway.store.owners import DEFAULT_KEY, KEY_NAME
 
 DAY = 86400
@@ -78,11 +78,7 @@ def changes_of(body: dict[str, Any], *, creating: bool) -> dict[str, Any]:
             changes["budget_period"] = value
             continue
         changes[LIMITS[field]] = _count(value, f"limits.{field}")
-    if "token_budget" in changes:  # a budget has a period (`total` unless named); no budget, none
-        if changes["token_budget"] is None:
-            changes["budget_period"] = None
-        elif changes.get("budget_period") is None and creating:
-            changes["budget_period"] = "total"
+    settle_budget_period(changes, creating=creating)
     access = _object(body.get("access"), "access")
     for field, value in access.items():
         if field not in _ACCESS:

@@ -31,6 +31,18 @@ BUDGET_PERIODS: dict[str, int | None] = {"1d": 86400, "7d": 7 * 86400, "30d": 30
 RATE_WINDOW = 60.0
 
 
+def settle_budget_period(changes: dict[str, object], *, creating: bool) -> None:
+    """A key's fields being set (by `keys create/update` or the admin API): a budget removed takes
+    its period with it; a new key's budget without a period runs over `total`; an update naming no
+    period keeps the key's."""
+    if "token_budget" not in changes:
+        return
+    if changes["token_budget"] is None:
+        changes["budget_period"] = None
+    elif creating and changes.get("budget_period") is None:
+        changes["budget_period"] = "total"
+
+
 def period_start(created_at: int, period: str | None, now: float) -> int:
     """The start of the budget period `now` is in: periods run from the key's creation, one after
     the other (a `1d` key made at 14:00 resets every day at 14:00); `total` has one, from creation."""
