@@ -15,6 +15,10 @@ request, for streams held for the stream's whole life (bench/README.md has the f
 
 What aiohttp refuses before any middleware runs (malformed requests, an unknown Expect) is
 answered by gateway/http_server.py in the same envelope.
+
+`serve` calls the front door straight from the server (`direct_handler`), not through the
+Application's handler: same routing and the same steps, without the Application's per-request
+layers around them.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import contextlib
 import logging
 import time
 
-from aiohttp import web
+from aiohttp import hdrs, web
 
 from gateway.errors import GatewayError
 from gateway.http import appkeys
@@ -130,3 +134,31 @@ def _after_reply(metrics: Metrics | None, method: str, path: str, route: str, re
     log_access(method, path, request_id, status, started, ended)
     if metrics is not None:  # once per request (observe/metrics.py)
         metrics.request_done(route, method, status, started, ended)
+
+
+def direct_handler(app: web.Application) -> Handler:
+    """The server's request handler for `app` (gateway/http/server.py): aiohttp's
+    `Application._handle` with the front door called directly. That handler wraps the middleware
+    in an `_fix_request_current_app` middleware of its own (a coroutine per request, there for
+    sub-applications, which the gateway has none of) and finds the wrapped chain in an lru cache
+    keyed by the route's handler and the app (whose `__hash__` is a Python method); here the route
+    is resolved the same way and handed to `front_door` as its handler, the `Expect` header answered
+    first as aiohttp does. An app with any other middleware (OpenTelemetry's) or sub-application
+    keeps aiohttp's handler."""
+    if tuple(app.middlewares) != (front_door,) or app._subapps:
+        return app._handle
+    router = app.router
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        match_info = await router.resolve(request)
+        match_info.add_app(app)
+        match_info.freeze()
+        request._match_info = match_info  # what Request.match_info reads, as Application._handle sets it
+        if request.headers.get(hdrs.EXPECT):
+            expected = await match_info.expect_handler(request)
+            await request.writer.drain()
+            if expected is not None:
+                return expected
+        return await front_door(request, match_info.handler)
+
+    return handle

@@ -37,6 +37,7 @@ from aiohttp.web_server import Server
 from gateway.config.settings import Settings
 from gateway.errors import InvalidRequestError
 from gateway.http.checks import add_security_headers, error_response, from_http_exception
+from gateway.http.middleware import direct_handler
 from gateway.observe.log_limits import RateLimitedLog
 
 log = logging.getLogger("agent_gateway.http")
@@ -151,8 +152,9 @@ class GatewayRunner(web.AppRunner):
 
     async def _make_server(self) -> Server:
         plain = await super()._make_server()  # runs the app's startup and freezes it
-        # the same handler, factory and protocol options aiohttp chose, in our Server subclass
-        return GatewayServer(plain.request_handler, request_factory=plain.request_factory,
+        # the factory and protocol options aiohttp chose, in our Server subclass; the handler calls
+        # the front door directly (http/middleware.py)
+        return GatewayServer(direct_handler(self.app), request_factory=plain.request_factory,
                              handler_cancellation=plain.handler_cancellation, loop=plain._loop,
                              max_connections=self._max_connections, **plain._kwargs)
 
