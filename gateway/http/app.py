@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -40,7 +40,6 @@ from gateway.http.routes import (
     web_status,
 )
 from gateway.http.routes.responses_queue import background_runs_ctx
-from gateway.http.server import ResponseHeaders
 from gateway.keys.ring import KeyRing
 from gateway.keys.usage import KeyUsageObserver
 from gateway.observe.access_log import add_request_id_header
@@ -135,14 +134,15 @@ async def _write_after_reply(app: web.Application) -> None:
     app[appkeys.AFTER_REPLY].run()
 
 
-def _response_headers(cors: CorsPolicy, metrics_: Metrics | None) -> ResponseHeaders:
+def _response_headers(cors: CorsPolicy, metrics_: Metrics | None) -> Callable[
+        [web.Request, web.StreamResponse], Awaitable[None]]:
     """The on_response_prepare hook: runs for JSON, errors and streams alike. One hook calling
     plain functions rather than three hooks: a signal receiver is a coroutine per response. What
     the app fixed at its build (its CORS policy, whether it counts metrics) is bound here, not
-    looked up on every response. `serve` calls it without the signal (http/server.py)."""
+    looked up on every response."""
     cors_enabled = cors.enabled
 
-    def apply(request: web.Request, response: web.StreamResponse) -> None:
+    async def hook(request: web.Request, response: web.StreamResponse) -> None:
         add_security_headers(response)
         add_request_id_header(response)
         if cors_enabled:  # off (no API_SERVER_CORS_ORIGINS): no CORS header at all
@@ -152,7 +152,7 @@ def _response_headers(cors: CorsPolicy, metrics_: Metrics | None) -> ResponseHea
         if metrics_ is not None:
             metrics_.response_prepared(request, response)
 
-    return ResponseHeaders(apply)
+    return hook
 
 
 def _metrics(app: web.Application) -> Metrics:

@@ -25,7 +25,7 @@ import logging
 import re
 import resource
 import socket
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from typing import Any
 
 from aiohttp import web
@@ -62,37 +62,6 @@ def describe_rejection(exc: BaseException) -> str:
         if colon and _FIXED_REASON.fullmatch(reason) and "'" not in reason.replace("can't", ""):
             return reason
     return f"it could not be read ({type(exc).__name__})"
-
-
-class ResponseHeaders:
-    """An `on_response_prepare` receiver whose work is a plain function (`apply`): awaited through
-    the signal as any receiver on aiohttp's own requests (the tests' servers), called directly by
-    `GatewayRequest` (serve's), without the signal's `send` coroutine and the receiver's own."""
-
-    __slots__ = ("apply",)
-
-    def __init__(self, apply: Callable[[web.Request, web.StreamResponse], None]) -> None:
-        self.apply = apply
-
-    async def __call__(self, request: web.Request, response: web.StreamResponse) -> None:
-        self.apply(request, response)
-
-
-class GatewayRequest(web.Request):
-    """aiohttp's request, whose response-prepare step runs the app's `on_response_prepare`
-    receivers in order as the signal would, calling a `ResponseHeaders` receiver's plain function
-    directly (two coroutines fewer per response)."""
-
-    async def _prepare_hook(self, response: web.StreamResponse) -> None:
-        match_info = self._match_info
-        if match_info is None:  # a reply made outside routing (a malformed request): no hook, as aiohttp
-            return
-        for app in match_info.apps:
-            for receiver in app.on_response_prepare:
-                if type(receiver) is ResponseHeaders:
-                    receiver.apply(self, response)
-                else:
-                    await receiver(self, response)
 
 
 class GatewayRequestHandler(RequestHandler):
@@ -185,13 +154,9 @@ class GatewayRunner(web.AppRunner):
         plain = await super()._make_server()  # runs the app's startup and freezes it
         # the factory and protocol options aiohttp chose, in our Server subclass; the handler calls
         # the front door directly (http/middleware.py)
-        return GatewayServer(direct_handler(self.app), request_factory=self._make_request,
+        return GatewayServer(direct_handler(self.app), request_factory=plain.request_factory,
                              handler_cancellation=plain.handler_cancellation, loop=plain._loop,
                              max_connections=self._max_connections, **plain._kwargs)
-
-
-    def _make_request(self, message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.Request:
-        return self.app._make_request(message, payload, protocol, writer, task, _cls=GatewayRequest)
 
 
 class _Listener(asyncio.AbstractServer):
