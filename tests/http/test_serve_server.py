@@ -1,6 +1,5 @@
-"""`serve`'s HTTP server calls the front door and the response-prepare hook directly
-(http/middleware.py `direct_handler`, http/server.py `GatewayRequest`), not through aiohttp's
-Application handler and signal as the tests' servers do: what a client sees must be the same."""
+"""`serve`'s HTTP server calls the front door directly (http/middleware.py `direct_handler`), not
+through aiohttp's Application handler as the tests' servers do: what a client sees must be the same."""
 
 from __future__ import annotations
 
