@@ -167,6 +167,7 @@ async def _ready(session: aiohttp.ClientSession, url: str, body: bytes) -> None:
     while time.monotonic() < deadline:
         try:
             async with session.post(url, data=body, headers={"Content-Type": "application/json"}) as response:
+                await response.read()
                 if response.status == 200:
                     return
         except aiohttp.ClientError:
