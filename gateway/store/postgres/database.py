@@ -126,7 +126,7 @@ class PostgresDatabase:
             try:
                 pool = await asyncpg.create_pool(
                     self.url, min_size=self.min_size, max_size=self.max_size,
-                    timeout=self.connect_timeout, command_timeout=self.command_timeout)
+                    timeout=self.connect_timeout, command_timeout=self.command_timeout, reset=_no_session_state)
                 await _migrate(pool, self.where, self.legacy_owner)
             except SchemaVersionError:
                 if pool is not None:
@@ -183,6 +183,16 @@ class PostgresDatabase:
         if pool is not None:
             with contextlib.suppress(*FAULTS):
                 await asyncio.wait_for(pool.close(), 10)
+
+
+async def _no_session_state(conn: asyncpg.Connection[asyncpg.Record]) -> None:
+    """The pool's reset of a connection given back, after asyncpg's own (which rolls back a
+    transaction left open): nothing more. asyncpg's default sends `SELECT pg_advisory_unlock_all();
+    CLOSE ALL; UNLISTEN *; RESET ALL;`, a second round trip after every pooled operation, to undo
+    session state this gateway never leaves on a pooled connection: its advisory locks are
+    transaction-scoped (pg_advisory_xact_lock), its settings local to a transaction (set_config(...,
+    true)), it declares no cursor, and its LISTEN has a connection of its own (postgres/runs.py).
+    A change that leaves session state on a pooled connection must undo it itself."""
 
 
 async def _migrate(pool: asyncpg.Pool, where: str, legacy_owner: str) -> None:
