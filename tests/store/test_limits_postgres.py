@@ -11,6 +11,7 @@ import pytest
 from gateway.store.limits import Ask, Correction
 from gateway.store.postgres.database import PostgresDatabase
 from gateway.store.postgres.limits import PostgresLimits
+from tests.support.tcp_gate import TcpGate
 
 
 @pytest.fixture
@@ -87,3 +88,24 @@ async def test_stored_bytes_checked_from_two_replicas_at_once_never_pass_the_quo
     await replicas[0].measured("p", {"alice": 900}, at)  # an older measure arriving late changes nothing
     held = await replicas[1].room("p", "alice", 800, 1000)
     assert held == 300 + 600  # the writes checked within the grace before the measure count twice
+
+
+async def test_an_admission_is_one_round_trip_to_the_database_release_and_all(postgres_url: str) -> None:
+    """Counted in what the client sends (each Sync or simple Query is a round trip it waits on): a
+    pooled connection is given back without a reset query of its own."""
+    port = int(postgres_url.rsplit(":", 1)[1].split("/")[0])
+    gate = TcpGate(port)
+    await gate.start()
+    database = PostgresDatabase(postgres_url.replace(f":{port}/", f":{gate.port}/"), max_size=2)
+    try:
+        await database.open()
+        limits = PostgresLimits(database, "replica-0")
+        await limits.admit(Ask("p", "alice", rpm=100))  # the pool's connection made and warm
+        before = gate.round_trips.count
+        answers = [await limits.admit(Ask("p", "alice", rpm=100, max_runs=20, run_id=f"run-{i}", tpm=10**6,
+                                          tokens=10)) for i in range(10)]
+        assert [a.requests for a in answers] == list(range(2, 12)) and all(a.refused is None for a in answers)
+        assert gate.round_trips.count - before == 10
+    finally:
+        await database.close()
+        await gate.stop()
