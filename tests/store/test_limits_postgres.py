@@ -6,10 +6,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import asyncpg
 import pytest
 
+from gateway.store.api import StoreUnavailableError
 from gateway.store.limits import Ask, Correction
 from gateway.store.postgres.database import PostgresDatabase
+from gateway.store.postgres.limit_tables import KEY_LOCK_SPACE
 from gateway.store.postgres.limits import PostgresLimits
 from tests.support.tcp_gate import TcpGate
 
@@ -109,3 +112,47 @@ async def test_an_admission_is_one_round_trip_to_the_database_release_and_all(po
     finally:
         await database.close()
         await gate.stop()
+
+
+async def test_admissions_on_a_kept_connection_fail_while_the_database_is_cut_off_and_heal_after(
+        postgres_url: str) -> None:
+    port = int(postgres_url.rsplit(":", 1)[1].split("/")[0])
+    gate = TcpGate(port)
+    await gate.start()
+    database = PostgresDatabase(postgres_url.replace(f":{port}/", f":{gate.port}/"), max_size=2, connect_timeout=2)
+    try:
+        await database.open()
+        limits = PostgresLimits(database, "replica-0")
+        assert (await limits.admit(Ask("p", "alice", rpm=100))).requests == 1  # its connection now kept
+        gate.close()
+        await asyncio.sleep(0.1)
+        for _ in range(2):  # closed: never admitted unchecked
+            with pytest.raises(StoreUnavailableError):
+                await limits.admit(Ask("p", "alice", rpm=100))
+        gate.open()
+        assert (await limits.admit(Ask("p", "alice", rpm=100))).requests == 2  # a fresh connection, same minute
+    finally:
+        await database.close()
+        await gate.stop()
+
+
+async def test_an_admission_cancelled_while_it_waits_for_the_key_leaves_its_connection_usable(
+        postgres_url: str) -> None:
+    database = PostgresDatabase(postgres_url, max_size=3)
+    await database.open()
+    holder = await asyncpg.connect(postgres_url)
+    try:
+        limits = PostgresLimits(database, "replica-0")
+        await limits.admit(Ask("p", "alice", rpm=100))
+        async with holder.transaction():  # another replica holds the key's lock
+            await holder.execute("SELECT pg_advisory_xact_lock($1, hashtext('p/alice'))", KEY_LOCK_SPACE)
+            waiting = asyncio.ensure_future(limits.admit(Ask("p", "alice", rpm=100)))
+            await asyncio.sleep(0.3)
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+        answers = [await limits.admit(Ask("p", "alice", rpm=100)) for _ in range(3)]
+        assert [a.requests for a in answers] == [2, 3, 4]  # the cancelled one was not counted
+    finally:
+        await holder.close()
+        await asyncio.wait_for(database.close(), 15)  # nothing kept out of the pool holds its close

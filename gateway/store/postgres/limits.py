@@ -34,9 +34,10 @@ class PostgresLimits(LimitStore):
         self.replica = replica
 
     async def admit(self, ask: Ask, *, force: bool = False, lease_seconds: float = 10.0) -> Admission:
-        row = await self.database.run(lambda conn: conn.fetchrow(
+        # one statement, nothing left on its connection: on a kept connection (database.fetchrow_kept)
+        row = await self.database.fetchrow_kept(
             _ADMIT, ask.profile, ask.name, ask.rpm, ask.max_runs, ask.run_id, self.replica, lease_seconds, force,
-            ask.tpm, ask.budget, ask.period_start, ask.tokens))
+            ask.tpm, ask.budget, ask.period_start, ask.tokens)
         assert row is not None  # the function returns one row on every path
         # its columns are Admission's fields in order, typed by the function (BIGINT, DOUBLE PRECISION);
         # only a 'tokens' refusal's retry may be NULL
