@@ -99,7 +99,7 @@ async def test_an_admission_is_one_round_trip_to_the_database_release_and_all(po
     port = int(postgres_url.rsplit(":", 1)[1].split("/")[0])
     gate = TcpGate(port)
     await gate.start()
-    database = PostgresDatabase(postgres_url.replace(f":{port}/", f":{gate.port}/"), max_size=2)
+    database = PostgresDatabase(postgres_url.replace(f":{port}/", f":{gate.port}/"), max_size=8)
     try:
         await database.open()
         limits = PostgresLimits(database, "replica-0")
@@ -119,7 +119,7 @@ async def test_admissions_on_a_kept_connection_fail_while_the_database_is_cut_of
     port = int(postgres_url.rsplit(":", 1)[1].split("/")[0])
     gate = TcpGate(port)
     await gate.start()
-    database = PostgresDatabase(postgres_url.replace(f":{port}/", f":{gate.port}/"), max_size=2, connect_timeout=2)
+    database = PostgresDatabase(postgres_url.replace(f":{port}/", f":{gate.port}/"), max_size=8, connect_timeout=2)
     try:
         await database.open()
         limits = PostgresLimits(database, "replica-0")
@@ -138,7 +138,7 @@ async def test_admissions_on_a_kept_connection_fail_while_the_database_is_cut_of
 
 async def test_an_admission_cancelled_while_it_waits_for_the_key_leaves_its_connection_usable(
         postgres_url: str) -> None:
-    database = PostgresDatabase(postgres_url, max_size=3)
+    database = PostgresDatabase(postgres_url, max_size=8)
     await database.open()
     holder = await asyncpg.connect(postgres_url)
     try:

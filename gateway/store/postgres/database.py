@@ -76,8 +76,10 @@ class PostgresDatabase:
         self._retrying: asyncio.Task[None] | None = None
         self._closed = False
         self.last_error = "not connected yet"
-        #: pooled connections kept out of the pool between `fetchrow_kept` calls (at most KEPT)
+        #: pooled connections kept out of the pool between `fetchrow_kept` calls: at most KEPT, and
+        #: a quarter of the pool at most (a small pool keeps none: everything else needs it)
         self._kept: list[Conn] = []
+        self._keep = min(KEPT, max_size // 4)
 
     def unavailable(self, what: str) -> StoreUnavailableError:
         return StoreUnavailableError(f"The PostgreSQL store at {self.where} is unavailable: {what}.",
@@ -197,7 +199,7 @@ class PostgresDatabase:
             if isinstance(exc, FAULTS):
                 raise self.fail(exc) from None
             raise
-        if len(kept) < KEPT and self._pool is pool:
+        if len(kept) < self._keep and self._pool is pool:
             kept.append(conn)
         else:
             await self._give_back(conn)
