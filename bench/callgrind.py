@@ -40,7 +40,7 @@ import aiohttp
 from bench import processes
 from bench.scenarios import chat_body
 
-START_TIMEOUT = 900.0  # seconds: imports run ~50x slower under valgrind, more on a loaded host
+START_TIMEOUT = 900.0  # seconds: imports (and a PostgreSQL store's migration) run ~50x slower under valgrind
 
 
 def free_port() -> int:

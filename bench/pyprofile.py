@@ -57,6 +57,7 @@ async def measure(args: argparse.Namespace) -> int:
         "SEARXNG_URL": fake.base_url, "WEB_BACKEND": "searxng", "WEB_CACHE_TTL": "0",
         "API_SERVER_MAX_CONCURRENT_RUNS": "4096", "PYTHONPATH": str(src), "PROFILE_OUT": out,
         **({"PROFILE_WALL": "1"} if args.wall else {}),
+        **dict(pair.split("=", 1) for pair in args.env),
     })
     key = None
     if args.key is not None:  # as bench/callgrind.py's --key
@@ -128,6 +129,8 @@ def main() -> int:
     parser.add_argument("--src", help="a checkout to profile instead of this one")
     parser.add_argument("--out", default="gateway.prof")
     parser.add_argument("--key", metavar="OPTIONS", help="as bench/callgrind.py's --key")
+    parser.add_argument("--env", nargs="*", default=[], metavar="NAME=VALUE",
+                        help="extra gateway settings (e.g. API_SERVER_DATABASE_URL=...)")
     parser.add_argument("--wall", action="store_true", help="wall-clock time instead of the process's CPU time")
     parser.add_argument("--diff", nargs=2, metavar=("A", "B"), help="print A minus B per request")
     parser.add_argument("--top", type=int, default=40)

@@ -95,11 +95,9 @@ class KeyRunSlot:
 KEY_RUN_SLOT = web.RequestKey("key_run_slot", KeyRunSlot)
 
 
-def enter_run(request: web.Request) -> KeyRunSlot | None:
-    """For a key with a concurrent-runs limit, a run's slot (its `release` gives it back)."""
-    caller = CURRENT_CALLER.get()
-    if caller is None or caller.max_concurrent is None or request.method != "POST" or request.path not in RUN_PATHS:
-        return None
+def enter_run(request: web.Request, caller: Caller) -> KeyRunSlot:
+    """A run's slot for a key with a concurrent-runs limit (`caller.max_concurrent`), or a 429;
+    its `release` gives it back."""
     ring = request.app[appkeys.KEYRING]
     if not ring.enter_run(caller):
         raise RateLimitError(f"Key '{caller.name}' already has {caller.max_concurrent} runs in progress, its "
@@ -119,28 +117,32 @@ def add_rate_headers(request: web.Request, response: web.StreamResponse) -> None
     """Part of the response-prepare hook: every response of a key with an rpm or token limits,
     errors and streams alike."""
     rate = CURRENT_RATE.get()
+    tokens = CURRENT_TOKENS.get()
+    if rate is None and tokens is None:
+        return
+    headers = response.headers  # a property: read once
     if rate is not None:
         limit, remaining, reset = rate
-        response.headers["x-ratelimit-limit-requests"] = str(limit)
-        response.headers["x-ratelimit-remaining-requests"] = str(max(0, remaining))
-        response.headers["x-ratelimit-reset-requests"] = _duration(reset)
-    tokens = CURRENT_TOKENS.get()
+        headers["x-ratelimit-limit-requests"] = str(limit)
+        headers["x-ratelimit-remaining-requests"] = str(remaining) if remaining > 0 else "0"
+        headers["x-ratelimit-reset-requests"] = duration(reset)
     if tokens is not None:
         limit, remaining, token_reset = tokens
-        response.headers["x-ratelimit-limit-tokens"] = str(limit)
-        response.headers["x-ratelimit-remaining-tokens"] = str(max(0, remaining))
+        headers["x-ratelimit-limit-tokens"] = str(limit)
+        headers["x-ratelimit-remaining-tokens"] = str(remaining) if remaining > 0 else "0"
         if token_reset is not None:
-            response.headers["x-ratelimit-reset-tokens"] = _duration(token_reset)
+            headers["x-ratelimit-reset-tokens"] = duration(token_reset)
 
 
-def _duration(seconds: float) -> str:
-    """As OpenAI writes it (Go's duration format): `17ms`, `8.64s`, `1m0s`."""
-    seconds = max(0.0, seconds)
+def duration(seconds: float) -> str:
+    """As OpenAI writes it (Go's duration format): `17ms`, `8.64s`, `1m0s`. In whole milliseconds
+    or centiseconds, formatted as integers (a float's rounding and formatting cost more)."""
     if seconds < 1:
-        return f"{round(seconds * 1000)}ms"
-    minutes, rest = divmod(round(seconds, 2), 60)
-    text = f"{rest:.2f}".rstrip("0").rstrip(".") + "s"
-    return f"{int(minutes)}m{text}" if minutes else text
+        return f"{round(seconds * 1000)}ms" if seconds > 0 else "0ms"
+    minutes, centis = divmod(round(seconds * 100), 6000)
+    whole, part = divmod(centis, 100)
+    text = f"{whole}s" if not part else f"{whole}.{part // 10}s" if not part % 10 else f"{whole}.{part:02d}s"
+    return f"{minutes}m{text}" if minutes else text
 
 
 def owner_key(request: web.Request, presented: str | None) -> str:

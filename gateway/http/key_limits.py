@@ -19,60 +19,69 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from functools import partial
 from typing import Any
 
 from aiohttp import web
 
 from gateway.errors import InsufficientQuotaError, RateLimitError, TokenRateLimitError
-from gateway.http import appkeys
 from gateway.http.auth import KEY_RUN_SLOT, RUN_PATHS, KeyRunSlot, enter_run
 from gateway.keys.limits import CURRENT_TICKET, CURRENT_TOKENS, DEFAULT_OUTPUT, KeyLimits, Ticket
-from gateway.keys.ring import CURRENT_CALLER, CURRENT_RATE, Caller
+from gateway.keys.ring import CURRENT_RATE, Caller
 from gateway.store.api import StoreUnavailableError
 from gateway.store.limits import Admission, Ask, period_end, period_start
 from gateway.wire import context_budget
 
 
-async def door(request: web.Request, caller: Caller) -> None:
-    """A limited key's checks before its body is read (429s); a run's slot in request[KEY_RUN_SLOT]."""
-    limits = request.app[appkeys.KEYRING].limits
+def door(request: web.Request, caller: Caller, limits: KeyLimits) -> Awaitable[None] | None:
+    """A limited key's checks before its body is read (429s); a run's slot in request[KEY_RUN_SLOT].
+    What is counted in memory (one process) is done here and now; behind replicas the database's
+    round trip is returned, for the caller to await (no coroutine for a request that needs none)."""
     runs = request.method == "POST" and request.path in RUN_PATHS
     if limits.shared is None:
         if runs:
-            enter_run(request)
+            if caller.max_concurrent is not None:
+                enter_run(request, caller)
         elif caller.token_limited:
             CURRENT_TOKENS.set(limits.local_figures(caller, time.monotonic()))
-        return
+        return None
     if caller.token_limited:
         if runs:
-            return  # everything in admit_tokens' one round trip
+            return None  # everything in admit_tokens' one round trip
         CURRENT_TOKENS.set(limits.last_figures(caller))
     if caller.rpm is None and not (runs and caller.max_concurrent is not None):
-        return
+        return None
+    return _door_shared(request, caller, limits, runs)
+
+
+async def _door_shared(request: web.Request, caller: Caller, limits: KeyLimits, runs: bool) -> None:
     ask = limits.ask(caller, runs=runs, estimate=None)
     _answer(request, limits, caller, ask, await limits.admit_shared(ask), None)
 
 
-async def admit_tokens(request: web.Request, items: Callable[[], list[Any]], max_output: int | None) -> None:
-    """A run of a key with token limits: its estimate reserved, or a 429. `items`: its input and
-    tools, as the context budget counts them (made only for such a key)."""
-    caller = CURRENT_CALLER.get()
-    if caller is None or not caller.token_limited:
-        return
-    estimate = context_budget.fixed_tokens_at_most(items(), max_output or DEFAULT_OUTPUT)
-    limits = request.app[appkeys.KEYRING].limits
-    if limits.shared is None:
-        now = time.monotonic()
-        ticket, refused, retry = limits.admit_local(caller, estimate, now)
-        CURRENT_TOKENS.set(limits.local_figures(caller, now))
-        if ticket is None:
-            raise _refusal(caller, refused or "tokens", retry, limits)
-        admitted = ticket
-        held = request.get(KEY_RUN_SLOT)  # its concurrent-runs slot (auth.enter_run), freed with it
-        request[KEY_RUN_SLOT] = KeyRunSlot(lambda: _finish_local(limits, admitted, held))
-        CURRENT_TICKET.set(ticket)
-        return
+def token_estimate(items: list[Any], max_output: int | None) -> int:
+    """The tokens a run reserves: its input and tools (`items`), as the context budget counts them,
+    and its max output (DEFAULT_OUTPUT when it sets none)."""
+    return context_budget.fixed_tokens_at_most(items, max_output or DEFAULT_OUTPUT)
+
+
+def admit_tokens(request: web.Request, caller: Caller, limits: KeyLimits, estimate: int) -> Awaitable[None] | None:
+    """A run of a key with token limits (`caller.token_limited`): its `estimate` reserved, or a 429.
+    In memory (one process) at once; behind replicas the round trip is returned, to be awaited."""
+    if limits.shared is not None:
+        return _admit_tokens_shared(request, caller, limits, estimate)
+    ticket, refused, retry = limits.admit_local(caller, estimate, time.monotonic())
+    if ticket is None:
+        raise _refusal(caller, refused or "tokens", retry, limits)
+    # its concurrent-runs slot (auth.enter_run, only for a key with that limit), freed with it
+    held = request.get(KEY_RUN_SLOT) if caller.max_concurrent is not None else None
+    request[KEY_RUN_SLOT] = KeyRunSlot(partial(_finish_local, limits, ticket, held))
+    CURRENT_TICKET.set(ticket)
+    return None
+
+
+async def _admit_tokens_shared(request: web.Request, caller: Caller, limits: KeyLimits, estimate: int) -> None:
     ask = limits.ask(caller, runs=True, estimate=estimate)
     admission = await limits.admit_shared(ask)
     CURRENT_TOKENS.set(limits.shared_figures(caller, admission))

@@ -62,7 +62,9 @@ async def front_door(request: web.Request, handler: Handler) -> web.StreamRespon
             caller = CURRENT_CALLER.get()
             if caller is not None and caller.limited:  # a key's limits (http/key_limits.py)
                 limited = True
-                await door(request, caller)
+                waiting = door(request, caller, app[appkeys.KEYRING].limits)
+                if waiting is not None:  # behind replicas: the database's round trip
+                    await waiting
             # a preflight is an OPTIONS request (cors.is_preflight): no call for any other method
             preflight = preflight_response(request) if request.method == "OPTIONS" else None
             response: web.StreamResponse

@@ -106,18 +106,20 @@ class KeyLimits:
     # ---- one process -------------------------------------------------------------------------
 
     def admit_local(self, caller: Caller, estimate: int, now: float) -> tuple[Ticket | None, str | None, float]:
-        """(the ticket, None, 0) when admitted; (None, the limit refusing, retry after) when not."""
+        """(the ticket, None, 0) when admitted; (None, the limit refusing, retry after) when not.
+        Either way the request's token figures (its headers) are set, as `local_figures` makes them."""
         start = None
         if caller.token_budget is not None:
             start = period_start(caller.created_at, caller.budget_period, time.time())
-            used = self.budget_used(caller, start)
-            if used >= caller.token_budget:
+            if self.budget_used(caller, start) >= caller.token_budget:
+                CURRENT_TOKENS.set(self.local_figures(caller, now))
                 return None, "budget", 0.0
         entry = None
         if caller.tpm is not None:
-            minute = self._minutes.setdefault(caller.name, _Minute())
+            minute = self._minute(caller.name)
             minute.prune(now)
             if minute.total >= caller.tpm:
+                CURRENT_TOKENS.set(self.local_figures(caller, now))
                 freed = 0.0
                 for at, tokens in minute.entries:  # when enough has left the minute to be under the limit
                     freed += tokens
@@ -126,10 +128,20 @@ class KeyLimits:
                 return None, "tokens", RATE_WINDOW
             entry = [now, float(estimate)]
             minute.add(entry)
+            # local_figures' values, from what is at hand: the minute was pruned just now and holds this entry
+            CURRENT_TOKENS.set((caller.tpm, caller.tpm - round(minute.total), minute.entries[0][0] + RATE_WINDOW - now))
         if start is not None:
             key = (caller.name, start)
             self._budget_pending[key] = self._budget_pending.get(key, 0) + estimate
+            if caller.tpm is None:
+                CURRENT_TOKENS.set(self.local_figures(caller, now))
         return Ticket(caller, estimate, period_start=start, entry=entry), None, 0.0
+
+    def _minute(self, name: str) -> _Minute:
+        minute = self._minutes.get(name)  # not setdefault: that would make a _Minute per call
+        if minute is None:
+            minute = self._minutes[name] = _Minute()
+        return minute
 
     def budget_used(self, caller: Caller, start: int) -> int:
         budget = self._budgets.get(caller.name)
@@ -140,7 +152,7 @@ class KeyLimits:
     def local_figures(self, caller: Caller, now: float) -> tuple[int, int, float | None]:
         """(limit, remaining, reset) for a key's headers, from memory (one process)."""
         if caller.tpm is not None:
-            minute = self._minutes.setdefault(caller.name, _Minute())
+            minute = self._minute(caller.name)
             minute.prune(now)
             reset = minute.entries[0][0] + RATE_WINDOW - now if minute.entries else 0.0
             return caller.tpm, caller.tpm - round(minute.total), reset
@@ -201,11 +213,11 @@ class KeyLimits:
             ticket.done = True
             delta = ticket.used - ticket.estimate
             if self.shared is None:
-                minute = self._minutes.setdefault(ticket.caller.name, _Minute())
                 if ticket.entry is not None:
-                    minute.correct(ticket.entry, delta, time.monotonic())
+                    if delta:
+                        self._minute(ticket.caller.name).correct(ticket.entry, delta, time.monotonic())
                 elif ticket.minute and ticket.caller.tpm is not None and delta:
-                    minute.add([time.monotonic(), float(delta)])
+                    self._minute(ticket.caller.name).add([time.monotonic(), float(delta)])
                 if ticket.period_start is not None and delta:
                     key = (ticket.caller.name, ticket.period_start)
                     self._budget_pending[key] = self._budget_pending.get(key, 0) + delta

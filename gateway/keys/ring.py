@@ -139,7 +139,10 @@ class KeyRing:
         """For a key with an rpm: (remaining after this request, seconds until a slot frees,
         whether this request is admitted). A sliding minute: each request frees its slot 60 s later."""
         assert caller.rpm is not None
-        window = self._counters.setdefault(caller.name, _Counters()).window
+        counters = self._counters.get(caller.name)  # not setdefault: that would make a _Counters per request
+        if counters is None:
+            counters = self._counters[caller.name] = _Counters()
+        window = counters.window
         while window and window[0] <= now - RATE_WINDOW:
             window.popleft()
         admitted = len(window) < caller.rpm

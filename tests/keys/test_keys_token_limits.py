@@ -79,3 +79,11 @@ async def test_keys_create_takes_token_limits_and_list_shows_them(tmp_path: Path
     assert code == 0
     header, row = out.splitlines()[:2]
     assert "TPM" in header and "BUDGET" in header and "90000" in row and "1000000/30d" in row
+
+
+def test_reset_headers_are_written_as_go_durations_like_openai_s() -> None:
+    from gateway.http.auth import duration
+
+    cases = {-1.0: "0ms", 0.0: "0ms", 0.017: "17ms", 0.9996: "1000ms", 1.0: "1s", 8.6: "8.6s", 8.64: "8.64s",
+             8.05: "8.05s", 10.0: "10s", 59.999: "1m0s", 60.5: "1m0.5s", 125.25: "2m5.25s", 86400.0: "1440m0s"}
+    assert {seconds: duration(seconds) for seconds in cases} == cases

@@ -6,11 +6,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import asyncpg
 import pytest
 
+from gateway.store.api import StoreUnavailableError
 from gateway.store.limits import Ask, Correction
 from gateway.store.postgres.database import PostgresDatabase
+from gateway.store.postgres.limit_tables import KEY_LOCK_SPACE
 from gateway.store.postgres.limits import PostgresLimits
+from tests.support.tcp_gate import TcpGate
 
 
 @pytest.fixture
@@ -87,3 +91,68 @@ async def test_stored_bytes_checked_from_two_replicas_at_once_never_pass_the_quo
     await replicas[0].measured("p", {"alice": 900}, at)  # an older measure arriving late changes nothing
     held = await replicas[1].room("p", "alice", 800, 1000)
     assert held == 300 + 600  # the writes checked within the grace before the measure count twice
+
+
+async def test_an_admission_is_one_round_trip_to_the_database_release_and_all(postgres_url: str) -> None:
+    """Counted in what the client sends (each Sync or simple Query is a round trip it waits on): a
+    pooled connection is given back without a reset query of its own."""
+    port = int(postgres_url.rsplit(":", 1)[1].split("/")[0])
+    gate = TcpGate(port)
+    await gate.start()
+    database = PostgresDatabase(postgres_url.replace(f":{port}/", f":{gate.port}/"), max_size=8)
+    try:
+        await database.open()
+        limits = PostgresLimits(database, "replica-0")
+        await limits.admit(Ask("p", "alice", rpm=100))  # the pool's connection made and warm
+        before = gate.round_trips.count
+        answers = [await limits.admit(Ask("p", "alice", rpm=100, max_runs=20, run_id=f"run-{i}", tpm=10**6,
+                                          tokens=10)) for i in range(10)]
+        assert [a.requests for a in answers] == list(range(2, 12)) and all(a.refused is None for a in answers)
+        assert gate.round_trips.count - before == 10
+    finally:
+        await database.close()
+        await gate.stop()
+
+
+async def test_admissions_on_a_kept_connection_fail_while_the_database_is_cut_off_and_heal_after(
+        postgres_url: str) -> None:
+    port = int(postgres_url.rsplit(":", 1)[1].split("/")[0])
+    gate = TcpGate(port)
+    await gate.start()
+    database = PostgresDatabase(postgres_url.replace(f":{port}/", f":{gate.port}/"), max_size=8, connect_timeout=2)
+    try:
+        await database.open()
+        limits = PostgresLimits(database, "replica-0")
+        assert (await limits.admit(Ask("p", "alice", rpm=100))).requests == 1  # its connection now kept
+        gate.close()
+        await asyncio.sleep(0.1)
+        for _ in range(2):  # closed: never admitted unchecked
+            with pytest.raises(StoreUnavailableError):
+                await limits.admit(Ask("p", "alice", rpm=100))
+        gate.open()
+        assert (await limits.admit(Ask("p", "alice", rpm=100))).requests == 2  # a fresh connection, same minute
+    finally:
+        await database.close()
+        await gate.stop()
+
+
+async def test_an_admission_cancelled_while_it_waits_for_the_key_leaves_its_connection_usable(
+        postgres_url: str) -> None:
+    database = PostgresDatabase(postgres_url, max_size=8)
+    await database.open()
+    holder = await asyncpg.connect(postgres_url)
+    try:
+        limits = PostgresLimits(database, "replica-0")
+        await limits.admit(Ask("p", "alice", rpm=100))
+        async with holder.transaction():  # another replica holds the key's lock
+            await holder.execute("SELECT pg_advisory_xact_lock($1, hashtext('p/alice'))", KEY_LOCK_SPACE)
+            waiting = asyncio.ensure_future(limits.admit(Ask("p", "alice", rpm=100)))
+            await asyncio.sleep(0.3)
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+        answers = [await limits.admit(Ask("p", "alice", rpm=100)) for _ in range(3)]
+        assert [a.requests for a in answers] == [2, 3, 4]  # the cancelled one was not counted
+    finally:
+        await holder.close()
+        await asyncio.wait_for(database.close(), 15)  # nothing kept out of the pool holds its close

@@ -25,6 +25,7 @@ from gateway.http.research import research_base, research_options
 from gateway.http.routes.files import sources_for
 from gateway.http.run_loop import Messages, run_streamed, run_whole
 from gateway.http.sse import frames
+from gateway.keys.limits import DEFAULT_OUTPUT
 from gateway.keys.ring import CURRENT_CALLER
 from gateway.upstream.routes import RouteTurn
 from gateway.wire import context_budget
@@ -57,19 +58,24 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     if has_files(chat.messages):  # read into text before the estimate: a document costs its text
         chat.messages, _ = await read_file_parts(chat.messages, param="messages",
                                                  sources=sources_for(app, store_of(request)))
-    fixed = _fixed_tokens_past_smallest_window(chat.messages, chat.client_tools, chat.params)
+    max_output = _max_tokens(chat.params)
+    at_most, fixed = _fixed_tokens(chat.messages, chat.client_tools, max_output)
     if fixed is not None:  # the window is looked up (and a coroutine made) only for a long input
         await _check_window(request, turn, fixed)
     caller = CURRENT_CALLER.get()
     if caller is not None and caller.token_limited:  # its tokens reserved, or a 429 (http/key_limits.py)
-        await admit_tokens(request, lambda: [*chat.messages, *chat.client_tools], _max_tokens(chat.params))
+        # key_limits.token_estimate's figure, from the bound just made: the same items, the output's room added
+        waiting = admit_tokens(request, caller, app[appkeys.KEYRING].limits,
+                               at_most + (0 if max_output else DEFAULT_OUTPUT))
+        if waiting is not None:  # behind replicas: the database's round trip
+            await waiting
     agent_request = AgentRequest(
         messages=chat.messages, client_tools=chat.client_tools, params=chat.params, stream=chat.stream,
         web=chat.web, background=chat.background, first_source=chat.first_source,
     )
     access.limit_tools(agent_request, "web_search_options")
     if base is not None:  # a frontend's housekeeping (a title, tags) asked of a research id: a plain answer
-        research = await research_options(request, turn, max_output_tokens=_max_tokens(chat.params))
+        research = await research_options(request, turn, max_output_tokens=max_output)
         agent_request.research = None if chat.background else research
     if turn is None:
         model, reasoning = chat.model or settings.model_name, settings.reasoning == "show"
@@ -132,14 +138,15 @@ def _max_tokens(params: dict[str, Any]) -> int | None:
     return output if isinstance(output, int) and not isinstance(output, bool) and output > 0 else None
 
 
-def _fixed_tokens_past_smallest_window(messages: Messages, tools: list[Any], params: dict[str, Any]) -> int | None:
-    """The turn's fixed tokens when they pass the smallest context window, else None (nothing to check)."""
-    max_output = _max_tokens(params)
+def _fixed_tokens(messages: Messages, tools: list[Any], max_output: int | None) -> tuple[int, int | None]:
+    """The turn's fixed tokens at most (context_budget.fixed_tokens_at_most), and its fixed tokens
+    when they pass the smallest context window, else None (nothing to check)."""
     fixed_items = [*messages, *tools]
-    if context_budget.fixed_tokens_at_most(fixed_items, max_output) <= context_budget.SMALLEST_WINDOW:
-        return None  # far below any window (most requests): no estimate per message needed
+    at_most = context_budget.fixed_tokens_at_most(fixed_items, max_output)
+    if at_most <= context_budget.SMALLEST_WINDOW:
+        return at_most, None  # far below any window (most requests): no estimate per message needed
     fixed = context_budget.fixed_tokens(fixed_items, max_output)
-    return fixed if fixed > context_budget.SMALLEST_WINDOW else None
+    return at_most, fixed if fixed > context_budget.SMALLEST_WINDOW else None
 
 
 async def _check_window(request: web.Request, turn: RouteTurn | None, fixed: int) -> None:

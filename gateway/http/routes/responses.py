@@ -19,7 +19,7 @@ from gateway.http import appkeys
 from gateway.http.auth import quota_before_run, store_of
 from gateway.http.body import read_json_object
 from gateway.http.checks import continue_if_a_run_slot_is_free
-from gateway.http.key_limits import admit_tokens
+from gateway.http.key_limits import admit_tokens, token_estimate
 from gateway.http.lifecycle import OVER_SLOTS, too_many_runs
 from gateway.http.routes import responses_background, responses_follow, responses_queue
 from gateway.http.routes.conversations import include_values
@@ -56,7 +56,10 @@ async def create_response(request: web.Request) -> web.StreamResponse:
         quota_before_run(request, request.content_length or 0)
     caller = CURRENT_CALLER.get()
     if caller is not None and caller.token_limited:  # its tokens reserved, or a 429; a queued run's too
-        await admit_tokens(request, lambda: _estimated_items(parsed), parsed.max_output_tokens)
+        waiting = admit_tokens(request, caller, request.app[appkeys.KEYRING].limits,
+                               token_estimate(_estimated_items(parsed), parsed.max_output_tokens))
+        if waiting is not None:  # behind replicas: the database's round trip
+            await waiting
     if request.get(OVER_SLOTS):  # admitted past the run slots only to see whether it may queue
         if not parsed.background:
             raise too_many_runs(request.app[appkeys.LIMITER].limit)

@@ -42,6 +42,10 @@ WRITE_LOCK = 0x6167_7702
 #: background runs: an enqueue's count of the queue and its insert, as one (store/postgres/runs.py)
 RUN_QUEUE_LOCK = 0x6167_7703
 
+#: connections `fetchrow_kept` keeps out of the pool: enough for admissions one after the other,
+#: few enough to leave the pool's others to everything else (more at once take the pool's way)
+KEPT = 2
+
 # InternalClientError: a connection broken mid-operation (a server restart) as asyncpg finds it
 FAULTS = (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError, TimeoutError)
 #: What PostgreSQL refuses as data, not as an outage: a NUL or a value its type rejects (SQLSTATE
@@ -72,6 +76,10 @@ class PostgresDatabase:
         self._retrying: asyncio.Task[None] | None = None
         self._closed = False
         self.last_error = "not connected yet"
+        #: pooled connections kept out of the pool between `fetchrow_kept` calls: at most KEPT, and
+        #: a quarter of the pool at most (a small pool keeps none: everything else needs it)
+        self._kept: list[Conn] = []
+        self._keep = min(KEPT, max_size // 4)
 
     def unavailable(self, what: str) -> StoreUnavailableError:
         return StoreUnavailableError(f"The PostgreSQL store at {self.where} is unavailable: {what}.",
@@ -126,7 +134,7 @@ class PostgresDatabase:
             try:
                 pool = await asyncpg.create_pool(
                     self.url, min_size=self.min_size, max_size=self.max_size,
-                    timeout=self.connect_timeout, command_timeout=self.command_timeout)
+                    timeout=self.connect_timeout, command_timeout=self.command_timeout, reset=_no_session_state)
                 await _migrate(pool, self.where, self.legacy_owner)
             except SchemaVersionError:
                 if pool is not None:
@@ -162,6 +170,47 @@ class PostgresDatabase:
         except FAULTS as exc:
             raise self.fail(exc) from None
 
+    async def fetchrow_kept(self, query: str, *args: object) -> asyncpg.Record | None:
+        """One statement that leaves nothing behind on its connection (no transaction, no session
+        state), on a pooled connection kept out of the pool between calls: a hot path's single round
+        trip without asyncpg's acquire and release around it (a proxy and a future per acquire; a
+        task, a shield and a timeout per release). A connection whose call failed in any way (a
+        fault, a cancellation mid-query) goes back through the pool, which ends or heals it."""
+        pool = await self.pool()
+        kept = self._kept
+        conn = kept.pop() if kept else None
+        if conn is not None:
+            try:
+                closed = conn.is_closed()  # the server went away while it was kept
+            except asyncpg.InterfaceError:  # and the pool took it back as it closed
+                conn, closed = None, False
+            if closed and conn is not None:
+                await self._give_back(conn)
+                conn = None
+        try:
+            if conn is None:
+                conn = await pool.acquire()
+            row = await conn.fetchrow(query, *args)
+        except BaseException as exc:
+            if conn is not None:
+                await self._give_back(conn)
+            if isinstance(exc, REFUSED_DATA):
+                raise self.refused(exc) from None
+            if isinstance(exc, FAULTS):
+                raise self.fail(exc) from None
+            raise
+        if len(kept) < self._keep and self._pool is pool:
+            kept.append(conn)
+        else:
+            await self._give_back(conn)
+        return row
+
+    async def _give_back(self, conn: Conn) -> None:
+        pool = self._pool
+        if pool is not None:
+            with contextlib.suppress(*FAULTS):
+                await pool.release(conn)
+
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[Conn]:
         pool = await self.pool()
@@ -179,10 +228,23 @@ class PostgresDatabase:
             self._retrying.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._retrying
+        kept, self._kept = self._kept, []
+        for conn in kept:  # the pool's close waits for every connection out of it
+            await self._give_back(conn)
         pool, self._pool = self._pool, None
         if pool is not None:
             with contextlib.suppress(*FAULTS):
                 await asyncio.wait_for(pool.close(), 10)
+
+
+async def _no_session_state(conn: asyncpg.Connection[asyncpg.Record]) -> None:
+    """The pool's reset of a connection given back, after asyncpg's own (which rolls back a
+    transaction left open): nothing more. asyncpg's default sends `SELECT pg_advisory_unlock_all();
+    CLOSE ALL; UNLISTEN *; RESET ALL;`, a second round trip after every pooled operation, to undo
+    session state this gateway never leaves on a pooled connection: its advisory locks are
+    transaction-scoped (pg_advisory_xact_lock), its settings local to a transaction (set_config(...,
+    true)), it declares no cursor, and its LISTEN has a connection of its own (postgres/runs.py).
+    A change that leaves session state on a pooled connection must undo it itself."""
 
 
 async def _migrate(pool: asyncpg.Pool, where: str, legacy_owner: str) -> None:

@@ -34,13 +34,17 @@ class PostgresLimits(LimitStore):
         self.replica = replica
 
     async def admit(self, ask: Ask, *, force: bool = False, lease_seconds: float = 10.0) -> Admission:
-        row = await self.database.run(lambda conn: conn.fetchrow(
+        # one statement, nothing left on its connection: on a kept connection (database.fetchrow_kept)
+        row = await self.database.fetchrow_kept(
             _ADMIT, ask.profile, ask.name, ask.rpm, ask.max_runs, ask.run_id, self.replica, lease_seconds, force,
-            ask.tpm, ask.budget, ask.period_start, ask.tokens))
+            ask.tpm, ask.budget, ask.period_start, ask.tokens)
         assert row is not None  # the function returns one row on every path
-        return Admission(refused=row[0], admission_id=row[1], requests=int(row[2]), requests_reset=float(row[3]),
-                         tokens=int(row[4]), tokens_reset=float(row[5]), budget_used=int(row[6]), runs=int(row[7]),
-                         retry_after=float(row[8] if row[8] is not None else 1.0))
+        # its columns are Admission's fields in order, typed by the function (BIGINT, DOUBLE PRECISION);
+        # only a 'tokens' refusal's retry may be NULL
+        admission = Admission(*row)
+        if admission.retry_after is None:
+            admission.retry_after = 1.0
+        return admission
 
     async def release(self, run_ids: list[str]) -> None:
         if run_ids:
