@@ -50,7 +50,9 @@ class PlainReply:
         self._pool = pool
         self._key = key
         self._open = True
-        coding = conn.headers.get("content-encoding")
+        # the headers are split into a dict only for a reply that may name an encoding (few do)
+        coding = conn.headers.get("content-encoding") \
+            if conn.head_lines.lower().find(b"content-encoding") != -1 else None
         wbits = _DECODERS.get(coding.strip().lower()) if coding else None
         self._decoder = zlib.decompressobj(wbits) if wbits is not None else None
         self.read_chunk: Callable[[], Awaitable[bytes]] = conn.read if wbits is None else self._read_decoded
