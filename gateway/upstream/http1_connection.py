@@ -80,6 +80,7 @@ class Http1Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self._cancel_timer()
         self._on_lost(self)
         if not self._active or self._complete or self._error is not None:
             return
@@ -190,8 +191,7 @@ class Http1Connection(asyncio.Protocol):
     def _ended(self) -> None:
         self._complete = True
         self._active = False
-        self._cancel_timer()
-        self._wake()
+        self._wake()  # the timer stays: the next request on this connection moves it on (`_expire`)
 
     def _fail(self, error: BaseException) -> None:
         self._error = error
@@ -208,7 +208,8 @@ class Http1Connection(asyncio.Protocol):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    # -- the read timeout: one timer per reply, moved on lazily rather than reset at every byte ----
+    # -- the read timeout: one timer, moved on lazily rather than reset at every byte, and left
+    # -- armed past a reply's end, so that back-to-back requests on a connection arm none
 
     def _arm(self) -> None:
         if self._timer is None:

@@ -320,6 +320,20 @@ async def test_a_reply_without_headers_has_none_and_its_body(plain, raw):
     assert await reply.read_whole(100) == b'{"a": 1}'
 
 
+async def test_a_later_reply_on_a_kept_connection_times_out_after_the_read_timeout(plain, raw):
+    # the first reply leaves its read timer armed: the second, unanswered, still waits its full timeout
+    server = await raw(lambda conn, n, req: ok() if n == 1 else b"")
+    transport = await plain(server.base_url, read_timeout=0.4)
+    assert (await chat(transport, server.base_url))[0] == 200
+    await asyncio.sleep(0.3)  # most of the first timer's span gone before the second request
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    with pytest.raises(TimeoutError):
+        await chat(transport, server.base_url)
+    assert 0.39 < loop.time() - started < 2.0
+    assert server.connections == 1
+
+
 @pytest.mark.parametrize("wire", [b"", b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n12345"])
 async def test_read_timeout_is_a_timeout_error_and_closes_the_connection(plain, raw, wire):
     server = await raw(lambda conn, n, req: wire)
