@@ -125,7 +125,7 @@ class UpstreamClient:
     async def _request(self, method: str, url: str, body: bytes | None = None,
                        headers: Mapping[str, str] | None = None, stream: bool = False) -> Reply:
         """The reply's head, or the typed gateway error for a fault or an HTTP status of 400 and above."""
-        transport = self.transport
+        transport = self._transport or self.transport  # the property only to say start() was not awaited
         for attempt in (1, 2):
             try:
                 reply = await transport.send(method, url, body, headers, stream=stream)
@@ -150,7 +150,8 @@ class UpstreamClient:
         head: a fault or an error status raises here, before any byte of the reply is read. The
         encoded body lives only for the call: a stream's generator frame would otherwise hold it
         until the stream ends."""
-        body: dict[str, Any] = {**payload, "model": model or await self.model(), "stream": stream}
+        # the configured model read here: `model()` (a coroutine) only when it must be looked up
+        body: dict[str, Any] = {**payload, "model": model or self._model or await self.model(), "stream": stream}
         if stream:
             body["stream_options"] = {"include_usage": True}
         return await self._request("POST", self._chat_url, json_out.dumps(body, ensure_ascii=True), headers,
@@ -210,12 +211,9 @@ class UpstreamClient:
             response, client = await self.post_chat(payload, stream=False, headers=headers), self
         else:
             response, client = await opener(payload, False, headers)
-        try:
-            return completion_deltas(await client._read_json(response))
-        except client._errors as exc:
-            raise client._fault(exc) from exc
-        finally:
-            await response.close()  # a no-op once the reply was read whole and its connection released
+        # no `close` after: `read_whole` lets the reply go however it ends, and nothing can come
+        # between here and its start (no await), so no reply is left open
+        return completion_deltas(await client._read_json(response))
 
     async def deltas(self, payload: dict[str, Any], *, stream: bool, headers: Mapping[str, str] | None = None,
                      opener: Opener | None = None) -> AsyncGenerator[UpstreamDelta, None]:

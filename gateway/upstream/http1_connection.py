@@ -34,7 +34,12 @@ class Http1Connection(asyncio.Protocol):
         self.idle_since = 0.0
         self.keep_alive = False
         self.status = 0
-        self.headers: dict[str, str] = {}
+        #: the reply's header lines as they came (each ending in CRLF), read into `headers` on demand
+        self.head_lines = b""
+        self._headers: dict[str, str] | None = None
+        self._raw: list[bytes] = []  # the bytes fed while the reply's head is not whole
+        self._heading = False  # the head is not whole yet: its bytes are kept in `_raw`
+        self._interims = 0  # the 1xx heads before the reply's own
         self._active = False  # a request was sent and its reply is not over
         self._head: asyncio.Future[None] | None = None
         self._waiter: asyncio.Future[None] | None = None
@@ -59,6 +64,8 @@ class Http1Connection(asyncio.Protocol):
             return
         self._answered = True
         self._since = self._loop.time()
+        if self._heading:
+            self._raw.append(data)
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as exc:
@@ -73,6 +80,7 @@ class Http1Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self._cancel_timer()
         self._on_lost(self)
         if not self._active or self._complete or self._error is not None:
             return
@@ -86,22 +94,34 @@ class Http1Connection(asyncio.Protocol):
 
     # -- httptools' callbacks ---------------------------------------------------------------------
 
-    def on_header(self, name: bytes, value: bytes) -> None:
-        key = name.decode("latin-1").lower()
-        text = value.decode("latin-1")
-        headers = self.headers
-        headers[key] = f"{headers[key]}, {text}" if key in headers else text
+    # No `on_header`: httptools then makes no Python call per header line. The head's bytes are
+    # kept as they come and split into headers only when one is asked for (`headers`).
 
     def on_headers_complete(self) -> None:
         status = self._parser.get_status_code()
         if 100 <= status < 200:  # 100 Continue, 103 Early Hints ...: the reply comes after
             self._interim = True
-            self.headers = {}
+            self._interims += 1
             return
         self.status = status
+        self._heading = False
+        raw = self._raw[0] if len(self._raw) == 1 else b"".join(self._raw)
+        self._raw = []
+        start = 0
+        for _ in range(self._interims):  # llhttp took each head whole: each ends at its blank line
+            start = raw.index(b"\r\n\r\n", start) + 4
+        self.head_lines = raw[raw.index(b"\r\n", start) + 2:raw.index(b"\r\n\r\n", start) + 2]
         head = self._head
         if head is not None and not head.done():
             head.set_result(None)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The reply's headers, names in lower case, repeated ones joined by ", " (read once)."""
+        headers = self._headers
+        if headers is None:
+            headers = self._headers = _header_dict(self.head_lines)
+        return headers
 
     def on_body(self, body: bytes) -> None:
         self._pieces.append(body)
@@ -124,7 +144,7 @@ class Http1Connection(asyncio.Protocol):
         """Write one request; the future is done when its reply's head has come."""
         self._active, self._complete, self._answered, self._error = True, False, False, None
         self.keep_alive = False
-        self.headers = {}
+        self.head_lines, self._headers, self._raw, self._heading, self._interims = b"", None, [], True, 0
         self._since = self._loop.time()
         head = self._head = self._loop.create_future()
         self.transport.write(data)  # type: ignore[union-attr]
@@ -171,8 +191,7 @@ class Http1Connection(asyncio.Protocol):
     def _ended(self) -> None:
         self._complete = True
         self._active = False
-        self._cancel_timer()
-        self._wake()
+        self._wake()  # the timer stays: the next request on this connection moves it on (`_expire`)
 
     def _fail(self, error: BaseException) -> None:
         self._error = error
@@ -189,7 +208,8 @@ class Http1Connection(asyncio.Protocol):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    # -- the read timeout: one timer per reply, moved on lazily rather than reset at every byte ----
+    # -- the read timeout: one timer, moved on lazily rather than reset at every byte, and left
+    # -- armed past a reply's end, so that back-to-back requests on a connection arm none
 
     def _arm(self) -> None:
         if self._timer is None:
@@ -211,3 +231,16 @@ class Http1Connection(asyncio.Protocol):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+
+def _header_dict(head: bytes) -> dict[str, str]:
+    """Header lines as llhttp read them (it refused a reply with anything else: a bare LF, a
+    space before the colon, a folded line): the value without its leading spaces and tabs."""
+    headers: dict[str, str] = {}
+    for line in head.split(b"\r\n"):
+        if line:
+            name, _, value = line.partition(b":")
+            key = name.decode("latin-1").lower()
+            text = value.lstrip(b" \t").decode("latin-1")
+            headers[key] = f"{headers[key]}, {text}" if key in headers else text
+    return headers

@@ -34,6 +34,8 @@ from gateway.upstream.transport import (
 
 #: sent with every request, as aiohttp's client does: a server that compresses anyway is decoded
 _ACCEPT_ENCODING = b"Accept-Encoding: gzip, deflate\r\n"
+#: a body's own header lines and the head's end
+_JSON_BODY = f"Content-Type: {JSON}\r\nContent-Length: %d\r\n\r\n".encode("latin-1")
 _DECODERS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
 Key = tuple[str, int]
@@ -50,7 +52,9 @@ class PlainReply:
         self._pool = pool
         self._key = key
         self._open = True
-        coding = conn.headers.get("content-encoding")
+        # the headers are split into a dict only for a reply that may name an encoding (few do)
+        coding = conn.headers.get("content-encoding") \
+            if conn.head_lines.lower().find(b"content-encoding") != -1 else None
         wbits = _DECODERS.get(coding.strip().lower()) if coding else None
         self._decoder = zlib.decompressobj(wbits) if wbits is not None else None
         self.read_chunk: Callable[[], Awaitable[bytes]] = conn.read if wbits is None else self._read_decoded
@@ -85,7 +89,7 @@ class PlainReply:
                 if self._decoder is None and self._conn.read_to_end:  # it came whole: no read to learn it ended
                     break
         finally:
-            await self.close()
+            self._release()  # not `await self.close()`: no coroutine made for it
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
     async def finish(self, seconds: float, most: int) -> None:
@@ -100,6 +104,9 @@ class PlainReply:
         await self.close()
 
     async def close(self) -> None:
+        self._release()
+
+    def _release(self) -> None:
         if self._open:
             self._open = False
             conn = self._conn
@@ -128,12 +135,10 @@ class PlainTransport:
     async def send(self, method: str, url: str, body: bytes | None,
                    headers: Mapping[str, str] | None, *, stream: bool = False) -> PlainReply:
         key, head = self._heads.get((method, url)) or self._head_of(method, url)
-        if body is not None:
-            head += b"Content-Type: " + JSON.encode() + b"\r\nContent-Length: %d\r\n" % len(body)
         if headers:  # e.g. a trace's `traceparent`
             head += b"".join(_header_line(name, value) for name, value in headers.items())
         conn = self._pooled(key) or await self._connect(key)
-        head_came = conn.send(head + b"\r\n" + body if body is not None else head + b"\r\n")
+        head_came = conn.send(head + b"\r\n" if body is None else b"".join((head, _JSON_BODY % len(body), body)))
         try:
             await head_came
         except asyncio.CancelledError:

@@ -270,6 +270,70 @@ async def test_interim_replies_are_skipped(plain, raw):
     assert await reply.read_whole(100) == b"{}"
 
 
+#: a head with what llhttp accepts and reads its own way: names in any case, a repeated header,
+#: spaces and tabs before a value (dropped) and after it (kept), an empty value, a Latin-1 byte
+ODD_HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Rep: one\r\nx-rep:two\r\n"
+            b"X-Spaced: \t lead and trail  \r\nX-Empty:\r\nX-Latin: caf\xe9\r\nRETRY-AFTER: 7\r\n"
+            b"Content-Length: 2\r\n\r\n")
+
+
+def httptools_headers(wire: bytes) -> dict[str, str]:
+    """The headers as httptools' per-header callback gives them (what the transport read before)."""
+    import httptools
+
+    class Collect:
+        def __init__(self) -> None:
+            self.headers: dict[str, str] = {}
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            key, text = name.decode("latin-1").lower(), value.decode("latin-1")
+            self.headers[key] = f"{self.headers[key]}, {text}" if key in self.headers else text
+
+    collect = Collect()
+    httptools.HttpResponseParser(collect).feed_data(wire)
+    return collect.headers
+
+
+@pytest.mark.parametrize("cuts", [[], [5, 22, 60, 93, len(ODD_HEAD) - 1]],
+                         ids=["whole", "cut in the status line, a name, between CR and LF, a value, the blank line"])
+async def test_headers_are_read_as_httptools_reads_them_whole_or_cut_anywhere(plain, pieces, cuts):
+    wire = ODD_HEAD + b"{}"
+    expected = httptools_headers(wire)
+    assert expected["x-rep"] == "one, two" and expected["x-spaced"] == "lead and trail  "
+    edges = [0, *cuts, len(wire)]
+    _, url = await pieces([wire[a:b] for a, b in zip(edges, edges[1:], strict=False)], pause=0.005)
+    transport = await plain(url)
+    for _ in range(2):  # a second reply on the kept connection reads its own head
+        reply = await transport.send("POST", url + "/chat/completions", b"{}", None)
+        assert reply.status == 200
+        for name, value in expected.items():
+            assert reply.header(name) == reply.header(name.upper()) == value
+        assert reply.header("x-absent") is None
+        assert await reply.read_whole(100) == b"{}"
+
+
+async def test_a_reply_without_headers_has_none_and_its_body(plain, raw):
+    server = await raw(lambda conn, n, req: Close(b"HTTP/1.1 200 OK\r\n\r\n{\"a\": 1}"))
+    transport = await plain(server.base_url)
+    reply = await transport.send("GET", server.base_url + "/models", None, None)
+    assert reply.status == 200 and reply.header("content-type") is None
+    assert await reply.read_whole(100) == b'{"a": 1}'
+
+
+async def test_a_later_reply_on_a_kept_connection_times_out_after_the_read_timeout(plain, raw):
+    # the first reply leaves its read timer armed: the second, unanswered, still waits its full timeout
+    server = await raw(lambda conn, n, req: ok() if n == 1 else b"")
+    transport = await plain(server.base_url, read_timeout=0.4)
+    assert (await chat(transport, server.base_url))[0] == 200
+    await asyncio.sleep(0.3)  # most of the first timer's span gone before the second request
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    with pytest.raises(TimeoutError):
+        await chat(transport, server.base_url)
+    assert 0.39 < loop.time() - started < 2.0
+    assert server.connections == 1
+
+
 @pytest.mark.parametrize("wire", [b"", b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n12345"])
 async def test_read_timeout_is_a_timeout_error_and_closes_the_connection(plain, raw, wire):
     server = await raw(lambda conn, n, req: wire)
