@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import socket
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from yarl import URL
@@ -204,12 +204,18 @@ class HttpConnection:
         if not reply or response.status == 202:
             return None
         if _media_type(response) == "text/event-stream":
-            async for received in wire.sse_messages(_chunks(response)):
-                if wire.is_response_to(received, message["id"]):
-                    # the stream's end usually follows at once: read it, and the connection is kept
-                    await response.finish(_DRAIN_SECONDS, _DRAIN_BYTES)
-                    return received
-            raise McpProtocolError(INVALID_REPLY, "the server's event stream ended without a reply")
+            events = wire.SseEvents()
+            read = response.read_chunk
+            while True:
+                piece = await read()
+                for payload in events.feed(piece) if piece else events.end():
+                    received = wire.load(payload)
+                    if wire.is_response_to(received, message["id"]):
+                        # the stream's end usually follows at once: read it, and the connection is kept
+                        await response.finish(_DRAIN_SECONDS, _DRAIN_BYTES)
+                        return received
+                if not piece:
+                    raise McpProtocolError(INVALID_REPLY, "the server's event stream ended without a reply")
         return wire.load(await response.read_whole(wire.MAX_REPLY_BYTES))
 
     async def _raise_for_status(self, response: PlainReply) -> None:
@@ -244,8 +250,3 @@ class HttpConnection:
 def _media_type(response: PlainReply) -> str:
     return (response.header("content-type") or "").partition(";")[0].strip().lower()
 
-
-async def _chunks(response: PlainReply) -> AsyncIterator[bytes]:
-    read = response.read_chunk
-    while piece := await read():
-        yield piece
