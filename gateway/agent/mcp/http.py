@@ -47,8 +47,6 @@ MAX_CONNECTIONS = 8
 #: after the reply's event, how long (and how much) to read for the stream's end (the upstream's rule)
 _DRAIN_SECONDS = 0.05
 _DRAIN_BYTES = 64 * 1024
-#: the request's own deadline (McpServer's timeout) bounds every read; this one must not come first
-_READ_TIMEOUT = 24 * 3600.0
 
 
 class McpBlockedUrlError(McpHttpError):
@@ -89,7 +87,8 @@ class HttpConnection:
 
     def _pool(self) -> PlainTransport:
         if self._transport is None:
-            settings = TransportSettings(self._target, self._headers, self._connect_timeout, _READ_TIMEOUT)
+            # no read timeout: each request's deadline is McpServer's (a cancellation closes the connection)
+            settings = TransportSettings(self._target, self._headers, self._connect_timeout, None)
             self._transport = PlainTransport(settings, addresses=self._addresses,
                                              tls=tls_context() if self._url.scheme == "https" else None)
         return self._transport
