@@ -1,4 +1,4 @@
-"""What one MCP `tools/call` costs the client: the gateway's own (aiohttp + JSON) against the `mcp` SDK.
+"""What one MCP `tools/call` costs the client: the gateway's own (HTTP/1.1 kept alive + JSON) against the `mcp` SDK.
 
     python -m bench.mcp_call calls [--calls 200] [--era modern|legacy] [--json] [--only ours|sdk]   # callgrind
     python -m bench.mcp_call rss                                                   # import cost, both clients

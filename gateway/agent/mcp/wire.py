@@ -9,13 +9,13 @@ Eras (WIRE.md "MCP"): 2025-11-25 opens a session with `initialize` and sends `MC
 from __future__ import annotations
 
 import base64
-import json
 import re
 from collections.abc import AsyncIterator
 from typing import Any
 
 from gateway import __version__
 from gateway.agent.mcp.results import INVALID_REPLY, PARSE_ERROR, McpProtocolError
+from gateway.common import json_in, json_out
 
 LEGACY = "2025-11-25"
 MODERN = "2026-07-28"
@@ -75,13 +75,15 @@ def modern_headers(method: str, params: dict[str, Any] | None) -> dict[str, str]
 
 
 def dumps(message: dict[str, Any]) -> bytes:
-    # ASCII escapes: a model's arguments may hold lone surrogates, which UTF-8 cannot encode
-    return json.dumps(message, separators=(",", ":")).encode("ascii")
+    # orjson where it can (the gateway's JSON everywhere else); a model's arguments may hold lone
+    # surrogates, which UTF-8 cannot encode: those go the stdlib way, as ASCII escapes
+    return json_out.dumps(message, ensure_ascii=True)
 
 
 def load(body: bytes) -> Any:
+    """A reply's JSON (orjson where it reads the same; lone surrogates made U+FFFD, as from the upstream)."""
     try:
-        return json.loads(body)
+        return json_in.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise McpProtocolError(PARSE_ERROR, "the server's reply is not JSON") from exc
 
