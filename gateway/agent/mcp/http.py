@@ -7,8 +7,9 @@ carrying its `MCP-Session-Id`) is opened again and the request sent once more.
 
 The requests go over the upstream's lean transport (gateway/upstream/plain_transport.py: asyncio,
 httptools, a keep-alive pool; aiohttp's client cost two thirds of a warm `tools/call`,
-bench/README.md "Round 4, session 3"), `https://` over asyncio's TLS with the providers' context
-(providers/http_session.py `tls_context`: certifi's CAs, or SSL_CERT_FILE). Connections go only
+bench/README.md "Round 4, session 3: one MCP call on the lean transport"), `https://` over asyncio's
+TLS with the context aiohttp's client had (`tls_context`: the system's CAs, or SSL_CERT_FILE /
+SSL_CERT_DIR). Connections go only
 where `policy` allows (providers/urlsafety.py: public addresses unless the host was allow-listed),
 to the address the checked resolver answered; redirects are not followed, the proxy environment is
 not read, a reply is read up to MAX_REPLY_BYTES. The configured `headers` (authorization included)
@@ -18,8 +19,10 @@ go on every request and into no message, log line or error: errors name the host
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import socket
+import ssl
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,7 +34,6 @@ from gateway.agent.mcp.results import INVALID_REPLY, McpError, McpHttpError, Mcp
 from gateway.errors import UpstreamError
 from gateway.upstream.plain_transport import PlainReply, PlainTransport
 from gateway.upstream.transport import ClosedUnanswered, TransportFault, TransportSettings, Unreachable
-from providers.http_session import tls_context
 from providers.urlsafety import AddressPolicy, BlockedUrlError, CheckedResolver, address_problem, check_url
 
 #: statuses that mean "not this era" when probing with server/discover (auth, rate limits and
@@ -47,6 +49,16 @@ MAX_CONNECTIONS = 8
 #: after the reply's event, how long (and how much) to read for the stream's end (the upstream's rule)
 _DRAIN_SECONDS = 0.05
 _DRAIN_BYTES = 64 * 1024
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The verified TLS context of every MCP server, built once per process (loading the CAs costs
+    milliseconds): what aiohttp's client used, the system's CAs (or what SSL_CERT_FILE / SSL_CERT_DIR
+    name), HTTP/1.1 offered by ALPN."""
+    context = ssl.create_default_context()
+    context.set_alpn_protocols(["http/1.1"])
+    return context
 
 
 class McpBlockedUrlError(McpHttpError):

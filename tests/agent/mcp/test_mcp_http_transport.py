@@ -5,11 +5,12 @@ cancelled or the server handle is closed; no redirect followed, no proxy from th
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from aiohttp import web
 
+from gateway.agent.mcp import http
 from gateway.agent.mcp.http import MAX_CONNECTIONS, HttpConnection
 from gateway.agent.mcp.registry import HttpServerConfig, McpRegistry
 from gateway.agent.mcp.results import McpHttpError
@@ -22,6 +23,14 @@ from tests.support.services import served, trusting
 
 trustme = pytest.importorskip("trustme")
 SECRET = "Bearer do-not-leak-4711"
+
+
+@pytest.fixture(autouse=True)
+def fresh_tls_context() -> Iterator[None]:
+    """The MCP client's TLS context is read once per process: built again for each test's CA."""
+    http.tls_context.cache_clear()
+    yield
+    http.tls_context.cache_clear()
 
 
 @pytest.fixture
