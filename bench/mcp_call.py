@@ -1,12 +1,15 @@
-"""What one MCP `tools/call` costs the client: the gateway's own (aiohttp + JSON) against the `mcp` SDK.
+"""What one MCP `tools/call` costs the client: the gateway's own (HTTP/1.1 kept alive + JSON) against the `mcp` SDK.
 
-    python -m bench.mcp_call calls [--calls 200] [--era modern|legacy] [--json] [--only ours|sdk]   # callgrind
+    python -m bench.mcp_call calls [--calls 200] [--era modern|legacy] [--json] [--only ours|sdk]
+                                   [--loop asyncio|uvloop]                    # callgrind
     python -m bench.mcp_call rss                                                   # import cost, both clients
 
 `calls` starts the SDK's own server (tests/fakes/mcp_sdk_server.py) outside valgrind, then runs each
 client under `valgrind --tool=callgrind` twice: a warm-up alone (connect, era, `tools/list`, 5 calls)
 and the warm-up plus N calls of `echo`; the difference over N is the client's instructions per call
-over a warm session, interpreter start-up and imports cancelled out. `rss` reads VmRSS in fresh
+over a warm session, interpreter start-up and imports cancelled out. The client runs on asyncio's
+event loop (the figures before 2026-12-05's `mcplean` section), or on uvloop's (`--loop uvloop`,
+what `serve` runs the gateway on). `rss` reads VmRSS in fresh
 interpreters: aiohttp alone (the gateway has it already), then plus each client's modules.
 """
 
@@ -48,16 +51,21 @@ async def _sdk(url: str, era: str, calls: int) -> None:
             assert result.content[0].text == "otters"  # type: ignore[union-attr]
 
 
-def client_main(impl: str, url: str, era: str, calls: int) -> None:
+def client_main(impl: str, url: str, era: str, calls: int, loop: str = "asyncio") -> None:
     runner = _ours if impl == "ours" else _sdk
-    asyncio.run(runner(url, era, calls))
+    if loop == "uvloop":
+        import uvloop
+
+        uvloop.run(runner(url, era, calls))
+    else:
+        asyncio.run(runner(url, era, calls))
 
 
-def _instructions(impl: str, url: str, era: str, calls: int) -> int:
+def _instructions(impl: str, url: str, era: str, calls: int, loop: str = "asyncio") -> int:
     with tempfile.TemporaryDirectory() as folder:
         out = os.path.join(folder, "callgrind.out")
         subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-m",
-                        "bench.mcp_call", "client", impl, url, era, str(calls)],
+                        "bench.mcp_call", "client", impl, url, era, str(calls), loop],
                        cwd=REPO, check=True, capture_output=True, timeout=1800)
         dump = sorted(glob.glob(out + "*"))[0]
         for line in Path(dump).read_text().splitlines():
@@ -70,10 +78,11 @@ def calls_main(args: argparse.Namespace) -> None:
     from tests.support.mcp_servers import sdk_server
 
     with sdk_server(json_response=args.json) as url:
-        print(f"server: mcp SDK, {'JSON' if args.json else 'SSE'} replies; era {args.era}; {args.calls} calls")
+        print(f"server: mcp SDK, {'JSON' if args.json else 'SSE'} replies; era {args.era}; {args.calls} calls; "
+              f"{args.loop}'s event loop")
         for impl in (args.only,) if args.only else ("ours", "sdk"):
-            base = _instructions(impl, url, args.era, 0)
-            total = _instructions(impl, url, args.era, args.calls)
+            base = _instructions(impl, url, args.era, 0, args.loop)
+            total = _instructions(impl, url, args.era, args.calls, args.loop)
             print(f"{impl:5} {(total - base) / args.calls:>12,.0f} instructions per tools/call "
                   f"(warm-up alone {base:,})", flush=True)
 
@@ -104,7 +113,7 @@ def rss_main() -> None:
 
 def main() -> None:
     if sys.argv[1:2] == ["client"]:
-        client_main(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+        client_main(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), *sys.argv[6:7])
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", choices=["calls", "rss"])
@@ -112,6 +121,8 @@ def main() -> None:
     parser.add_argument("--era", choices=["modern", "legacy"], default="modern")
     parser.add_argument("--json", action="store_true", help="the server replies with JSON bodies, not SSE")
     parser.add_argument("--only", choices=["ours", "sdk"], help="measure one client (ours: the gateway's side)")
+    parser.add_argument("--loop", choices=["asyncio", "uvloop"], default="asyncio",
+                        help="the client's event loop (uvloop: as under `serve`)")
     args = parser.parse_args()
     if args.what == "rss":
         rss_main()

@@ -3,7 +3,8 @@ an asyncio protocol that writes a request, parses its reply with httptools (llht
 and hands the body over as it arrives. It says how the reply ended (read to its end, kept alive or
 not) and fails the waiting reader with the transport's neutral faults: `ClosedUnanswered` when the
 server closed without a byte, `Disconnected` mid-reply, `Unreadable` for bytes that are not HTTP,
-`TimeoutError` after `read_timeout` seconds without a byte. A cancelled reader closes it at once.
+`TimeoutError` after `read_timeout` seconds without a byte (None: no read timeout, the caller's own
+deadline bounds the reply). A cancelled reader closes it at once.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ _HIGH_WATER = 256 * 1024
 class Http1Connection(asyncio.Protocol):
     """One TCP connection and the reply being read on it (httptools calls the `on_*` methods)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, read_timeout: float,
+    def __init__(self, loop: asyncio.AbstractEventLoop, read_timeout: float | None,
                  on_lost: Callable[[Http1Connection], None]) -> None:
         self._loop = loop
         self._timeout = read_timeout
@@ -212,7 +213,7 @@ class Http1Connection(asyncio.Protocol):
     # -- armed past a reply's end, so that back-to-back requests on a connection arm none
 
     def _arm(self) -> None:
-        if self._timer is None:
+        if self._timer is None and self._timeout is not None:
             self._timer = self._loop.call_at(self._since + self._timeout, self._expire)
 
     def _expire(self) -> None:
@@ -220,7 +221,7 @@ class Http1Connection(asyncio.Protocol):
         waiting = self._waiter is not None or (self._head is not None and not self._head.done())
         if not waiting or not self._active:
             return
-        deadline = self._since + self._timeout
+        deadline = self._since + (self._timeout or 0.0)
         if self._loop.time() >= deadline:
             self._fail(TimeoutError())
             self.abort()

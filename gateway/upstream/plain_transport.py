@@ -4,19 +4,26 @@ parsed by httptools (llhttp, the parser uvicorn uses). Issue 33: aiohttp's clien
 chat request's instructions; with this one a chat request costs 0.75x, a 50-chunk stream 0.9x
 (bench/README.md, "Round 3 session 4").
 
-A keep-alive pool of idle connections per (host, port), each closed after KEEPALIVE idle seconds;
+A keep-alive pool of idle connections per (scheme, host, port), each closed after KEEPALIVE idle seconds;
 no cap on connections. A connect times out after `connect_timeout`, a read after `read_timeout`
 without a byte. A task cancelled while it waits for a reply (the gateway's client left) closes the
 connection at once, so the upstream stops working for nobody. A reply not read to its end never
-goes back to the pool. HTTPS and proxies are aiohttp's (gateway/upstream/aiohttp_transport.py).
-One connection, its parser and its reply's state: gateway/upstream/http1_connection.py.
+goes back to the pool. The upstream's HTTPS and proxies are aiohttp's
+(gateway/upstream/aiohttp_transport.py); one connection, its parser and its reply's state:
+gateway/upstream/http1_connection.py.
+
+The MCP client (gateway/agent/mcp/http.py) shares it with two more parts: `addresses`, a
+resolver whose answer is where the connection goes (its checks decide, so a name cannot resolve
+again to somewhere else), and `https://` over asyncio's TLS (`tls`, or the default context),
+the certificate checked against the URL's host.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 import zlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from gateway.upstream.http1_connection import Http1Connection
@@ -38,7 +45,10 @@ _ACCEPT_ENCODING = b"Accept-Encoding: gzip, deflate\r\n"
 _JSON_BODY = f"Content-Type: {JSON}\r\nContent-Length: %d\r\n\r\n".encode("latin-1")
 _DECODERS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
-Key = tuple[str, int]
+Key = tuple[str, str, int]  # scheme, host, port
+#: a host's addresses to connect to, in order (its exceptions reach `send`'s caller as they are)
+Addresses = Callable[[str, int], Awaitable[Sequence[str]]]
+_PORTS = {"http": 80, "https": 443}
 
 
 class PlainReply:
@@ -121,7 +131,10 @@ class PlainTransport:
 
     errors: tuple[type[BaseException], ...] = (TransportFault, TimeoutError, OSError)
 
-    def __init__(self, settings: TransportSettings) -> None:
+    def __init__(self, settings: TransportSettings, *, addresses: Addresses | None = None,
+                 tls: ssl.SSLContext | None = None) -> None:
+        self._addresses = addresses
+        self._tls = tls
         self._connect_timeout = settings.connect_timeout
         self._read_timeout = settings.read_timeout
         self._common = b"".join(_header_line(name, value) for name, value in settings.headers.items()) \
@@ -176,10 +189,10 @@ class PlainTransport:
 
     def _head_of(self, method: str, url: str) -> tuple[Key, bytes]:
         parts = urlsplit(url)
-        if parts.scheme != "http" or not parts.hostname:
-            raise ValueError(f"the plain transport speaks to http:// URLs only, not {url!r}")
+        if parts.scheme not in _PORTS or not parts.hostname:
+            raise ValueError(f"the plain transport speaks to http:// and https:// URLs only, not {url!r}")
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        key = (parts.hostname, parts.port or 80)
+        key = (parts.scheme, parts.hostname, parts.port or _PORTS[parts.scheme])
         host = parts.netloc.rpartition("@")[2]
         head = f"{method} {target} HTTP/1.1\r\n".encode("latin-1") + _header_line("Host", host) + self._common
         self._heads[(method, url)] = key, head
@@ -201,15 +214,26 @@ class PlainTransport:
     async def _connect(self, key: Key) -> Http1Connection:
         loop = asyncio.get_running_loop()
         read_timeout, on_lost = self._read_timeout, self._open.discard
-        try:
-            async with asyncio.timeout(self._connect_timeout):
-                _, conn = await loop.create_connection(lambda: Http1Connection(loop, read_timeout, on_lost), *key)
-        except TimeoutError:
-            raise
-        except OSError as exc:
-            raise Unreachable(os_reason(exc)) from exc
-        self._open.add(conn)
-        return conn
+        scheme, host, port = key
+        tls = None
+        if scheme == "https":
+            if self._tls is None:
+                self._tls = ssl.create_default_context()
+            tls = self._tls
+        async with asyncio.timeout(self._connect_timeout):
+            targets = [host] if self._addresses is None else await self._addresses(host, port)
+            failure: OSError | None = None
+            for address in targets:  # one after the other, as aiohttp's connector tries a name's addresses
+                try:
+                    _, conn = await loop.create_connection(
+                        lambda: Http1Connection(loop, read_timeout, on_lost), address, port,
+                        ssl=tls, server_hostname=host if tls is not None else None)
+                except OSError as exc:  # ssl.SSLError (a certificate refused) is one too
+                    failure = exc
+                    continue
+                self._open.add(conn)
+                return conn
+        raise Unreachable(_reason(failure) if failure is not None else f"no address for {host}") from failure
 
     def _sweep(self) -> None:
         """Close the connections idle for KEEPALIVE seconds; come back for the next oldest."""
@@ -229,6 +253,12 @@ class PlainTransport:
                 del self._idle[key]
         if oldest is not None:
             self._sweeper = loop.call_at(oldest + KEEPALIVE, self._sweep)
+
+
+def _reason(error: OSError) -> str:
+    if isinstance(error, ssl.SSLError):  # its errno is OpenSSL's, not the OS's
+        return f"TLS: {error.reason or error}"
+    return os_reason(error)
 
 
 def _header_line(name: str, value: str) -> bytes:

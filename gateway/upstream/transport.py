@@ -107,7 +107,7 @@ class TransportSettings:
     url: str  # the upstream's base URL, without credentials
     headers: Mapping[str, str]  # sent with every request (Accept, User-Agent, Authorization)
     connect_timeout: float
-    read_timeout: float
+    read_timeout: float | None  # None: none (the MCP client's calls have a deadline of their own)
     client: str = "auto"  # LLM_HTTP_CLIENT, one of CLIENTS
 
 

@@ -1,28 +1,39 @@
-"""Streamable HTTP to one MCP server, in whichever era it speaks, over aiohttp's client.
+"""Streamable HTTP to one MCP server, in whichever era it speaks, over HTTP/1.1 kept alive.
 
 The era is found once per connection (and can be handed in when known, `era=`): a 2026-07-28
 `server/discover` first; a server that does not answer it with 2026-07-28 among its versions gets
 the 2025-11-25 `initialize` handshake. A 2025-11-25 session that the server forgot (404 on a request
 carrying its `MCP-Session-Id`) is opened again and the request sent once more.
 
-Connections go only where `policy` allows (providers/urlsafety.py: public addresses unless the
-host was allow-listed); redirects are not followed, the proxy environment is not read, a reply is
-read up to MAX_REPLY_BYTES. The configured `headers` (authorization included) go on every request
-and into no message, log line or error: errors name the host only.
+The requests go over the upstream's lean transport (gateway/upstream/plain_transport.py: asyncio,
+httptools, a keep-alive pool; aiohttp's client cost two thirds of a warm `tools/call`,
+bench/README.md "Round 4, session 3: one MCP call on the lean transport"), `https://` over asyncio's
+TLS with the context aiohttp's client had (`tls_context`: the system's CAs, or SSL_CERT_FILE /
+SSL_CERT_DIR). Connections go only
+where `policy` allows (providers/urlsafety.py: public addresses unless the host was allow-listed),
+to the address the checked resolver answered; redirects are not followed, the proxy environment is
+not read, a reply is read up to MAX_REPLY_BYTES. The configured `headers` (authorization included)
+go on every request and into no message, log line or error: errors name the host only.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
+import socket
+import ssl
 from collections.abc import Mapping
 from typing import Any
 
-import aiohttp
 from yarl import URL
 
+from gateway import __version__
 from gateway.agent.mcp import wire
 from gateway.agent.mcp.results import INVALID_REPLY, McpError, McpHttpError, McpProtocolError
+from gateway.errors import UpstreamError
+from gateway.upstream.plain_transport import PlainReply, PlainTransport
+from gateway.upstream.transport import ClosedUnanswered, TransportFault, TransportSettings, Unreachable
 from providers.urlsafety import AddressPolicy, BlockedUrlError, CheckedResolver, address_problem, check_url
 
 #: statuses that mean "not this era" when probing with server/discover (auth, rate limits and
@@ -30,6 +41,24 @@ from providers.urlsafety import AddressPolicy, BlockedUrlError, CheckedResolver,
 _NOT_THIS_ERA = frozenset({400, 404, 405, 406, 409, 415, 422})
 _ACCEPT = "application/json, text/event-stream"
 _SESSION = "Mcp-Session-Id"
+#: headers the client writes itself: a configured one of these names is not sent twice
+_OWN_HEADERS = frozenset({"accept", "content-type", "content-length", "host", "transfer-encoding", "connection",
+                          "accept-encoding", "mcp-protocol-version", "mcp-session-id", "mcp-method", "mcp-name"})
+#: at most this many connections to one server at once (aiohttp's connector had the same limit)
+MAX_CONNECTIONS = 8
+#: after the reply's event, how long (and how much) to read for the stream's end (the upstream's rule)
+_DRAIN_SECONDS = 0.05
+_DRAIN_BYTES = 64 * 1024
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The verified TLS context of every MCP server, built once per process (loading the CAs costs
+    milliseconds): what aiohttp's client used, the system's CAs (or what SSL_CERT_FILE / SSL_CERT_DIR
+    name), HTTP/1.1 offered by ALPN."""
+    context = ssl.create_default_context()
+    context.set_alpn_protocols(["http/1.1"])
+    return context
 
 
 class McpBlockedUrlError(McpHttpError):
@@ -48,7 +77,11 @@ class HttpConnection:
         except BlockedUrlError as exc:
             raise McpBlockedUrlError(400, str(exc)) from None
         self._host = self._url.host or "?"
-        self._headers = dict(headers or {})
+        self._target = str(self._url.with_fragment(None))
+        self._headers = {"User-Agent": f"agent-gateway/{__version__}"}
+        self._headers.update((name, value) for name, value in (headers or {}).items()
+                             if name.lower() not in _OWN_HEADERS)
+        self._headers["Accept"] = _ACCEPT
         self._policy = policy
         self.era = era
         self.protocol_version: str | None = None  # what initialize agreed (2025-11-25 era)
@@ -56,20 +89,27 @@ class HttpConnection:
         self._session_id: str | None = None
         self._ids = itertools.count(1)
         self._lock = asyncio.Lock()
-        self._client: aiohttp.ClientSession | None = None
+        self._slots = asyncio.Semaphore(MAX_CONNECTIONS)
+        self._transport: PlainTransport | None = None
         self._connect_timeout = connect_timeout
 
     @property
     def url(self) -> URL:
         return self._url
 
-    def _session(self) -> aiohttp.ClientSession:
-        if self._client is None:
-            connector = aiohttp.TCPConnector(resolver=CheckedResolver(self._policy), use_dns_cache=False, limit=8)
-            self._client = aiohttp.ClientSession(
-                connector=connector, trust_env=False,
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout))
-        return self._client
+    def _pool(self) -> PlainTransport:
+        if self._transport is None:
+            # no read timeout: each request's deadline is McpServer's (a cancellation closes the connection)
+            settings = TransportSettings(self._target, self._headers, self._connect_timeout, None)
+            self._transport = PlainTransport(settings, addresses=self._addresses,
+                                             tls=tls_context() if self._url.scheme == "https" else None)
+        return self._transport
+
+    async def _addresses(self, host: str, port: int) -> list[str]:
+        """The host's addresses, each allowed by the policy (else BlockedUrlError): where the
+        connection goes, so a second answer from DNS cannot send it elsewhere."""
+        answers = await CheckedResolver(self._policy).resolve(host, port, family=socket.AF_UNSPEC)
+        return [answer["host"] for answer in answers]
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         if self.era is None:
@@ -133,70 +173,91 @@ class HttpConnection:
 
     async def _post(self, message: dict[str, Any], headers: dict[str, str], *, initialize: bool = False,
                     reply: bool = True) -> Any:
-        sent = {**self._headers, **headers, "Accept": _ACCEPT, "Content-Type": "application/json"}
         try:
-            async with self._session().post(self._url, data=wire.dumps(message), headers=sent,
-                                            allow_redirects=False) as response:
-                if initialize and response.headers.get(_SESSION):
-                    self._session_id = response.headers[_SESSION]
-                if response.status >= 300:
-                    await self._raise_for_status(response)
-                if not reply or response.status == 202:
-                    return None
-                if response.content_type == "text/event-stream":
-                    async for received in wire.sse_messages(response.content.iter_any()):
-                        if wire.is_response_to(received, message["id"]):
-                            return received
-                    raise McpProtocolError(INVALID_REPLY, "the server's event stream ended without a reply")
-                return wire.load(await _read_capped(response))
+            async with self._slots:
+                response = await self._send(wire.dumps(message), headers)
+                try:
+                    return await self._answer(response, message, initialize, reply)
+                finally:
+                    await response.close()
         except McpError:
             raise
         except BlockedUrlError as exc:  # from CheckedResolver, which also reports names that do not resolve
             if str(exc).startswith("cannot resolve"):
                 raise McpHttpError(502, f"cannot resolve the MCP server's host {self._host}") from None
             raise McpBlockedUrlError(400, str(exc)) from None
-        except aiohttp.ClientConnectorError as exc:
-            if isinstance(exc.os_error, BlockedUrlError):
-                raise McpBlockedUrlError(400, str(exc.os_error)) from None
-            raise McpHttpError(502, f"cannot connect to the MCP server at {self._host}") from exc
-        except (aiohttp.ClientError, ValueError) as exc:
+        except Unreachable as exc:
+            raise McpHttpError(502, f"cannot connect to the MCP server at {self._host} ({exc.reason})") from None
+        except TimeoutError:  # the connect's own limit (the request's is McpServer's, a cancellation here)
+            raise McpHttpError(502, f"cannot connect to the MCP server at {self._host} "
+                                    f"within {self._connect_timeout:g} s") from None
+        except UpstreamError as exc:  # the transport's "larger than" for a body read whole
+            raise McpProtocolError(INVALID_REPLY, f"the server's reply is over {wire.MAX_REPLY_BYTES:,} bytes") from exc
+        except (TransportFault, OSError, ValueError) as exc:
             raise McpHttpError(502, f"the MCP server at {self._host} broke off the reply "
                                     f"({type(exc).__name__})") from exc
 
-    async def _raise_for_status(self, response: aiohttp.ClientResponse) -> None:
-        if response.content_type == "application/json":
+    async def _send(self, body: bytes, headers: dict[str, str]) -> PlainReply:
+        pool = self._pool()
+        try:
+            return await pool.send("POST", self._target, body, headers)
+        except ClosedUnanswered as exc:
+            if not exc.reused:
+                raise
+        # a kept connection the server closed as the request went: it never arrived, send it again
+        return await pool.send("POST", self._target, body, headers)
+
+    async def _answer(self, response: PlainReply, message: dict[str, Any], initialize: bool, reply: bool) -> Any:
+        if initialize and (session := response.header(_SESSION)):
+            self._session_id = session
+        if response.status >= 300:
+            await self._raise_for_status(response)
+        if not reply or response.status == 202:
+            return None
+        if _media_type(response) == "text/event-stream":
+            events = wire.SseEvents()
+            read = response.read_chunk
+            while True:
+                piece = await read()
+                for payload in events.feed(piece) if piece else events.end():
+                    received = wire.load(payload)
+                    if wire.is_response_to(received, message["id"]):
+                        # the stream's end usually follows at once: read it, and the connection is kept
+                        await response.finish(_DRAIN_SECONDS, _DRAIN_BYTES)
+                        return received
+                if not piece:
+                    raise McpProtocolError(INVALID_REPLY, "the server's event stream ended without a reply")
+        return wire.load(await response.read_whole(wire.MAX_REPLY_BYTES))
+
+    async def _raise_for_status(self, response: PlainReply) -> None:
+        if _media_type(response) == "application/json":
             try:  # a JSON-RPC error at an HTTP status (2026-07-28 pairs them) says more than the status
-                wire.outcome(wire.load(await _read_capped(response, 64 * 1024)))
+                wire.outcome(wire.load(await response.read_whole(64 * 1024)))
             except McpProtocolError as exc:
                 if response.status != 404:
                     raise
                 raise McpHttpError(404, exc.message) from None
             except McpError:
                 pass
+            except UpstreamError:  # over 64 KiB: the status says it
+                pass
         raise McpHttpError(response.status, f"the MCP server at {self._host} answered HTTP {response.status}")
 
     async def close(self) -> None:
-        client, self._client = self._client, None
-        if client is None:
+        transport, self._transport = self._transport, None
+        if transport is None:
             return
         if self._session_id is not None:
             try:  # ends the 2025-11-25 session on the server; a server may refuse it (405)
                 async with asyncio.timeout(2):
-                    async with client.delete(self._url, headers={**self._headers, **self._legacy_headers()},
-                                             allow_redirects=False):
-                        pass
-            except (aiohttp.ClientError, TimeoutError, OSError):
+                    response = await transport.send("DELETE", self._target, None, self._legacy_headers())
+                    await response.close()
+            except (TransportFault, TimeoutError, OSError, BlockedUrlError):
                 pass
             self._session_id = None
-        await client.close()
+        await transport.close()
 
 
-async def _read_capped(response: aiohttp.ClientResponse, limit: int = wire.MAX_REPLY_BYTES) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.content.iter_any():
-        size += len(chunk)
-        if size > limit:
-            raise McpProtocolError(INVALID_REPLY, f"the server's reply is over {limit:,} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
+def _media_type(response: PlainReply) -> str:
+    return (response.header("content-type") or "").partition(";")[0].strip().lower()
+

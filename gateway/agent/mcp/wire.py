@@ -9,13 +9,13 @@ Eras (WIRE.md "MCP"): 2025-11-25 opens a session with `initialize` and sends `MC
 from __future__ import annotations
 
 import base64
-import json
 import re
 from collections.abc import AsyncIterator
 from typing import Any
 
 from gateway import __version__
 from gateway.agent.mcp.results import INVALID_REPLY, PARSE_ERROR, McpProtocolError
+from gateway.common import json_in, json_out
 
 LEGACY = "2025-11-25"
 MODERN = "2026-07-28"
@@ -75,13 +75,15 @@ def modern_headers(method: str, params: dict[str, Any] | None) -> dict[str, str]
 
 
 def dumps(message: dict[str, Any]) -> bytes:
-    # ASCII escapes: a model's arguments may hold lone surrogates, which UTF-8 cannot encode
-    return json.dumps(message, separators=(",", ":")).encode("ascii")
+    # orjson where it can (the gateway's JSON everywhere else); a model's arguments may hold lone
+    # surrogates, which UTF-8 cannot encode: those go the stdlib way, as ASCII escapes
+    return json_out.dumps(message, ensure_ascii=True)
 
 
 def load(body: bytes) -> Any:
+    """A reply's JSON (orjson where it reads the same; lone surrogates made U+FFFD, as from the upstream)."""
     try:
-        return json.loads(body)
+        return json_in.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise McpProtocolError(PARSE_ERROR, "the server's reply is not JSON") from exc
 
@@ -110,31 +112,60 @@ def is_response_to(message: Any, request_id: int) -> bool:
         "result" in message or "error" in message)
 
 
-async def sse_messages(chunks: AsyncIterator[bytes], max_event: int = MAX_REPLY_BYTES) -> AsyncIterator[Any]:
-    """The JSON messages of an SSE body: one per event (its `data:` lines joined by newlines);
-    comments, `event:`/`id:`/`retry:` lines and events without data are skipped."""
-    buffer = b""
-    data: list[bytes] = []
-    size = 0
-    async for chunk in chunks:
-        buffer += chunk
-        if len(buffer) > max_event:
-            raise McpProtocolError(INVALID_REPLY, f"the server sent an event over {max_event:,} bytes")
-        *lines, buffer = buffer.split(b"\n")
+class SseEvents:
+    """An SSE body split into its events' data as it arrives: `feed(chunk)` returns the payloads
+    (each event's `data:` lines joined by newlines) of the events the chunk completed, `end()`
+    the last one when the body ended without its blank line. Comments, `event:`/`id:`/`retry:`
+    lines and events without data are skipped. The caller parses each payload (`load`) in order.
+    A plain object, not an async generator: one left before its end is finalized by a task the
+    event loop schedules, a cost on every reply."""
+
+    __slots__ = ("_buffer", "_data", "_size", "_max")
+
+    def __init__(self, max_event: int = MAX_REPLY_BYTES) -> None:
+        self._buffer = b""
+        self._data: list[bytes] = []
+        self._size = 0
+        self._max = max_event
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        buffer = self._buffer + chunk
+        if len(buffer) > self._max:
+            raise McpProtocolError(INVALID_REPLY, f"the server sent an event over {self._max:,} bytes")
+        *lines, self._buffer = buffer.split(b"\n")
+        payloads = []
+        data = self._data
         for raw in lines:
             line = raw[:-1] if raw.endswith(b"\r") else raw
             if not line:
                 payload = b"\n".join(data)
                 if payload.strip():  # 2025-11-25 servers open with an empty "priming" event
-                    yield load(payload)
-                data, size = [], 0
+                    payloads.append(payload)
+                data.clear()
+                self._size = 0
             elif line.startswith(b"data:"):
                 value = line[5:]
                 data.append(value[1:] if value.startswith(b" ") else value)
-                size += len(value)
-                if size > max_event:
-                    raise McpProtocolError(INVALID_REPLY, f"the server sent an event over {max_event:,} bytes")
-    if buffer.startswith(b"data:"):
-        data.append(buffer[5:].lstrip(b" "))
-    if b"".join(data).strip():
-        yield load(b"\n".join(data))
+                self._size += len(value)
+                if self._size > self._max:
+                    raise McpProtocolError(INVALID_REPLY, f"the server sent an event over {self._max:,} bytes")
+        return payloads
+
+    def end(self) -> list[bytes]:
+        data = self._data
+        if self._buffer.startswith(b"data:"):
+            data.append(self._buffer[5:].lstrip(b" "))
+        self._buffer = b""
+        payload = b"\n".join(data)
+        data.clear()
+        return [payload] if payload.strip() else []
+
+
+async def sse_messages(chunks: AsyncIterator[bytes], max_event: int = MAX_REPLY_BYTES) -> AsyncIterator[Any]:
+    """The JSON messages of an SSE body, one per event (SseEvents over an async iterator of chunks)."""
+    events = SseEvents(max_event)
+    async for chunk in chunks:
+        for payload in events.feed(chunk):
+            yield load(payload)
+    for payload in events.end():
+        yield load(payload)

@@ -3,6 +3,7 @@ at most 128 tools kept, SSE events read within a size cap; and no MCP code in an
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 
 import pytest
@@ -84,8 +85,14 @@ def test_a_started_gateway_imports_no_mcp_code(tmp_path) -> None:
 
 def test_arguments_with_lone_surrogates_are_still_sent_as_valid_json() -> None:
     body = wire.dumps(wire.request(1, "tools/call", {"name": "t\ud800", "arguments": {"q": "a\udfffb"}}))
-    assert wire.load(body)["params"]["arguments"]["q"] == "a\udfffb"
+    assert json.loads(body)["params"]["arguments"]["q"] == "a\udfffb"  # as a server reads it
     assert wire.header_value("t\ud800").startswith("=?base64?")
+
+
+def test_a_reply_with_a_lone_surrogate_is_read_with_u_fffd_in_its_place() -> None:
+    # as the upstream's replies are (gateway/common/json_in.py): text that UTF-8 can encode downstream
+    assert wire.load(b'{"text": "a\\ud800b \\ud83d\\ude00", "n": 12345678901234567890123}') == {
+        "text": "a\ufffdb \U0001f600", "n": 12345678901234567890123}
 
 
 async def test_a_tool_list_in_pages_is_read_to_its_end() -> None:
