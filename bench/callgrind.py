@@ -148,8 +148,13 @@ async def measure(args: argparse.Namespace) -> int:
                                    "at once share one provider call (gateway/agent/web/cache.py), use --concurrency 1")
     finally:
         gateway.send_signal(signal.SIGINT)
-        gateway.wait(timeout=120)
-        await fake.stop()
+        try:
+            gateway.wait(timeout=120)
+        except subprocess.TimeoutExpired:  # still starting under valgrind (it handles signals late): killed
+            gateway.kill()
+            gateway.wait()
+        finally:
+            await fake.stop()
     dump = sorted(glob.glob(out + ".*"))[0]  # the first dump: the one callgrind_control -d asked for
     per_request = total_instructions(dump) / args.requests
     print(f"{args.scenario}, c={args.concurrency}, {args.requests} requests, src {src}: "
