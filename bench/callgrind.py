@@ -4,6 +4,12 @@
     python -m bench.callgrind --requests 400 --concurrency 64 stream --src /tmp/old
     python -m bench.callgrind --requests 300 chat --env API_SERVER_METRICS=false
     python -m bench.callgrind --requests 200 search --python /tmp/prod-venv/bin/python
+    python -m bench.callgrind --requests 300 stream --text "bench: chunks=2"   # a stream's fixed cost
+    python -m bench.callgrind --requests 100 stream --text "bench: chunks=50 chunk_delay=0.005"
+
+`--text` replaces the scenario's user message (a fake upstream directive, bench/fake_upstream.py):
+streams of 2 and 50 chunks give the cost per frame by difference; `chunk_delay` writes each frame
+on its own (one read, one agent step and one client write each, as a model's paced stream).
 
 `search` is one web_search tool round per request: the fake upstream asks for a `web_search` call,
 the gateway queries the fake SearXNG (bench/fake_search.py, served by the same fake process) over
@@ -125,7 +131,7 @@ async def measure(args: argparse.Namespace) -> int:
         env=env, cwd=src, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     stream = args.scenario == "stream"
-    text = {"stream": "bench: chunks=50", "search": "bench: tool"}.get(args.scenario, "Say hello.")
+    text = args.text or {"stream": "bench: chunks=50", "search": "bench: tool"}.get(args.scenario, "Say hello.")
     body = chat_body(stream=stream, text=text)
     try:
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
@@ -142,8 +148,13 @@ async def measure(args: argparse.Namespace) -> int:
                                    "at once share one provider call (gateway/agent/web/cache.py), use --concurrency 1")
     finally:
         gateway.send_signal(signal.SIGINT)
-        gateway.wait(timeout=120)
-        await fake.stop()
+        try:
+            gateway.wait(timeout=120)
+        except subprocess.TimeoutExpired:  # still starting under valgrind (it handles signals late): killed
+            gateway.kill()
+            gateway.wait()
+        finally:
+            await fake.stop()
     dump = sorted(glob.glob(out + ".*"))[0]  # the first dump: the one callgrind_control -d asked for
     per_request = total_instructions(dump) / args.requests
     print(f"{args.scenario}, c={args.concurrency}, {args.requests} requests, src {src}: "
@@ -164,6 +175,7 @@ def main() -> int:
     parser.add_argument("--env", nargs="*", default=[], metavar="NAME=VALUE", help="extra gateway settings")
     parser.add_argument("--key", metavar="OPTIONS", help="requests send a key made with `keys create bench OPTIONS` "
                         "(\"\": an unlimited key; default: keyless)")
+    parser.add_argument("--text", help="the user message instead of the scenario's (a fake upstream directive)")
     parser.add_argument("--out", help="folder for the callgrind dump (default: a new temp folder)")
     return asyncio.run(measure(parser.parse_args()))
 

@@ -3,6 +3,7 @@
     python -m bench.pyprofile search --requests 1000 --out /tmp/search.prof
     python -m bench.pyprofile chat --requests 1000 --out /tmp/chat.prof [--src DIR]
     python -m bench.pyprofile --diff /tmp/search.prof /tmp/chat.prof --requests 1000
+    python -m bench.pyprofile stream --requests 400 --text "bench: chunks=50 chunk_delay=0.002" --out /tmp/s.prof
 
 The gateway runs as in bench/callgrind.py (the bench fake upstream, the fake SearXNG it serves,
 `WEB_CACHE_TTL=0` for `search`, c=1), from `--src` when given, under a wrapper (`WRAPPER`) that
@@ -66,7 +67,8 @@ async def measure(args: argparse.Namespace) -> int:
     gateway = subprocess.Popen([sys.executable, "-c", WRAPPER, "serve", "--port", str(port)],
                                env=env, cwd=src, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
-    body = chat_body(stream=False, text="bench: tool" if args.scenario == "search" else "Say hello.")
+    text = args.text or {"stream": "bench: chunks=50", "search": "bench: tool"}.get(args.scenario, "Say hello.")
+    body = chat_body(stream=args.scenario == "stream", text=text)
     try:
         async with aiohttp.ClientSession() as session:
             await wait_healthy(session, base)
@@ -123,8 +125,9 @@ def diff(first: str, second: str, requests: int, top: int) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("scenario", nargs="?", choices=("chat", "search"),
-                        help="a whole chat, or one with a web_search round")
+    parser.add_argument("scenario", nargs="?", choices=("chat", "stream", "search"),
+                        help="a whole chat, a stream of 50 chunks, or a chat with a web_search round")
+    parser.add_argument("--text", help="the user message instead of the scenario's (as bench/callgrind.py's)")
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--src", help="a checkout to profile instead of this one")
     parser.add_argument("--out", default="gateway.prof")
@@ -138,7 +141,7 @@ def main() -> int:
     if args.diff:
         return diff(args.diff[0], args.diff[1], args.requests, args.top)
     if args.scenario is None:
-        parser.error("name a scenario (chat, search) or --diff A B")
+        parser.error("name a scenario (chat, stream, search) or --diff A B")
     return asyncio.run(measure(args))
 
 

@@ -16,18 +16,18 @@ would write a second HTTP head into the open body.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
 
-from gateway.agent.events import AgentEvent, Finished, Progress, ToolCallStarted
+from gateway.agent.events import AgentEvent, Finished, ToolCallStarted
 from gateway.agent.loop import AgentRequest
 from gateway.errors import GatewayError, UpstreamTimeoutError
 from gateway.http import appkeys
-from gateway.http.sse import KEEPALIVE_FRAME, Keepalive, LastBatch, SSEWriter, batched_with_keepalive
+from gateway.http.sse import SSEWriter
+from gateway.http.stream_relay import StreamRelay
 
 log = logging.getLogger("agent_gateway.runs")
 R = TypeVar("R", covariant=True)
@@ -41,22 +41,6 @@ RESEARCH_KEEPALIVE_SECONDS = 5.0
 def run_timeout_error(seconds: float) -> UpstreamTimeoutError:
     return UpstreamTimeoutError(f"the agent run took longer than AGENT_RUN_TIMEOUT ({seconds:g} s)",
                                 code="run_timeout")
-
-
-def did_work(events: Iterable[AgentEvent]) -> bool:
-    """The one rule for "a retry would repeat work": one of the agent's own tools was called.
-
-    A retry always repeats the model call; that is what a retry is for, and what a client that
-    retries pays for knowingly. What it must not repeat is what the gateway did on the client's
-    behalf: a web search or extract costs money, counts against the provider's rate limit and is
-    seen by third parties. So a failure after a `ToolCallStarted` says `x-should-retry: false`.
-
-    Text the model wrote is not work in this sense: in a whole reply the client never saw it (the
-    error replaces it), and in a stream it is already on the wire, past the status line, where no
-    header can be sent any more and the SDK does not retry anyway; there the failure is the error
-    frame. A call to a client tool runs nothing here: it ends the turn.
-    """
-    return any(isinstance(event, ToolCallStarted) for event in events)
 
 
 class WholeReply(Protocol[R]):
@@ -138,7 +122,7 @@ async def run_streamed(request: web.Request, agent_request: AgentRequest, reply:
     app = request.app
     settings = app[appkeys.SETTINGS]
     sse = SSEWriter(request)
-    opened = worked = False
+    opened = False
 
     def opening() -> bytes:
         nonlocal opened
@@ -147,35 +131,18 @@ async def run_streamed(request: web.Request, agent_request: AgentRequest, reply:
         opened = True
         return reply.begin()
 
-    # Events come in batches (whatever the agent produced meanwhile) so that a burst leaves in one
-    # write, not one syscall per event; a batch never waits for more, so nothing is delayed. The
-    # first event leaves alone (the first token is not held behind the rest of its burst), and the
-    # last batch leaves with the closing frames and the end of the body.
+    # Each event leaves as it comes (one write per upstream piece: a burst of frames is one event),
+    # written by the relay's own task; this task writes the keepalives while the run is silent.
+    # The last event's frames leave with the closing frames and the end of the body.
     agent_run = app[appkeys.AGENT].run(agent_request)
     interval = settings.keepalive_interval
     if agent_request.research is not None:  # long silences (a report being written) are the rule there
         interval = min(interval, RESEARCH_KEEPALIVE_SECONDS)
-    batches = batched_with_keepalive(agent_run.events, interval, first_alone=True)
-    finished: Finished | None = None
-    tail = b""
+    relay = StreamRelay(sse, agent_run.events, reply.encode, opening, interval)
     error: GatewayError
     try:
-        async with contextlib.aclosing(batches), asyncio.timeout(settings.run_timeout):
-            async for batch in batches:
-                if isinstance(batch, Keepalive):
-                    await sse.send(opening() + KEEPALIVE_FRAME)
-                    continue
-                if not worked and not sse.started:  # read only while no byte is on the wire
-                    worked = did_work(batch)
-                if isinstance(batch[-1], Finished):  # always the run's last event
-                    finished = batch[-1]
-                body = opening() + reply.encode(batch)
-                if not body and any(type(event) is Progress for event in batch):
-                    body = KEEPALIVE_FRAME  # progress the wire format has no event for: a sign of life all the same
-                if isinstance(batch, LastBatch):
-                    tail = body
-                else:
-                    await sse.send(body)
+        async with asyncio.timeout(settings.run_timeout):
+            await relay.run()
     except (ConnectionError, asyncio.CancelledError) as exc:
         log.info("client went away mid-stream; agent run cancelled")
         await reply.interrupted(agent_run.messages)
@@ -192,6 +159,7 @@ async def run_streamed(request: web.Request, agent_request: AgentRequest, reply:
         error = _unexpected(log)
     else:
         try:
+            finished = relay.finished
             closing = await reply.end(finished.messages if finished else agent_run.messages)
         except GatewayError as exc:
             error = exc
@@ -200,11 +168,11 @@ async def run_streamed(request: web.Request, agent_request: AgentRequest, reply:
                 raise
             error = _unexpected(log)
         else:
-            return await _finish(sse, opening() + tail + closing, log)
+            return await _finish(sse, opening() + relay.tail + closing, log)
     if not sse.started:
-        raise _no_retry_after_work(error, worked)
+        raise _no_retry_after_work(error, relay.worked)
     log.warning("agent run failed mid-stream: %s", error.detail or error.message)
-    return await _finish(sse, tail + await reply.fail(error, agent_run.messages), log)
+    return await _finish(sse, relay.tail + await reply.fail(error, agent_run.messages), log)
 
 
 def _unexpected(log: logging.Logger) -> GatewayError:

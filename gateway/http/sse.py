@@ -1,117 +1,23 @@
-"""Server-sent events: a response writer, and a keepalive wrapper for slow event sources.
+"""Server-sent events: a response writer and the frames it writes (a streamed reply's events are
+relayed to it by gateway/http/stream_relay.py, keepalives included).
 
 Back-pressure: aiohttp waits for the connection to take a write (`drain`) once 64 KB are buffered,
 so a stream whose client reads slowly waits with it, holding what it passed to the last write. A
-streamed reply's writes are one batch of events each; the followers of a background run, whose
-frames may be megabytes each (a `response.*` event repeats the Response object), write shared
-frames in FOLLOW_WRITE_BYTES pieces (`send_frames`) and are dropped when a write stays untaken
-for their stall bound: the connection aborted, so nothing it buffered is kept.
+streamed reply's writes are one event each (a burst of upstream frames is one event); the
+followers of a background run, whose frames may be megabytes each (a `response.*` event repeats
+the Response object), write shared frames in FOLLOW_WRITE_BYTES pieces (`send_frames`) and are
+dropped when a write stays untaken for their stall bound: the connection aborted, so nothing it
+buffered is kept.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterator, Sequence
-from typing import TypeVar
+from collections.abc import Awaitable, Iterator, Sequence
 
 from aiohttp import web
 
 from gateway.errors import AgentGatewayError
-from gateway.http.wakeup import Wakeup
-
-T = TypeVar("T")
-
-
-class Keepalive:
-    """Yielded by the keepalive wrappers when the source stayed silent for one interval."""
-
-
-KEEPALIVE = Keepalive()
-
-
-class LastBatch(list[T]):
-    """The source's final items (it has ended cleanly): nothing follows, so a writer can send them
-    with the end of the body in one write."""
-
-
-#: Most items the source may run ahead of the consumer (back-pressure for a slow client).
-MAX_BATCH = 64
-
-
-async def batched_with_keepalive(
-    source: AsyncIterator[T], interval: float, *, max_batch: int = MAX_BATCH, first_alone: bool = False
-) -> AsyncGenerator[list[T] | Keepalive, None]:
-    """Yield the source's items in lists (all it has produced since the last list, so that a
-    burst, e.g. an upstream's buffered chunks, can leave in one write), and KEEPALIVE after every
-    `interval` seconds without one. A list never waits for more items once it holds one. The
-    list that holds the source's last items (when it ended without an error) is a `LastBatch`.
-
-    `first_alone`: the first item leaves in a list of its own, before the source goes on with
-    the rest of its burst. The time to the first byte is then that of one upstream chunk, not of
-    the whole burst (parsing, relaying and encoding a 50-chunk burst is measurable at concurrency 1;
-    bench/README.md).
-
-    The source runs in one task for the whole stream, never cancelled by a keepalive timeout (that
-    would tear it down); it is cancelled, and the source closed, only when the consumer stops.
-    One task per stream rather than one per item: the per-item task and `asyncio.wait` were a
-    sixth of the gateway's CPU on a 50-chunk stream.
-    """
-    loop = asyncio.get_running_loop()
-    items: list[T] = []
-    ended: list[BaseException | None] = []  # [None] at the source's end, [exc] when it raised
-    wake = Wakeup(loop)  # set by the producer: there is something to take
-    # set by the consumer: the producer may run ahead again (rarely waited on)
-    room = Wakeup(loop)
-
-    async def produce() -> None:
-        try:
-            if first_alone:
-                async for item in source:
-                    items.append(item)
-                    wake.set()
-                    # one loop turn: the consumer takes this item before the source goes on
-                    await asyncio.sleep(0)
-                    break
-            async for item in source:
-                items.append(item)
-                # the consumer waits only on an empty list: one wake-up per batch, not per item
-                if len(items) == 1:
-                    wake.set()
-                if len(items) >= max_batch:
-                    await room.wait(None)
-        except BaseException as exc:
-            ended.append(exc)
-            if not isinstance(exc, Exception):
-                raise
-        else:
-            ended.append(None)
-        finally:
-            wake.set()
-
-    producer = loop.create_task(produce())
-    try:
-        while True:
-            if not items and not ended and not await wake.wait(interval):
-                yield KEEPALIVE
-                continue
-            if items:
-                batch = LastBatch(items) if ended and ended[0] is None else items[:]
-                items.clear()
-                room.set()
-                yield batch
-            elif ended:
-                if ended[0] is not None:
-                    raise ended[0]
-                return
-    finally:
-        if not producer.done():
-            producer.cancel()
-            with contextlib.suppress(BaseException):
-                await producer
-        closer = getattr(source, "aclose", None)
-        if closer is not None:
-            await closer()
 
 
 class _EventStreamResponse(web.StreamResponse):
@@ -182,17 +88,37 @@ class SSEWriter:
                 **(headers or {}),
             },
         )
-        self.started = False
+        self.started = False  # the headers are committed: no HTTP status can be answered any more
+        self._ready = False  # prepared: a write may go straight to the response
+        self._preparing: asyncio.Future[None] | None = None
 
     async def start(self) -> None:
-        if not self.started:
-            self.started = True
+        """Prepare the response once. Two writers may share a stream (its events and its
+        keepalives, gateway/http/stream_relay.py): one that comes while the other prepares waits
+        for it, rather than writing before the response is prepared."""
+        if self._ready:
+            return
+        if self.started:
+            if self._preparing is not None:
+                await self._preparing
+            if not self._ready:  # the other writer's prepare failed: the connection is gone
+                raise ConnectionResetError("the stream's response could not be prepared")
+            return
+        self.started = True
+        preparing = self._preparing = asyncio.get_running_loop().create_future()
+        try:
             await self.response.prepare(self.request)
+            self._ready = True
+        finally:
+            self._preparing = None
+            if not preparing.done():
+                preparing.set_result(None)
 
     async def send(self, body: bytes | memoryview) -> None:
         """Write frames built by `frames` / `named_frames` (the headers go with the first write)."""
         if body:
-            await self.start()
+            if not self._ready:
+                await self.start()
             await self.response.write(body)
 
     async def send_frames(self, frames: Sequence[bytes], *, stall: float) -> None:

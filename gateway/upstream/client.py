@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import Any
 
@@ -36,12 +35,12 @@ from gateway.upstream.deltas import Finish, Text, Texts, UpstreamDelta, deltas_o
 from gateway.upstream.faults import fault
 from gateway.upstream.shapes import completion_deltas, well_formed
 from gateway.upstream.sse_frames import (
+    SSELines,
     UsualFrames,
     fast_chunk,
     is_done,
     is_text_delta,
     load_stdlib,
-    sse_batches,
     usual_text,
 )
 from gateway.upstream.text import error_message, without_credentials
@@ -239,46 +238,50 @@ class UpstreamClient:
             # the time to the first byte stays one frame's, not the whole burst's parse.
             first = True
             usual = UsualFrames()  # the usual frame by its bytes, once one has been parsed
-            # closed here, not left to the loop's finaliser hook, when the stream returns at [DONE]
-            async with contextlib.aclosing(sse_batches(response.read_chunk)) as batches:
-                async for frames in batches:
-                    framed = framed or bool(frames)
-                    texts: list[str] = []  # this piece's text deltas so far
-                    for frame in frames:
-                        # before JSON: a refused parse raises, which is dear; a frame longer than
-                        # 16 bytes is never [DONE] (the length first: no call for the usual frame)
-                        if len(frame) <= 16 and is_done(frame):
-                            if texts:
-                                yield Texts(texts)
-                            await response.finish(DRAIN_SECONDS, DRAIN_BYTES)
-                            return
-                        text = usual.text(frame)  # the fastest lane: no parse
-                        if text is None:
-                            chunk = fast_chunk(frame)  # the fast lane: most other frames end below
-                            text = usual_text(chunk)
-                            if text:
-                                usual.learn(frame, text)
-                        if text is not None:
-                            if not text:
-                                continue
-                            if first:
-                                first = False
-                                yield Text(text)
-                            else:
-                                texts.append(text)
-                            continue
-                        if texts:  # the text before this frame leaves first (even if it is malformed)
+            # the socket's pieces split into frames by plain calls: no async generator between
+            lines, read, piece = SSELines(), response.read_chunk, b"."
+            while piece:
+                piece = await read()
+                frames = lines.feed(piece) if piece else lines.end()
+                if not frames:
+                    continue
+                framed = True
+                texts: list[str] = []  # this piece's text deltas so far
+                for frame in frames:
+                    # before JSON: a refused parse raises, which is dear; a frame longer than
+                    # 16 bytes is never [DONE] (the length first: no call for the usual frame)
+                    if len(frame) <= 16 and is_done(frame):
+                        if texts:
                             yield Texts(texts)
-                            texts = []
-                        if not is_text_delta(chunk):  # refused by orjson, or not a text delta
-                            chunk = client._checked_frame(frame)
-                            if chunk is None:
-                                continue
-                        for delta in deltas_of(chunk, "delta"):
-                            finished = finished or type(delta) is Finish
-                            yield delta
-                    if texts:  # never held past the piece: the next read may be a while
+                        await response.finish(DRAIN_SECONDS, DRAIN_BYTES)
+                        return
+                    text = usual.text(frame)  # the fastest lane: no parse
+                    if text is None:
+                        chunk = fast_chunk(frame)  # the fast lane: most other frames end below
+                        text = usual_text(chunk)
+                        if text:
+                            usual.learn(frame, text)
+                    if text is not None:
+                        if not text:
+                            continue
+                        if first:
+                            first = False
+                            yield Text(text)
+                        else:
+                            texts.append(text)
+                        continue
+                    if texts:  # the text before this frame leaves first (even if it is malformed)
                         yield Texts(texts)
+                        texts = []
+                    if not is_text_delta(chunk):  # refused by orjson, or not a text delta
+                        chunk = client._checked_frame(frame)
+                        if chunk is None:
+                            continue
+                    for delta in deltas_of(chunk, "delta"):
+                        finished = finished or type(delta) is Finish
+                        yield delta
+                if texts:  # never held past the piece: the next read may be a while
+                    yield Texts(texts)
             if not framed:  # llama-cpp-python's empty 200 when its template fails, or with tools
                 raise EmptyStreamError("the upstream model ended its stream before its first frame")
             if not finished:

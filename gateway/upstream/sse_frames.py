@@ -9,7 +9,7 @@ way exactly as before, so results never depend on whether orjson is installed.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from gateway.common import json_in
@@ -176,29 +176,35 @@ def is_text_delta(chunk: Any) -> bool:
     return True
 
 
-async def sse_batches(next_piece: Callable[[], Awaitable[bytes]]) -> AsyncGenerator[list[bytes], None]:
+class SSELines:
     """The `data:` payloads of an SSE body (bytes after `data:`, unstripped), one per `data:` line
-    (LLM servers send one JSON a line), tolerant of CRLF, comments and event lines; yielded as
-    the list of lines each received piece completes, so the consumer pays one async step per
-    piece rather than per frame. `next_piece` returns the body's next bytes, b"" at its end."""
-    pending: list[bytes] = []  # a line's start, joined once its end arrives (never re-copied)
-    size = 0
-    while piece := await next_piece():
+    (LLM servers send one JSON a line), tolerant of CRLF, comments and event lines. Fed each
+    received piece (`feed`), it returns the lines that piece completes; `end()` the last line of
+    a body that ends without a newline. Plain calls, not an async generator between the socket
+    and the client: a stream's reader awaits the socket itself, one async step fewer per piece."""
+
+    __slots__ = ("_pending", "_size")
+
+    def __init__(self) -> None:
+        self._pending: list[bytes] = []  # a line's start, joined once its end arrives (never re-copied)
+        self._size = 0
+
+    def feed(self, piece: bytes) -> list[bytes]:
         if piece.find(b"\n") == -1:  # not `in`: see above
-            pending.append(piece)
-            size += len(piece)
-            if size > MAX_SSE_LINE:
+            self._pending.append(piece)
+            self._size += len(piece)
+            if self._size > MAX_SSE_LINE:
                 raise UpstreamError("the upstream model sent a stream line larger than 16 MiB")
-            continue
-        if pending:
-            pending.append(piece)
-            piece = b"".join(pending)
+            return []
+        if self._pending:
+            self._pending.append(piece)
+            piece = b"".join(self._pending)
         *lines, rest = piece.split(b"\n")
-        pending = [rest] if rest else []
-        size = len(rest)
-        frames = [line[5:] for line in lines if line.startswith(b"data:")]
-        if frames:
-            yield frames
-    rest = b"".join(pending)
-    if rest.startswith(b"data:"):
-        yield [rest[5:]]
+        self._pending = [rest] if rest else []
+        self._size = len(rest)
+        return [line[5:] for line in lines if line.startswith(b"data:")]
+
+    def end(self) -> list[bytes]:
+        rest = b"".join(self._pending)
+        self._pending, self._size = [], 0
+        return [rest[5:]] if rest.startswith(b"data:") else []
