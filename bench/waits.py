@@ -2,7 +2,8 @@
 
 1. The run timeout, entered once per agent run: `asyncio.timeout` against one bare
    `loop.call_later` handle (the floor a home-made deadline could reach).
-2. The SSE batcher's wake-up, waited on once per batch of every stream: `gateway.wakeup.Wakeup`
+2. The SSE batcher's wake-up, waited on once per batch of every stream: `Wakeup`
+   (below: the batcher's stand-in until the stream relay of branch `streams` replaced the batcher)
    against `asyncio.Event` + `asyncio.timeout` (clear, wait under a timeout), in the same
    producer/consumer hand-off the batcher does.
 Each pair runs alternately, several rounds, under asyncio and uvloop (when installed); compare the
@@ -17,7 +18,36 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 
-from gateway.http.wakeup import Wakeup
+
+class Wakeup:
+    __slots__ = ("_loop", "_waiter")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._waiter: asyncio.Future[bool] | None = None
+
+    def set(self) -> None:
+        """Wake the waiter, if one is waiting (otherwise nothing: there is no flag to set)."""
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(True)
+
+    async def wait(self, timeout: float | None) -> bool:
+        """True when woken by `set()`, False when `timeout` seconds (if any) passed first."""
+        waiter = self._waiter = self._loop.create_future()
+        timer = self._loop.call_later(timeout, _expire, waiter) if timeout is not None else None
+        try:
+            return await waiter
+        finally:
+            if timer is not None:
+                timer.cancel()
+            self._waiter = None
+
+
+def _expire(waiter: asyncio.Future[bool]) -> None:
+    if not waiter.done():
+        waiter.set_result(False)
+
 
 N = 50_000
 ROUNDS = 5
