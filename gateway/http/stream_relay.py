@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 from collections.abc import AsyncIterator, Callable, Iterable
 
 from gateway.agent.events import AgentEvent, Finished, Progress, ToolCallStarted
 from gateway.http.sse import KEEPALIVE_FRAME, SSEWriter
+from gateway.observe.metrics import FIRST_BYTE_AT
 
 
 def did_work(events: Iterable[AgentEvent]) -> bool:
@@ -64,11 +66,19 @@ class StreamRelay:
         self.tail = b""
 
     async def run(self) -> None:
-        relaying = self._loop.create_task(self._relay())
+        # The relay's task has a context of its own; the response is usually prepared there, and
+        # the metrics' mark of a prepared stream (FIRST_BYTE_AT, set by the prepare hook) is read
+        # by the front door in this task afterwards: carried back below, else a stream counts as a
+        # whole reply and its open-streams gauge never comes down.
+        context = contextvars.copy_context()
+        relaying = self._loop.create_task(self._relay(), context=context)
         try:
             await self._keep_alive(relaying)
             relaying.result()  # its failure, raised here
         finally:
+            first_byte = context.get(FIRST_BYTE_AT)
+            if first_byte is not None and FIRST_BYTE_AT.get() is None:
+                FIRST_BYTE_AT.set(first_byte)
             if not relaying.done():
                 relaying.cancel()
                 with contextlib.suppress(BaseException):
