@@ -70,5 +70,9 @@ class Announcements:
             event = self._event(key)
         if event.is_set() or timeout <= 0:
             return
+        # asyncio.timeout, not wait_for: Python 3.11's wait_for runs `event.wait()` in a task of its
+        # own, a task per wait that outlives a request in which a long-lived follower (the queue's
+        # worker) woke and waited again
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await event.wait()
