@@ -16,18 +16,6 @@ from tests.fakes.upstream import FakeUpstream, Reply, text
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
 
 
-@pytest.fixture
-async def gateway(make_client: Any) -> Any:
-    return await make_client(api_key=API_KEY)
-
-
-@pytest.fixture
-async def sdk(gateway: Any) -> Any:
-    sdk = openai.AsyncOpenAI(base_url=str(gateway.make_url("/v1")), api_key=API_KEY, max_retries=0)
-    yield sdk
-    await sdk.close()
-
-
 async def _until(sdk: Any, response_id: str, statuses: set[str]) -> Any:
     """Poll as a client does until the response reaches one of `statuses`."""
     for _ in range(500):

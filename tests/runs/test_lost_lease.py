@@ -14,28 +14,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import openai
 import pytest
 
 from gateway.runs.background import BACKGROUND_RUNS
 from gateway.runs.frames import LOST_MESSAGE
 from gateway.runs.keeper import record_expired
-from tests.conftest import API_KEY
 from tests.fakes.upstream import FakeUpstream, Reply
 
 ENDINGS = {"response.completed", "response.failed", "response.incomplete", "error"}
-
-
-@pytest.fixture
-async def gateway(make_client: Any) -> Any:
-    return await make_client(api_key=API_KEY)
-
-
-@pytest.fixture
-async def sdk(gateway: Any) -> Any:
-    sdk = openai.AsyncOpenAI(base_url=str(gateway.make_url("/v1")), api_key=API_KEY, max_retries=0)
-    yield sdk
-    await sdk.close()
 
 
 async def _expire_as_another_replica_would(app: Any, response_id: str) -> None:
